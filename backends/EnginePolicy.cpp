@@ -1,0 +1,213 @@
+#include "backends/EnginePolicy.hpp"
+
+#include <algorithm>
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "core/Strings.hpp"
+
+namespace attnsim {
+
+const std::vector<std::string> kValidationChecks{
+    "head_size", "dtype", "kv_cache_dtype", "block_size", "compute_capability", "platform", "attention_type",
+    "stage",     "feature", "feature_match", "requirements"};
+const std::vector<std::string> kMessageKeys{"explicit_invalid", "none_valid", "no_list", "wrong_kind_mla",
+                                            "wrong_kind_mha"};
+const std::vector<std::string> kDocsFields{
+    "table_name",       "variant",           "dtypes",        "kv_cache_dtypes", "block_sizes",
+    "head_sizes",       "compute_capability", "attention_types", "native_paging", "native_page_sizes",
+    "devices",          "server_flag",       "stages",        "cuda_graph",      "sink",
+    "sparse",           "mm_prefix",         "sliding_window", "multimodal",     "spec_decoding",
+    "spec_topk1",       "spec_topk_gt1",     "fp8_kv",        "fp4_kv",          "chunked_prefix_cache",
+    "mla"};
+const std::vector<std::string> kMessagePlaceholders{"backend", "reasons", "all_reasons", "device", "config", "stage_name"};
+
+namespace {
+
+const std::regex& placeholderPattern() {
+  static const std::regex re(R"(\{([A-Za-z_][A-Za-z0-9_]*)\})");
+  return re;
+}
+
+MessageTemplate parseMessage(const YamlReader& r, std::string_view key, const Expr::VariableCheck& check,
+                             bool required) {
+  MessageTemplate m;
+  auto text = r.find<std::string>(key);
+  if (!text) {
+    if (required) r.fail(key, fmt::format("required key '{}' is missing", key));
+    return m;
+  }
+  m.text = *text;
+  for (std::sregex_iterator it(m.text.begin(), m.text.end(), placeholderPattern()), end; it != end; ++it) {
+    const std::string name = (*it)[1].str();
+    const bool special = std::find(kMessagePlaceholders.begin(), kMessagePlaceholders.end(), name) !=
+                         kMessagePlaceholders.end();
+    if (const std::string problem = check(name); !special && !problem.empty()) {
+      r.fail(key, "placeholder {" + name + "}: " + problem);
+    }
+  }
+  return m;
+}
+
+Expr::VariableCheck makeCheck(const std::vector<std::string>& known) {
+  return [known](std::string_view name) -> std::string {
+    if (std::find(known.begin(), known.end(), name) != known.end()) return {};
+    return fmt::format("unknown variable '{}'{}", name, didYouMean(name, known));
+  };
+}
+
+EngineOption parseOption(const YamlReader& r) {
+  EngineOption o;
+  o.name = r.get<std::string>("name");
+  o.type = r.getOneOf("type", {"bool", "int", "string"});
+  o.default_value = r.findScalarValue("default").value_or(Value{});
+  o.allowed = r.get<std::vector<std::string>>("allowed", {});
+  o.help = r.get<std::string>("help");
+  r.finish();
+  return o;
+}
+
+ValidationCheck parseCheck(const YamlReader& r, const Expr::VariableCheck& check) {
+  ValidationCheck c;
+  c.check = r.getOneOf("check", kValidationChecks);
+  if (c.check == "feature" || c.check == "feature_match") c.feature = r.getOneOf("feature", kFeatureNames);
+  if (c.check == "feature") c.needed_when = r.getExpr("needed_when", check);
+  if (c.check == "feature_match") {
+    c.scenario_flag = r.get<std::string>("scenario_flag");
+    if (const auto problem = check(c.scenario_flag); !problem.empty()) r.fail("scenario_flag", problem);
+    c.reason_unwanted = parseMessage(r, "reason_unwanted", check, true);
+  }
+  // requirements checks carry their reasons in the backend files.
+  c.reason = parseMessage(r, "reason", check, c.check != "requirements");
+  r.finish();
+  return c;
+}
+
+PolicyRule parseRule(const YamlReader& r, const Expr::VariableCheck& check) {
+  PolicyRule rule;
+  rule.when = r.findExpr("when", check);
+  if (auto set = r.findMap("set")) {
+    for (const auto& var : set->keysOf()) {
+      if (const auto problem = check(var); !problem.empty()) set->fail(var, problem);
+      rule.set.emplace_back(var, set->getExpr(var, check));
+    }
+  }
+  rule.note = parseMessage(r, "note", check, false);
+  rule.error = parseMessage(r, "error", check, false);
+  rule.source = r.get<std::string>("source");
+  if (rule.set.empty() && rule.note.text.empty() && rule.error.text.empty()) {
+    r.fail("set", "a rule needs at least one of set, note, error");
+  }
+  r.finish();
+  return rule;
+}
+
+}  // namespace
+
+std::string MessageTemplate::render(const Env& env) const {
+  std::string out;
+  auto begin = std::sregex_iterator(text.begin(), text.end(), placeholderPattern());
+  std::size_t last = 0;
+  for (auto it = begin; it != std::sregex_iterator(); ++it) {
+    out += text.substr(last, static_cast<std::size_t>(it->position()) - last);
+    const auto found = env.find((*it)[1].str());
+    out += found == env.end() ? std::string("None") : toDisplay(found->second);
+    last = static_cast<std::size_t>(it->position() + it->length());
+  }
+  return out + text.substr(last);
+}
+
+const EngineOption* EnginePolicy::option(std::string_view name) const {
+  for (const auto& o : options) {
+    if (o.name == name) return &o;
+  }
+  return nullptr;
+}
+
+const PriorityList* EnginePolicy::list(std::string_view label) const {
+  for (const auto& l : selection) {
+    if (l.label == label) return &l;
+  }
+  return nullptr;
+}
+
+const MessageTemplate& EnginePolicy::message(std::string_view key) const {
+  static const MessageTemplate empty;
+  const auto it = messages.find(key);
+  return it == messages.end() ? empty : it->second;
+}
+
+EnginePolicy parseEnginePolicy(const YamlReader& r, const std::vector<std::string>& core_variables) {
+  EnginePolicy p;
+  p.engine = r.get<std::string>("engine");
+  p.display_name = r.get<std::string>("display_name");
+  p.version = r.get<std::string>("version");
+  p.source = r.get<std::string>("source");
+  p.per_stage = r.get<bool>("per_stage", false);
+  p.block_size_filters_selection = r.get<bool>("block_size_filters_selection", true);
+  p.kv_dtypes = r.get<std::vector<std::string>>("kv_dtypes");
+  for (const auto& o : r.list("options")) p.options.push_back(parseOption(o));
+
+  std::vector<std::string> known = core_variables;
+  for (const auto& o : p.options) {
+    if (std::find(known.begin(), known.end(), o.name) != known.end()) {
+      r.fail("options", "option '" + o.name + "' shadows a scenario variable");
+    }
+    known.push_back(o.name);
+  }
+  const auto check = makeCheck(known);
+
+  p.validate_explicit_when = r.findExpr("validate_explicit_when", check);
+  if (auto defaults = r.findMap("defaults")) {
+    for (const auto& var : defaults->keysOf()) {
+      if (const auto problem = check(var); !problem.empty()) defaults->fail(var, problem);
+      p.defaults[var] = *defaults->findScalarValue(var);
+    }
+  }
+  for (const auto& c : r.list("validation")) p.validation.push_back(parseCheck(c, check));
+  for (const auto& rule : r.list("rules")) p.rules.push_back(parseRule(rule, check));
+  for (const auto& s : r.list("selection")) {
+    PriorityList l;
+    l.label = s.get<std::string>("label");
+    l.when = s.findExpr("when", check);
+    l.stage = s.findOneOf("stage", {"prefill", "decode"}).value_or("");
+    l.order = s.get<std::vector<std::string>>("priority");
+    l.source = s.get<std::string>("source");
+    s.finish();
+    p.selection.push_back(std::move(l));
+  }
+  if (auto messages = r.findMap("messages")) {
+    for (const auto& key : messages->keysOf()) {
+      if (std::find(kMessageKeys.begin(), kMessageKeys.end(), key) == kMessageKeys.end()) {
+        messages->fail(key, fmt::format("unknown message '{}'{}; messages are: {}", key, didYouMean(key, kMessageKeys),
+                                        join(kMessageKeys, ", ")));
+      }
+      p.messages[key] = parseMessage(*messages, key, check, true);
+    }
+  }
+  if (auto docs = r.findMap("docs")) {
+    for (const auto& t : docs->list("tables")) {
+      DocsTable table;
+      table.title = t.get<std::string>("title");
+      table.rows = t.get<std::vector<std::string>>("rows");
+      for (const auto& c : t.list("columns")) {
+        table.columns.push_back({c.get<std::string>("header"), c.getOneOf("field", kDocsFields)});
+        c.finish();
+      }
+      t.finish();
+      p.docs_tables.push_back(std::move(table));
+    }
+    for (const auto& t : docs->list("priority_tables")) {
+      PriorityDocsTable table{t.get<std::string>("title"), t.get<std::string>("list")};
+      if (!p.list(table.list)) t.fail("list", "no selection list is labelled '" + table.list + "'");
+      t.finish();
+      p.priority_tables.push_back(std::move(table));
+    }
+    docs->finish();
+  }
+  r.finish();
+  return p;
+}
+
+}  // namespace attnsim

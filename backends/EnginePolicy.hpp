@@ -1,0 +1,107 @@
+#pragma once
+// One engine's selection policy, as data: its options, the order and phrasing of its validation
+// checks, the rules it applies to the configuration before choosing (model overrides, page-size
+// snapping, hard errors), its priority lists, its error messages and its published tables.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/Expr.hpp"
+#include "core/YamlReader.hpp"
+
+namespace attnsim {
+
+// A message with {variable} placeholders, checked at load time.
+struct MessageTemplate {
+  std::string text;
+  [[nodiscard]] std::string render(const Env& env) const;
+};
+
+// An engine-specific selection input (e.g. RTP-LLM's enable_xqa), set with --option name=value.
+struct EngineOption {
+  std::string name;
+  std::string type;  // bool, int, string
+  Value default_value;
+  std::vector<std::string> allowed;  // for strings; empty = any
+  std::string help;
+};
+
+// One validation check, in the order the engine appends reasons.
+struct ValidationCheck {
+  std::string check;    // see kValidationChecks
+  std::string feature;  // for feature / feature_match
+  std::optional<Expr> needed_when;  // feature: the scenario needs the feature
+  std::string scenario_flag;        // feature_match: the scenario variable that must equal the feature
+  MessageTemplate reason;           // missing support
+  MessageTemplate reason_unwanted;  // feature_match: backend has the feature, scenario does not use it
+};
+
+// Applied in order before selection. `set` assigns variables (values are expressions).
+struct PolicyRule {
+  std::optional<Expr> when;
+  std::vector<std::pair<std::string, Expr>> set;
+  MessageTemplate note;
+  MessageTemplate error;
+  std::string source;
+};
+
+struct PriorityList {
+  std::string label;
+  std::optional<Expr> when;
+  std::string stage;  // "", prefill or decode
+  std::vector<std::string> order;
+  std::string source;
+};
+
+struct DocsColumn {
+  std::string header;
+  std::string field;
+};
+
+struct DocsTable {
+  std::string title;
+  std::vector<std::string> rows;  // backend names, NAME@VARIANT for a variant row; kind-qualified with NAME/mla
+  std::vector<DocsColumn> columns;
+};
+
+struct PriorityDocsTable {
+  std::string title;
+  std::string list;  // a PriorityList label
+};
+
+struct EnginePolicy {
+  std::string engine;
+  std::string display_name;
+  std::string version;
+  std::string source;
+  bool per_stage = false;  // chooses the prefill and the decode backend separately
+  bool block_size_filters_selection = true;
+  std::optional<Expr> validate_explicit_when;  // when false, an explicit backend is accepted as is
+  std::vector<std::string> kv_dtypes;  // accepted --kv-dtype spellings
+  std::vector<EngineOption> options;
+  Env defaults;
+  std::vector<ValidationCheck> validation;
+  std::vector<PolicyRule> rules;
+  std::vector<PriorityList> selection;
+  std::map<std::string, MessageTemplate, std::less<>> messages;
+  std::vector<DocsTable> docs_tables;
+  std::vector<PriorityDocsTable> priority_tables;
+
+  [[nodiscard]] const EngineOption* option(std::string_view name) const;
+  [[nodiscard]] const PriorityList* list(std::string_view label) const;
+  [[nodiscard]] const MessageTemplate& message(std::string_view key) const;
+};
+
+extern const std::vector<std::string> kValidationChecks;
+extern const std::vector<std::string> kFeatureNames;
+extern const std::vector<std::string> kMessageKeys;
+extern const std::vector<std::string> kDocsFields;
+
+// Parses the policy. Its own options extend the variables that its expressions may use.
+EnginePolicy parseEnginePolicy(const YamlReader& r, const std::vector<std::string>& core_variables);
+
+// Placeholders that selection messages may use besides scenario variables.
+extern const std::vector<std::string> kMessagePlaceholders;
+
+}  // namespace attnsim

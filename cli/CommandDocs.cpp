@@ -1,0 +1,40 @@
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "cli/Commands.hpp"
+#include "core/Error.hpp"
+#include "reports/SupportTables.hpp"
+
+namespace attnsim::cli {
+
+Runner addDocsCommand(CLI::App& app, const GlobalOptions& global) {
+  auto engine = std::make_shared<std::string>();
+  auto out_file = std::make_shared<std::string>();
+  app.add_option("--engine", *engine, "one engine (default: all)");
+  app.add_option("--out", *out_file, "write the Markdown to this file instead of stdout");
+  return [&global, engine, out_file]() {
+    const Catalog c = global.loadCatalog();
+    std::string text = "# Attention backend support matrices\n\n";
+    for (const auto& e : c.engines()) {
+      if (engine->empty() || e.policy.engine == *engine) text += renderSupportTables(e);
+    }
+    if (!engine->empty()) (void)c.engine(*engine);
+    if (out_file->empty()) {
+      std::cout << text;
+      return 0;
+    }
+    // Write beside the target and rename, so a failure never leaves a half-written file.
+    const std::string tmp = *out_file + ".tmp";
+    {
+      std::ofstream f(tmp, std::ios::binary);
+      if (!f || !(f << text) || !f.flush()) throw UsageError("--out: cannot write '" + *out_file + "'");
+    }
+    std::filesystem::rename(tmp, *out_file);
+    return 0;
+  };
+}
+
+}  // namespace attnsim::cli

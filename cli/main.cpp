@@ -1,0 +1,52 @@
+// attnsim: which attention backend does each serving engine pick, and why.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "cli/Commands.hpp"
+#include "core/Error.hpp"
+
+int main(int argc, char** argv) {
+  using namespace attnsim;
+  CLI::App app{"attnsim: simulation and performance model of LLM attention backends"};
+  app.set_version_flag("--version", std::string(ATTNSIM_VERSION));
+  app.require_subcommand(1);
+  cli::GlobalOptions global;
+  app.add_option("--catalog", global.catalog_dir, "directory overlaid on the embedded catalog (same layout)");
+  app.add_flag("--json", global.json, "machine-readable output");
+
+  std::vector<std::pair<CLI::App*, cli::Runner>> commands;
+  auto add = [&](const char* name, const char* help, auto adder) {
+    CLI::App* sub = app.add_subcommand(name, help);
+    commands.emplace_back(sub, adder(*sub, global));
+  };
+  add("list", "list hardware, models, backends, kernels or engines", cli::addListCommand);
+  add("select", "reproduce an engine's attention-backend validation and auto-selection", cli::addSelectCommand);
+  add("docs", "regenerate the engines' support-matrix tables from the descriptors", cli::addDocsCommand);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "attnsim: " << e.what() << "\n";
+    return 2;
+  }
+  try {
+    for (auto& [sub, run] : commands) {
+      if (sub->parsed()) return run();
+    }
+  } catch (const InputError& e) {
+    std::cerr << "attnsim: " << e.what() << "\n";
+    return 2;
+  } catch (const EngineRefusal& e) {
+    std::cerr << e.what() << "\n";
+    return 1;
+  }
+  return 2;
+}

@@ -1,0 +1,294 @@
+#include "core/Expr.hpp"
+
+#include <cctype>
+#include <cmath>
+#include <vector>
+
+namespace attnsim {
+
+struct Expr::Node {
+  enum class Kind { Literal, Variable, Not, Negate, Binary, In, Conditional };
+  Kind kind = Kind::Literal;
+  Value literal;
+  std::string name;  // variable name or binary operator
+  std::vector<std::shared_ptr<const Node>> children;
+};
+
+namespace {
+
+using NodePtr = std::shared_ptr<const Expr::Node>;
+using Kind = Expr::Node::Kind;
+
+NodePtr makeNode(Kind kind, std::string name, std::vector<NodePtr> children, Value literal = {}) {
+  auto n = std::make_shared<Expr::Node>();
+  n->kind = kind;
+  n->name = std::move(name);
+  n->children = std::move(children);
+  n->literal = std::move(literal);
+  return n;
+}
+
+class Parser {
+ public:
+  Parser(std::string_view text, const Expr::VariableCheck& check) : text_(text), check_(check) {}
+
+  NodePtr parseAll() {
+    NodePtr n = conditional();
+    skipSpace();
+    if (pos_ != text_.size()) fail("unexpected '" + std::string(text_.substr(pos_, 1)) + "'");
+    return n;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& message) const { throw ExprSyntaxError(pos_, message); }
+
+  void skipSpace() {
+    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+  }
+
+  bool accept(std::string_view token) {
+    skipSpace();
+    if (text_.substr(pos_, token.size()) != token) return false;
+    // A word operator must not be the prefix of an identifier ("in" vs "index").
+    const bool word = std::isalpha(static_cast<unsigned char>(token.front())) != 0;
+    if (word && pos_ + token.size() < text_.size()) {
+      const char next = text_[pos_ + token.size()];
+      if (std::isalnum(static_cast<unsigned char>(next)) || next == '_') return false;
+    }
+    pos_ += token.size();
+    return true;
+  }
+
+  void expect(std::string_view token) {
+    if (!accept(token)) fail("expected '" + std::string(token) + "'");
+  }
+
+  NodePtr conditional() {
+    NodePtr cond = coalesce();
+    if (!accept("?")) return cond;
+    NodePtr yes = conditional();
+    expect(":");
+    NodePtr no = conditional();
+    return makeNode(Kind::Conditional, "?:", {cond, yes, no});
+  }
+
+  NodePtr coalesce() {
+    NodePtr left = logicalOr();
+    while (accept("??")) left = makeNode(Kind::Binary, "??", {left, logicalOr()});
+    return left;
+  }
+
+  NodePtr logicalOr() {
+    NodePtr left = logicalAnd();
+    while (accept("||")) left = makeNode(Kind::Binary, "||", {left, logicalAnd()});
+    return left;
+  }
+
+  NodePtr logicalAnd() {
+    NodePtr left = comparison();
+    while (accept("&&")) left = makeNode(Kind::Binary, "&&", {left, comparison()});
+    return left;
+  }
+
+  NodePtr comparison() {
+    NodePtr left = additive();
+    for (const char* op : {"==", "!=", "<=", ">=", "<", ">"}) {
+      if (accept(op)) return makeNode(Kind::Binary, op, {left, additive()});
+    }
+    if (accept("not in")) return makeNode(Kind::Not, "!", {inList(left)});
+    if (accept("in")) return inList(left);
+    return left;
+  }
+
+  NodePtr inList(NodePtr subject) {
+    expect("[");
+    std::vector<NodePtr> items{std::move(subject)};
+    if (!accept("]")) {
+      do {
+        items.push_back(conditional());
+      } while (accept(","));
+      expect("]");
+    }
+    return makeNode(Kind::In, "in", std::move(items));
+  }
+
+  NodePtr additive() {
+    NodePtr left = multiplicative();
+    for (;;) {
+      if (accept("+")) {
+        left = makeNode(Kind::Binary, "+", {left, multiplicative()});
+      } else if (accept("-")) {
+        left = makeNode(Kind::Binary, "-", {left, multiplicative()});
+      } else {
+        return left;
+      }
+    }
+  }
+
+  NodePtr multiplicative() {
+    NodePtr left = unary();
+    for (;;) {
+      if (accept("*")) {
+        left = makeNode(Kind::Binary, "*", {left, unary()});
+      } else if (accept("/")) {
+        left = makeNode(Kind::Binary, "/", {left, unary()});
+      } else if (accept("%")) {
+        left = makeNode(Kind::Binary, "%", {left, unary()});
+      } else {
+        return left;
+      }
+    }
+  }
+
+  NodePtr unary() {
+    if (accept("!")) return makeNode(Kind::Not, "!", {unary()});
+    if (accept("-")) return makeNode(Kind::Negate, "-", {unary()});
+    return primary();
+  }
+
+  NodePtr primary() {
+    skipSpace();
+    if (pos_ >= text_.size()) fail("unexpected end of expression");
+    const char c = text_[pos_];
+    if (accept("(")) {
+      NodePtr inner = conditional();
+      expect(")");
+      return inner;
+    }
+    if (c == '\'' || c == '"') return stringLiteral(c);
+    if (std::isdigit(static_cast<unsigned char>(c))) return number();
+    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') return identifier();
+    fail("unexpected '" + std::string(1, c) + "'");
+  }
+
+  NodePtr stringLiteral(char quote) {
+    const std::size_t start = ++pos_;
+    while (pos_ < text_.size() && text_[pos_] != quote) ++pos_;
+    if (pos_ >= text_.size()) fail("unterminated string");
+    std::string s(text_.substr(start, pos_ - start));
+    ++pos_;
+    return makeNode(Kind::Literal, "", {}, Value{std::move(s)});
+  }
+
+  NodePtr number() {
+    const std::size_t start = pos_;
+    bool has_dot = false;
+    while (pos_ < text_.size() &&
+           (std::isdigit(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '.')) {
+      has_dot = has_dot || text_[pos_] == '.';
+      ++pos_;
+    }
+    const std::string digits(text_.substr(start, pos_ - start));
+    if (has_dot) return makeNode(Kind::Literal, "", {}, Value{std::stod(digits)});
+    return makeNode(Kind::Literal, "", {}, Value{static_cast<std::int64_t>(std::stoll(digits))});
+  }
+
+  NodePtr identifier() {
+    const std::size_t start = pos_;
+    while (pos_ < text_.size() &&
+           (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_')) {
+      ++pos_;
+    }
+    const std::string name(text_.substr(start, pos_ - start));
+    if (name == "true") return makeNode(Kind::Literal, "", {}, Value{true});
+    if (name == "false") return makeNode(Kind::Literal, "", {}, Value{false});
+    if (name == "null") return makeNode(Kind::Literal, "", {}, Value{});
+    if (const std::string problem = check_(name); !problem.empty()) {
+      pos_ = start;
+      fail(problem);
+    }
+    return makeNode(Kind::Variable, name, {});
+  }
+
+  std::string_view text_;
+  const Expr::VariableCheck& check_;
+  std::size_t pos_ = 0;
+};
+
+Value arithmetic(const std::string& op, const Value& a, const Value& b) {
+  const auto x = asNumber(a);
+  const auto y = asNumber(b);
+  if (!x || !y) return Value{};
+  const bool integral = std::holds_alternative<std::int64_t>(a) && std::holds_alternative<std::int64_t>(b);
+  if (integral) {
+    const auto i = std::get<std::int64_t>(a);
+    const auto j = std::get<std::int64_t>(b);
+    if (op == "+") return Value{i + j};
+    if (op == "-") return Value{i - j};
+    if (op == "*") return Value{i * j};
+    if (j == 0) return Value{};
+    if (op == "%") return Value{i % j};
+    return Value{static_cast<double>(i) / static_cast<double>(j)};
+  }
+  if (op == "+") return Value{*x + *y};
+  if (op == "-") return Value{*x - *y};
+  if (op == "*") return Value{*x * *y};
+  if (*y == 0.0) return Value{};
+  if (op == "%") return Value{std::fmod(*x, *y)};
+  return Value{*x / *y};
+}
+
+Value compare(const std::string& op, const Value& a, const Value& b) {
+  if (op == "==") return Value{valuesEqual(a, b)};
+  if (op == "!=") return Value{!valuesEqual(a, b)};
+  const auto x = asNumber(a);
+  const auto y = asNumber(b);
+  if (!x || !y) return Value{false};
+  if (op == "<") return Value{*x < *y};
+  if (op == "<=") return Value{*x <= *y};
+  if (op == ">") return Value{*x > *y};
+  return Value{*x >= *y};
+}
+
+Value eval(const Expr::Node& n, const Env& env) {
+  switch (n.kind) {
+    case Kind::Literal:
+      return n.literal;
+    case Kind::Variable: {
+      const auto it = env.find(n.name);
+      return it == env.end() ? Value{} : it->second;
+    }
+    case Kind::Not:
+      return Value{!truthy(eval(*n.children[0], env))};
+    case Kind::Negate:
+      return arithmetic("-", Value{std::int64_t{0}}, eval(*n.children[0], env));
+    case Kind::Conditional:
+      return truthy(eval(*n.children[0], env)) ? eval(*n.children[1], env) : eval(*n.children[2], env);
+    case Kind::In: {
+      const Value subject = eval(*n.children[0], env);
+      for (std::size_t i = 1; i < n.children.size(); ++i) {
+        if (valuesEqual(subject, eval(*n.children[i], env))) return Value{true};
+      }
+      return Value{false};
+    }
+    case Kind::Binary:
+      break;
+  }
+  const std::string& op = n.name;
+  if (op == "&&") return Value{truthy(eval(*n.children[0], env)) && truthy(eval(*n.children[1], env))};
+  if (op == "||") return Value{truthy(eval(*n.children[0], env)) || truthy(eval(*n.children[1], env))};
+  if (op == "??") {
+    Value left = eval(*n.children[0], env);
+    return isNull(left) ? eval(*n.children[1], env) : left;
+  }
+  const Value a = eval(*n.children[0], env);
+  const Value b = eval(*n.children[1], env);
+  if (op == "+" || op == "-" || op == "*" || op == "/" || op == "%") return arithmetic(op, a, b);
+  return compare(op, a, b);
+}
+
+}  // namespace
+
+Expr Expr::parse(std::string_view text, const VariableCheck& check_variable) {
+  Expr e;
+  e.text_ = std::string(text);
+  e.root_ = Parser(text, check_variable).parseAll();
+  return e;
+}
+
+Value Expr::evaluate(const Env& env) const {
+  if (!root_) return Value{true};
+  return eval(*root_, env);
+}
+
+}  // namespace attnsim

@@ -1,0 +1,15 @@
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attnsim {
+
+std::size_t editDistance(std::string_view a, std::string_view b);
+// The candidate closest to `word`, or "" when none is close enough to be a plausible typo.
+std::string closestMatch(std::string_view word, const std::vector<std::string>& candidates);
+// " (did you mean 'x'?)" or "".
+std::string didYouMean(std::string_view word, const std::vector<std::string>& candidates);
+std::string join(const std::vector<std::string>& items, std::string_view separator);
+
+}  // namespace attnsim

@@ -1,0 +1,81 @@
+#include "hardware/HardwareProfile.hpp"
+
+#include <algorithm>
+
+namespace attnsim {
+
+namespace {
+
+const std::vector<std::string> kVendors{"nvidia", "amd", "huawei", "intel"};
+const std::vector<std::string> kPlatforms{"cuda", "rocm", "npu", "xpu", "cpu"};
+const std::vector<std::string> kArchitectures{"ampere", "ada",   "hopper", "blackwell", "cdna2",
+                                              "cdna3",  "cdna4", "davinci", "xe-hpc",   "sapphire-rapids"};
+const std::vector<std::string> kGrades{"A", "B", "C"};
+const std::vector<std::string> kFeatures{"amx", "xmx", "tma", "wgmma", "tcgen05", "mfma"};
+
+PeakThroughput parsePeak(const YamlReader& r) {
+  constexpr double kMax = 100000.0;  // TFLOP/s: far above any device
+  PeakThroughput p;
+  p.fp64_tflops = r.findNumber("fp64", 0, kMax);
+  p.fp32_tflops = r.findNumber("fp32", 0, kMax);
+  p.tf32_tflops = r.findNumber("tf32", 0, kMax);
+  p.fp16_tflops = r.findNumber("fp16", 0, kMax);
+  p.bf16_tflops = r.findNumber("bf16", 0, kMax);
+  p.fp8_tflops = r.findNumber("fp8", 0, kMax);
+  p.fp4_tflops = r.findNumber("fp4", 0, kMax);
+  p.int8_tops = r.findNumber("int8", 0, kMax);
+  if (!p.fp16_tflops && !p.bf16_tflops) r.fail("fp16", "a peak for fp16 or bf16 is required");
+  r.finish();
+  return p;
+}
+
+LaunchOverheads parseOverheads(const YamlReader& r) {
+  LaunchOverheads o;
+  o.kernel_launch_us = r.getNumber("kernel_launch_us", 0, 1000);
+  o.graph_replay_base_us = r.getNumber("graph_replay_base_us", 0, 10000);
+  o.graph_replay_per_node_us = r.getNumber("graph_replay_per_node_us", 0, 100);
+  o.graph_capture_ms_per_size = r.getNumber("graph_capture_ms_per_size", 0, 100000);
+  o.source = r.get<std::string>("source");
+  r.finish();
+  return o;
+}
+
+}  // namespace
+
+bool HardwareProfile::hasFeature(const std::string& f) const {
+  return std::find(features.begin(), features.end(), f) != features.end();
+}
+
+HardwareProfile parseHardwareProfile(const YamlReader& r) {
+  HardwareProfile h;
+  h.id = r.get<std::string>("id");
+  h.name = r.get<std::string>("name");
+  h.vendor = r.getOneOf("vendor", kVendors);
+  h.platform = r.getOneOf("platform", kPlatforms);
+  h.architecture = r.getOneOf("architecture", kArchitectures);
+  h.compute_capability = r.findNumber("compute_capability", 1.0, 20.0);
+  if (h.platform == "cuda" && !h.compute_capability) {
+    r.fail("compute_capability", "a CUDA device needs 'compute_capability' (e.g. 9.0)");
+  }
+  h.gfx_target = r.get<std::string>("gfx_target", "");
+  if (h.platform == "rocm" && h.gfx_target.empty()) r.fail("gfx_target", "a ROCm device needs 'gfx_target' (e.g. gfx942)");
+  h.compute_units = static_cast<int>(r.getInt("compute_units", 1, 100000));
+  h.boost_clock_mhz = r.getNumber("boost_clock_mhz", 100, 10000);
+  h.peak = parsePeak(r.map("peak_tflops"));
+  h.memory_gb = r.getNumber("memory_gb", 1, 100000);
+  h.memory_bandwidth_gbps = r.getNumber("memory_bandwidth_gbps", 1, 1e6);
+  h.l2_bytes = r.getInt("l2_bytes", 0, std::int64_t{1} << 40);
+  h.llc_bytes = r.findInt("llc_bytes", 0, std::int64_t{1} << 40);
+  h.shared_memory_per_cu_kib = r.findNumber("shared_memory_per_cu_kib", 0, 100000);
+  if (r.has("features")) h.features = r.getListOf("features", kFeatures);
+  h.overheads = parseOverheads(r.map("overheads"));
+  h.interconnect = r.get<std::string>("interconnect", "");
+  h.tdp_w = r.findNumber("tdp_w", 1, 100000);
+  h.source = r.get<std::string>("source");
+  h.confidence = r.getOneOf("confidence", kGrades);
+  h.notes = r.get<std::string>("notes", "");
+  r.finish();
+  return h;
+}
+
+}  // namespace attnsim

@@ -1,0 +1,91 @@
+#pragma once
+// A model's attention geometry per layer type, plus what capacity planning needs later.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/YamlReader.hpp"
+
+namespace attnsim {
+
+struct MlaGeometry {
+  int q_lora_rank = 0;  // 0: queries are not low-rank
+  int kv_lora_rank = 0;
+  int qk_nope_head_dim = 0;
+  int qk_rope_head_dim = 0;
+  int v_head_dim = 0;
+};
+
+// One kind of attention layer (a model may interleave several, e.g. local and global).
+struct AttentionLayerSpec {
+  std::string name;
+  std::string kind = "mha";  // mha (covers GQA/MQA) or mla
+  int num_heads = 0;
+  int num_kv_heads = 0;      // MLA: 1 latent "head"
+  int head_dim = 0;          // query/key head dim (MLA: qk_nope + qk_rope)
+  int head_dim_v = 0;
+  int sliding_window = 0;    // left window in tokens; 0 = full attention
+  bool sinks = false;        // learned per-head sink logits (gpt-oss)
+  bool causal = true;        // false for encoders
+  std::optional<MlaGeometry> mla;
+  int sparse_top_k = 0;      // DeepSeek sparse attention (DSA) index top-k; 0 = dense
+
+  [[nodiscard]] bool isMla() const { return kind == "mla"; }
+  // The head size the engines validate: MLA uses the latent width kv_lora_rank + rope dim (576).
+  [[nodiscard]] int validatedHeadSize() const;
+};
+
+struct MoeSpec {
+  int num_experts = 0;
+  int experts_per_token = 0;
+  int shared_experts = 0;
+  int expert_intermediate_size = 0;
+  int first_dense_layers = 0;
+};
+
+struct EncoderSpec {
+  std::string layer;  // name of an attention layer spec
+  int num_layers = 0;
+  int hidden_size = 0;
+};
+
+struct ModelSpec {
+  std::string id;
+  std::string name;
+  std::string hf_id;
+  std::string family;        // engine model-specific rules key on it (deepseek, gpt_oss, llama ...)
+  std::string architecture;  // the HF architecture class
+  std::string dtype;         // activations: bf16, fp16, fp32
+  std::string weight_dtype;  // bf16, fp8, mxfp4 ...
+  int num_layers = 0;
+  int hidden_size = 0;
+  int intermediate_size = 0;
+  int vocab_size = 0;
+  double parameters_b = 0;
+  std::optional<double> active_parameters_b;
+  std::optional<MoeSpec> moe;
+  int max_context = 0;
+  std::vector<AttentionLayerSpec> attention_layers;
+  std::vector<std::string> layer_pattern;  // repeated over num_layers
+  std::optional<EncoderSpec> encoder;      // multimodal vision encoder
+  bool mm_prefix_lm = false;               // bidirectional attention over multimodal prefix tokens
+  std::string source;
+
+  [[nodiscard]] const AttentionLayerSpec& layer(const std::string& name) const;
+  // The layer type of decoder layer i.
+  [[nodiscard]] const AttentionLayerSpec& layerAt(int index) const;
+  // Layer count per attention layer type.
+  [[nodiscard]] std::vector<std::pair<const AttentionLayerSpec*, int>> layerCounts() const;
+  // The layer type that decides engine-wide questions (the first pattern entry's kind; any sink, MLA or
+  // sparse layer makes the model count as such).
+  [[nodiscard]] const AttentionLayerSpec& primaryLayer() const;
+  [[nodiscard]] bool usesMla() const;
+  [[nodiscard]] bool hasSinks() const;
+  [[nodiscard]] bool isSparse() const;
+  [[nodiscard]] bool hasSlidingWindow() const;
+  [[nodiscard]] bool isMultimodal() const { return encoder.has_value(); }
+};
+
+ModelSpec parseModelSpec(const YamlReader& r);
+
+}  // namespace attnsim

@@ -1,0 +1,203 @@
+#include "simulator/Catalog.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/Strings.hpp"
+#include "simulator/Scenario.hpp"
+
+namespace attnsim {
+
+namespace {
+
+std::string stem(const std::string& path) { return std::filesystem::path(path).stem().string(); }
+
+template <class T, class Parse>
+std::vector<T> loadAll(const CatalogSource& source, std::string_view folder, Parse parse) {
+  std::vector<T> items;
+  std::set<std::string> ids;
+  for (const auto* f : source.filesUnder(folder)) {
+    if (std::filesystem::path(f->path).parent_path().generic_string() + "/" != folder) continue;
+    const YamlReader r = YamlReader::parseDocument(f->content, f->display);
+    T item = parse(r);
+    if (item.id != stem(f->path)) {
+      r.fail("id", fmt::format("id '{}' must match the file name '{}'", item.id, stem(f->path)));
+    }
+    if (!ids.insert(item.id).second) r.fail("id", "duplicate id '" + item.id + "'");
+    items.push_back(std::move(item));
+  }
+  return items;
+}
+
+template <class T>
+const T& lookup(const std::vector<T>& items, std::string_view id, std::string_view what) {
+  for (const auto& item : items) {
+    if (item.id == id) return item;
+  }
+  std::vector<std::string> ids;
+  for (const auto& item : items) ids.push_back(item.id);
+  throw UsageError(fmt::format("unknown {} '{}'{}; valid ids: {}", what, id, didYouMean(id, ids), join(ids, ", ")));
+}
+
+Engine loadEngine(const CatalogSource& source, const std::string& folder) {
+  Engine e;
+  const std::string policy_path = folder + "engine.yaml";
+  const CatalogFile* policy_file = nullptr;
+  for (const auto* f : source.filesUnder(folder)) {
+    if (f->path == policy_path) policy_file = f;
+  }
+  if (!policy_file) throw CatalogError({folder, 1, 1}, "", "an engine folder needs an engine.yaml policy file");
+  const YamlReader pr = YamlReader::parseDocument(policy_file->content, policy_file->display);
+  e.policy = parseEnginePolicy(pr, scenarioVariables());
+  if (e.policy.engine + "/" != folder.substr(std::string("backends/").size())) {
+    pr.fail("engine", "engine '" + e.policy.engine + "' must match its folder " + folder);
+  }
+  std::vector<std::string> known = scenarioVariables();
+  for (const auto& o : e.policy.options) known.push_back(o.name);
+  const Expr::VariableCheck check = [known](std::string_view name) -> std::string {
+    if (std::find(known.begin(), known.end(), name) != known.end()) return {};
+    return fmt::format("unknown variable '{}'{}", name, didYouMean(name, known));
+  };
+  std::set<std::pair<std::string, std::string>> keys;
+  for (const auto* f : source.filesUnder(folder)) {
+    if (f->path == policy_path) continue;
+    const YamlReader r = YamlReader::parseDocument(f->content, f->display);
+    Backend b = parseBackend(r, e.policy.engine, check);
+    if (!keys.insert({b.name, b.kind}).second) r.fail("name", "duplicate backend '" + b.name + "' of kind " + b.kind);
+    e.backends.push_back(std::move(b));
+  }
+  return e;
+}
+
+void crossCheck(const Catalog& c, const CatalogSource& source) {
+  auto fileOf = [&source](const Engine& e) {
+    for (const auto* f : source.filesUnder("backends/" + e.policy.engine + "/engine.yaml")) return f->display;
+    return std::string("backends/" + e.policy.engine + "/engine.yaml");
+  };
+  for (const auto& e : c.engines()) {
+    const auto names = backendNames(e);
+    for (const auto& b : e.backends) {
+      for (const auto* caps : {&b.caps}) {
+        for (const auto& k : {caps->prefill_kernel, caps->decode_kernel}) {
+          if (!k.empty() && !c.findKernel(k)) {
+            throw CatalogError({"backends/" + e.policy.engine + "/" + b.name, 1, 1}, "kernel",
+                               fmt::format("backend {} names unknown kernel family '{}'", b.id(), k));
+          }
+        }
+      }
+      for (const auto& v : b.variants) {
+        for (const auto& k : {v.caps.prefill_kernel, v.caps.decode_kernel}) {
+          if (!k.empty() && !c.findKernel(k)) {
+            throw CatalogError({"backends/" + e.policy.engine + "/" + b.name, 1, 1}, "variants",
+                               fmt::format("variant {} of {} names unknown kernel family '{}'", v.name, b.id(), k));
+          }
+        }
+      }
+    }
+    for (const auto& table : e.policy.docs_tables) {
+      for (const auto& row : table.rows) {
+        try {
+          (void)resolveDocsRow(e, row);
+        } catch (const InputError& err) {
+          throw CatalogError({fileOf(e), 1, 1}, "docs.tables", err.what());
+        }
+      }
+    }
+    for (const auto& list : e.policy.selection) {
+      for (const auto& n : list.order) {
+        if (std::find(names.begin(), names.end(), n) == names.end()) {
+          throw CatalogError({fileOf(e), 1, 1}, "selection." + list.label,
+                             fmt::format("unknown backend '{}'{}", n, didYouMean(n, names)));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<const Backend*> findBackends(const Engine& engine, std::string_view name) {
+  std::vector<const Backend*> out;
+  for (const auto& b : engine.backends) {
+    if (b.name == name) out.push_back(&b);
+  }
+  return out;
+}
+
+std::vector<std::string> backendNames(const Engine& engine) {
+  std::vector<std::string> names;
+  for (const auto& b : engine.backends) {
+    if (std::find(names.begin(), names.end(), b.name) == names.end()) names.push_back(b.name);
+  }
+  return names;
+}
+
+DocsRow resolveDocsRow(const Engine& engine, const std::string& row) {
+  std::string name = row;
+  std::string variant;
+  std::string kind;
+  if (const auto at = name.find('@'); at != std::string::npos) {
+    variant = name.substr(at + 1);
+    name.resize(at);
+  }
+  if (const auto slash = name.find('/'); slash != std::string::npos) {
+    kind = name.substr(slash + 1);
+    name.resize(slash);
+  }
+  const Backend* backend = nullptr;
+  for (const auto* b : findBackends(engine, name)) {
+    if (kind.empty() || b->kind == kind) backend = backend ? backend : b;
+  }
+  if (!backend) throw InputError(fmt::format("{} docs: row '{}' names no backend", engine.policy.engine, row));
+  DocsRow out{backend, &backend->caps, variant};
+  if (!variant.empty()) {
+    const BackendVariant* v = backend->variant(variant);
+    if (!v) throw InputError(fmt::format("{} docs: backend {} has no variant '{}'", engine.policy.engine, name, variant));
+    out.caps = &v->caps;
+  }
+  return out;
+}
+
+Catalog Catalog::load(const CatalogSource& source) {
+  Catalog c;
+  c.hardware_ = loadAll<HardwareProfile>(source, "hardware/profiles/", parseHardwareProfile);
+  c.models_ = loadAll<ModelSpec>(source, "model/configs/", parseModelSpec);
+  c.kernels_ = loadAll<KernelFamily>(source, "backends/kernels/", parseKernelFamily);
+  std::set<std::string> engine_folders;
+  for (const auto& f : source.files()) {
+    const std::filesystem::path p(f.path);
+    const auto parts = std::vector<std::string>(p.begin(), p.end());
+    if (parts.size() == 3 && parts[0] == "backends" && parts[1] != "kernels") {
+      engine_folders.insert("backends/" + parts[1] + "/");
+    }
+  }
+  for (const auto& folder : engine_folders) c.engines_.push_back(loadEngine(source, folder));
+  crossCheck(c, source);
+  c.hash_ = source.contentHash();
+  return c;
+}
+
+const HardwareProfile& Catalog::hardware(std::string_view id) const { return lookup(hardware_, id, "hardware"); }
+const ModelSpec& Catalog::model(std::string_view id) const { return lookup(models_, id, "model"); }
+const KernelFamily& Catalog::kernel(std::string_view id) const { return lookup(kernels_, id, "kernel family"); }
+
+const KernelFamily* Catalog::findKernel(std::string_view id) const {
+  for (const auto& k : kernels_) {
+    if (k.id == id) return &k;
+  }
+  return nullptr;
+}
+
+const Engine& Catalog::engine(std::string_view id) const {
+  std::vector<std::string> ids;
+  for (const auto& e : engines_) {
+    if (e.policy.engine == id) return e;
+    ids.push_back(e.policy.engine);
+  }
+  throw UsageError(fmt::format("unknown engine '{}'{}; valid engines: {}", id, didYouMean(id, ids), join(ids, ", ")));
+}
+
+}  // namespace attnsim

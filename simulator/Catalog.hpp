@@ -1,0 +1,62 @@
+#pragma once
+// The validated, immutable catalog: hardware profiles, models, kernel families, and per engine
+// its policy and backends. Loaded from a CatalogSource (embedded default + optional overlay).
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backends/Backend.hpp"
+#include "backends/EnginePolicy.hpp"
+#include "backends/KernelFamily.hpp"
+#include "core/CatalogSource.hpp"
+#include "hardware/HardwareProfile.hpp"
+#include "model/ModelSpec.hpp"
+
+namespace attnsim {
+
+struct Engine {
+  EnginePolicy policy;
+  std::vector<Backend> backends;
+};
+
+class Catalog {
+ public:
+  static Catalog load(const CatalogSource& source);
+  static Catalog loadDefault() { return load(CatalogSource::embedded()); }
+
+  // Lookups by id; an unknown id is a UsageError listing the valid ids.
+  [[nodiscard]] const HardwareProfile& hardware(std::string_view id) const;
+  [[nodiscard]] const ModelSpec& model(std::string_view id) const;
+  [[nodiscard]] const KernelFamily& kernel(std::string_view id) const;
+  [[nodiscard]] const Engine& engine(std::string_view id) const;
+  [[nodiscard]] const KernelFamily* findKernel(std::string_view id) const;
+
+  [[nodiscard]] const std::vector<HardwareProfile>& hardwareProfiles() const { return hardware_; }
+  [[nodiscard]] const std::vector<ModelSpec>& models() const { return models_; }
+  [[nodiscard]] const std::vector<KernelFamily>& kernels() const { return kernels_; }
+  [[nodiscard]] const std::vector<Engine>& engines() const { return engines_; }
+  [[nodiscard]] const std::string& contentHash() const { return hash_; }
+
+ private:
+  std::vector<HardwareProfile> hardware_;
+  std::vector<ModelSpec> models_;
+  std::vector<KernelFamily> kernels_;
+  std::vector<Engine> engines_;
+  std::string hash_;
+};
+
+// Descriptors of one backend name in an engine (SGLang has one per attention kind, e.g. flashinfer MHA and MLA).
+std::vector<const Backend*> findBackends(const Engine& engine, std::string_view name);
+// Unique backend names of an engine, in file order.
+std::vector<std::string> backendNames(const Engine& engine);
+
+// A row reference in a docs table: NAME, NAME@VARIANT, NAME/KIND or NAME/KIND@VARIANT.
+struct DocsRow {
+  const Backend* backend = nullptr;
+  const BackendCaps* caps = nullptr;
+  std::string variant;
+};
+// Resolves a row reference; throws InputError naming the engine and row when it does not exist.
+DocsRow resolveDocsRow(const Engine& engine, const std::string& row);
+
+}  // namespace attnsim

@@ -1,0 +1,244 @@
+#include "simulator/Selector.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/Strings.hpp"
+
+namespace attnsim {
+
+namespace {
+
+bool contains(const std::vector<std::string>& items, const Value& v) {
+  if (!std::holds_alternative<std::string>(v)) return false;
+  return std::find(items.begin(), items.end(), std::get<std::string>(v)) != items.end();
+}
+
+std::optional<std::int64_t> intVar(const Env& env, const char* name) {
+  const auto it = env.find(name);
+  if (it == env.end()) return std::nullopt;
+  if (const auto* i = std::get_if<std::int64_t>(&it->second)) return *i;
+  return std::nullopt;
+}
+
+const Value& var(const Env& env, const char* name) {
+  static const Value null;
+  const auto it = env.find(name);
+  return it == env.end() ? null : it->second;
+}
+
+bool blockSizeSupported(const IntSet& kernel_sizes, std::int64_t block) {
+  // Engines accept a framework block that a kernel block divides (vLLM's "hybrid blocks" rule).
+  if (kernel_sizes.any) return true;
+  if (!kernel_sizes.values.empty()) {
+    return std::any_of(kernel_sizes.values.begin(), kernel_sizes.values.end(),
+                       [block](std::int64_t k) { return k > 0 && block % k == 0; });
+  }
+  return kernel_sizes.contains(block);
+}
+
+bool backendHasFeature(const Backend& b, const BackendCaps& caps, const std::string& feature, const Env& env) {
+  if (feature == "mla" && caps.feature("mla") == nullptr) return b.kind == "mla";
+  return caps.featureHolds(feature, env);
+}
+
+// Python's repr of a list of strings, as the engines print reasons.
+std::string pythonList(const std::vector<std::string>& items) {
+  std::vector<std::string> quoted;
+  for (const auto& i : items) quoted.push_back("'" + i + "'");
+  return "[" + join(quoted, ", ") + "]";
+}
+
+std::string reasonsDict(const ReasonList& reasons) {
+  std::vector<std::string> parts;
+  for (const auto& [name, list] : reasons) parts.push_back(name + ": [" + join(list, ", ") + "]");
+  return "{" + join(parts, ", ") + "}";
+}
+
+void applyRules(const Engine& engine, Env& env, Selection& out) {
+  for (const auto& rule : engine.policy.rules) {
+    if (rule.when && !rule.when->test(env)) continue;
+    std::vector<std::pair<std::string, Value>> assignments;
+    for (const auto& [name, expr] : rule.set) assignments.emplace_back(name, expr.evaluate(env));
+    for (auto& [name, value] : assignments) env[name] = std::move(value);
+    if (!rule.error.text.empty()) {
+      out.refusal = rule.error.render(env);
+      return;
+    }
+    if (!rule.note.text.empty()) out.notes.push_back(rule.note.render(env));
+  }
+  refreshDerived(env, engine.policy);
+}
+
+}  // namespace
+
+std::optional<std::string> Selection::commonBackend() const {
+  if (prefill && decode && prefill->name == decode->name) return prefill->name;
+  return std::nullopt;
+}
+
+const Backend* backendForKind(const Engine& engine, std::string_view name, bool use_mla) {
+  const auto candidates = findBackends(engine, name);
+  for (const auto* b : candidates) {
+    if ((b->kind == "mla") == use_mla) return b;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> Selector::validate(const Engine& engine, std::string_view backend_name, const Env& env) const {
+  const bool use_mla = truthy(var(env, "use_mla"));
+  const auto candidates = findBackends(engine, backend_name);
+  if (candidates.empty()) {
+    throw UsageError(fmt::format("unknown {} backend '{}'{}; backends: {}", engine.policy.engine, backend_name,
+                                 didYouMean(backend_name, backendNames(engine)), join(backendNames(engine), ", ")));
+  }
+  const Backend* backend = backendForKind(engine, backend_name, use_mla);
+  if (!backend) {
+    const auto& wrong = engine.policy.message(use_mla ? "wrong_kind_mla" : "wrong_kind_mha");
+    if (!wrong.text.empty()) {
+      Env with_name = env;
+      with_name["backend"] = std::string(backend_name);
+      return {wrong.render(with_name)};
+    }
+    backend = candidates.front();  // the engine's checks (e.g. a feature_match on mla) decide
+  }
+  const BackendCaps& caps = backend->resolve(env);
+  std::vector<std::string> reasons;
+  for (const auto& check : engine.policy.validation) {
+    const std::string& c = check.check;
+    bool ok = true;
+    if (c == "head_size") {
+      const auto hs = intVar(env, "head_size");
+      ok = !hs || caps.head_sizes.contains(*hs);
+    } else if (c == "dtype") {
+      ok = contains(caps.dtypes, var(env, "dtype"));
+    } else if (c == "kv_cache_dtype") {
+      ok = !caps.kv_cache_dtypes || contains(*caps.kv_cache_dtypes, var(env, "kv_dtype"));
+    } else if (c == "block_size") {
+      const auto bs = intVar(env, "block_size");
+      ok = !bs || blockSizeSupported(caps.block_sizes, *bs);
+    } else if (c == "compute_capability") {
+      const auto cc = asNumber(var(env, "cc"));
+      ok = caps.compute_capability.any || (cc && caps.compute_capability.contains(*cc));
+    } else if (c == "platform") {
+      ok = contains(caps.platforms, var(env, "platform"));
+    } else if (c == "attention_type") {
+      ok = contains(caps.attention_types, var(env, "attn_type"));
+    } else if (c == "stage") {
+      ok = isNull(var(env, "stage")) || contains(caps.stages, var(env, "stage"));
+    } else if (c == "feature") {
+      ok = !check.needed_when->test(env) || backendHasFeature(*backend, caps, check.feature, env);
+    } else if (c == "feature_match") {
+      const bool wanted = truthy(var(env, check.scenario_flag.c_str()));
+      const bool has = backendHasFeature(*backend, caps, check.feature, env);
+      if (!wanted && has) reasons.push_back(check.reason_unwanted.render(env));
+      ok = !wanted || has;
+    } else if (c == "requirements") {
+      for (const auto& req : caps.requirements) {
+        if (req.fail_when.test(env)) reasons.push_back(MessageTemplate{req.reason}.render(env));
+      }
+    }
+    if (!ok) reasons.push_back(check.reason.render(env));
+  }
+  return reasons;
+}
+
+Selection Selector::select(const Scenario& scenario) const {
+  const Engine& engine = catalog_.engine(scenario.engine->engine);
+  Selection out;
+  out.engine = engine.policy.engine;
+  Env env = buildEnv(scenario);
+  for (const auto* name : {"attention_backend", "prefill_attention_backend", "decode_attention_backend"}) {
+    if (const auto* s = std::get_if<std::string>(&env[name])) {
+      if (findBackends(engine, *s).empty()) {
+        const auto names = backendNames(engine);
+        throw UsageError(fmt::format("unknown {} backend '{}'{}; backends: {}", engine.policy.engine, *s,
+                                     didYouMean(*s, names), join(names, ", ")));
+      }
+    }
+  }
+  applyRules(engine, env, out);
+
+  // Every backend that cannot serve this scenario, whichever stage it would run.
+  for (const auto& name : backendNames(engine)) {
+    auto reasons = validate(engine, name, env);
+    if (!reasons.empty()) out.rejected.emplace_back(name, std::move(reasons));
+  }
+  if (out.refusal) {
+    out.env = std::move(env);
+    return out;
+  }
+
+  const bool use_mla = truthy(env["use_mla"]);
+  const std::vector<std::string> stages = engine.policy.per_stage ? std::vector<std::string>{"prefill", "decode"}
+                                                                   : std::vector<std::string>{""};
+  for (const auto& stage : stages) {
+    Env stage_env = env;
+    stage_env["stage"] = stage.empty() ? Value{} : Value{stage};
+    const Value& stage_explicit = stage_env[stage == "prefill" ? "prefill_attention_backend"
+                                            : stage == "decode" ? "decode_attention_backend"
+                                                                : "attention_backend"];
+    const Value& explicit_value = isNull(stage_explicit) ? stage_env["attention_backend"] : stage_explicit;
+    BackendChoice choice;
+    if (const auto* name = std::get_if<std::string>(&explicit_value)) {
+      const auto& when = engine.policy.validate_explicit_when;
+      auto reasons = !when || when->test(stage_env) ? validate(engine, *name, stage_env) : std::vector<std::string>{};
+      if (!reasons.empty()) {
+        Env msg = stage_env;
+        msg["backend"] = *name;
+        msg["reasons"] = pythonList(reasons);
+        msg["stage_name"] = stage;
+        out.refusal = engine.policy.message("explicit_invalid").render(msg);
+        break;
+      }
+      choice.name = *name;
+      choice.how = "explicit";
+    } else {
+      const PriorityList* list = nullptr;
+      for (const auto& l : engine.policy.selection) {
+        if ((l.stage.empty() || l.stage == stage) && (!l.when || l.when->test(stage_env))) {
+          list = &l;
+          break;
+        }
+      }
+      if (!list) {
+        Env msg = stage_env;
+        msg["stage_name"] = stage;
+        out.refusal = engine.policy.message("no_list").render(msg);
+        break;
+      }
+      ReasonList invalid;
+      for (const auto& candidate : list->order) {
+        auto reasons = validate(engine, candidate, stage_env);
+        if (reasons.empty()) {
+          choice.name = candidate;
+          choice.how = list->label;
+          break;
+        }
+        invalid.emplace_back(candidate, std::move(reasons));
+      }
+      for (const auto& entry : invalid) {
+        if (std::find(out.considered.begin(), out.considered.end(), entry) == out.considered.end()) {
+          out.considered.push_back(entry);
+        }
+      }
+      if (choice.name.empty()) {
+        Env msg = stage_env;
+        msg["all_reasons"] = reasonsDict(invalid);
+        msg["stage_name"] = stage;
+        out.refusal = engine.policy.message("none_valid").render(msg);
+        break;
+      }
+    }
+    choice.backend = backendForKind(engine, choice.name, use_mla);
+    if (!choice.backend) choice.backend = findBackends(engine, choice.name).front();
+    choice.caps = &choice.backend->resolve(stage_env, &choice.variant);
+    if (stage.empty() || stage == "prefill") out.prefill = choice;
+    if (stage.empty() || stage == "decode") out.decode = choice;
+  }
+  out.env = std::move(env);
+  return out;
+}
+
+}  // namespace attnsim

@@ -1,0 +1,53 @@
+#pragma once
+// Reproduces each engine's validation and auto-selection from its policy data, with reasons.
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "simulator/Catalog.hpp"
+#include "simulator/Scenario.hpp"
+
+namespace attnsim {
+
+struct BackendChoice {
+  std::string name;
+  std::string variant;  // e.g. FA3 for vLLM's FLASH_ATTN on Hopper; "" when the backend has none
+  std::string how;      // "explicit", or the label of the priority list that chose it
+  const Backend* backend = nullptr;
+  const BackendCaps* caps = nullptr;
+};
+
+using ReasonList = std::vector<std::pair<std::string, std::vector<std::string>>>;
+
+struct Selection {
+  std::string engine;
+  std::optional<BackendChoice> prefill;
+  std::optional<BackendChoice> decode;
+  std::vector<std::string> notes;    // what the engine's rules changed or warned about
+  ReasonList considered;             // priority walk: backends tried before the winner, with reasons
+  ReasonList rejected;               // every backend of the engine that is invalid here, with reasons
+  std::optional<std::string> refusal;  // the engine's error message when it refuses
+  Env env;                           // variables after the engine's rules
+
+  // The backend that serves both phases, when one does.
+  [[nodiscard]] std::optional<std::string> commonBackend() const;
+};
+
+class Selector {
+ public:
+  explicit Selector(const Catalog& catalog) : catalog_(catalog) {}
+
+  // Why `backend_name` cannot serve this scenario, in the engine's phrases; empty when it can.
+  [[nodiscard]] std::vector<std::string> validate(const Engine& engine, std::string_view backend_name,
+                                                  const Env& env) const;
+  [[nodiscard]] Selection select(const Scenario& scenario) const;
+
+ private:
+  const Catalog& catalog_;
+};
+
+// The descriptor of `name` that fits the model's attention kind, or nullptr.
+const Backend* backendForKind(const Engine& engine, std::string_view name, bool use_mla);
+
+}  // namespace attnsim
