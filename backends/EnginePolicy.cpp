@@ -20,7 +20,7 @@ const std::vector<std::string> kDocsFields{
     "devices",          "server_flag",       "stages",        "cuda_graph",      "sink",
     "sparse",           "mm_prefix",         "sliding_window", "multimodal",     "spec_decoding",
     "spec_topk1",       "spec_topk_gt1",     "fp8_kv",        "fp4_kv",          "chunked_prefix_cache",
-    "mla"};
+    "mla",              "paged"};
 const std::vector<std::string> kMessagePlaceholders{"backend", "reasons", "all_reasons", "device", "config", "stage_name"};
 
 namespace {
