@@ -163,8 +163,20 @@ std::optional<T> YamlReader::find(std::string_view key) const {
 template <class T>
 T YamlReader::get(std::string_view key) const {
   auto v = find<T>(key);
-  if (!v) fail(key, fmt::format("required key '{}' is missing", key));
+  if (!v) failMissing(key);
   return std::move(*v);
+}
+
+void YamlReader::failMissing(std::string_view key) const {
+  // A missing key is often a misspelt one: point at the misspelling rather than at the mapping.
+  for (const auto& entry : node_) {
+    const std::string& present = entry.first.Scalar();
+    if (read_keys_->count(present) == 0 && closestMatch(present, {std::string(key)}) == key) {
+      throw CatalogError(locate(entry.first), keyPath(present),
+                         fmt::format("unknown key '{}' (did you mean '{}'?)", present, key));
+    }
+  }
+  fail(key, fmt::format("required key '{}' is missing", key));
 }
 
 template std::optional<std::string> YamlReader::find<std::string>(std::string_view) const;
@@ -188,7 +200,7 @@ std::optional<double> YamlReader::findNumber(std::string_view key, double min, d
 
 double YamlReader::getNumber(std::string_view key, double min, double max) const {
   const auto v = findNumber(key, min, max);
-  if (!v) fail(key, fmt::format("required key '{}' is missing", key));
+  if (!v) failMissing(key);
   return *v;
 }
 
@@ -200,7 +212,7 @@ std::optional<std::int64_t> YamlReader::findInt(std::string_view key, std::int64
 
 std::int64_t YamlReader::getInt(std::string_view key, std::int64_t min, std::int64_t max) const {
   const auto v = findInt(key, min, max);
-  if (!v) fail(key, fmt::format("required key '{}' is missing", key));
+  if (!v) failMissing(key);
   return *v;
 }
 
@@ -214,13 +226,13 @@ std::optional<std::string> YamlReader::findOneOf(std::string_view key, const std
 
 std::string YamlReader::getOneOf(std::string_view key, const std::vector<std::string>& allowed) const {
   auto v = findOneOf(key, allowed);
-  if (!v) fail(key, fmt::format("required key '{}' is missing (one of: {})", key, join(allowed, ", ")));
+  if (!v) failMissing(key);
   return *v;
 }
 
 std::vector<std::string> YamlReader::getListOf(std::string_view key, const std::vector<std::string>& allowed) const {
   const auto n = raw(key);
-  if (!n) fail(key, fmt::format("required key '{}' is missing", key));
+  if (!n) failMissing(key);
   auto items = convertList<std::string>(*this, *n, key);
   std::size_t i = 0;
   for (const auto& item : items) {
@@ -249,7 +261,7 @@ std::optional<Expr> YamlReader::findExpr(std::string_view key, const Expr::Varia
 
 Expr YamlReader::getExpr(std::string_view key, const Expr::VariableCheck& check) const {
   auto e = findExpr(key, check);
-  if (!e) fail(key, fmt::format("required key '{}' is missing", key));
+  if (!e) failMissing(key);
   return *e;
 }
 
@@ -270,7 +282,7 @@ std::optional<Value> YamlReader::findScalarValue(std::string_view key) const {
 
 YamlReader YamlReader::map(std::string_view key) const {
   auto r = findMap(key);
-  if (!r) fail(key, fmt::format("required key '{}' is missing", key));
+  if (!r) failMissing(key);
   return *r;
 }
 

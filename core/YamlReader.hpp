@@ -61,6 +61,8 @@ class YamlReader {
   void finish() const;
 
   [[noreturn]] void fail(std::string_view key, const std::string& message) const;
+  // A required key is absent: reports a close misspelling of it if there is one.
+  [[noreturn]] void failMissing(std::string_view key) const;
   [[noreturn]] void failAt(const YAML::Node& node, std::string_view key, const std::string& message) const;
   [[nodiscard]] SourceLocation locate(const YAML::Node& node) const;
   [[nodiscard]] SourceLocation location() const { return locate(node_); }

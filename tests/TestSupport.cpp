@@ -1,0 +1,109 @@
+#include "tests/TestSupport.hpp"
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+namespace attnsim::test {
+
+const Catalog& defaultCatalog() {
+  static const Catalog catalog = Catalog::loadDefault();
+  return catalog;
+}
+
+OverlayDir::OverlayDir() {
+  std::random_device rd;
+  dir_ = std::filesystem::temp_directory_path() / ("attnsim-test-" + std::to_string(rd()) + std::to_string(rd()));
+  std::filesystem::create_directories(dir_);
+}
+
+OverlayDir::~OverlayDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+}
+
+void OverlayDir::write(const std::string& relative_path, const std::string& content) const {
+  const auto p = dir_ / relative_path;
+  std::filesystem::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << content;
+}
+
+Catalog OverlayDir::load() const {
+  CatalogSource source = CatalogSource::embedded();
+  source.overlayDirectory(dir_);
+  return Catalog::load(source);
+}
+
+std::string embeddedFile(const std::string& relative_path) {
+  for (const auto& f : embeddedCatalogFiles()) {
+    if (f.path == relative_path) return std::string(f.content);
+  }
+  throw std::runtime_error("no embedded file " + relative_path);
+}
+
+std::string normalizeCell(const std::string& cell) {
+  std::string out;
+  for (std::size_t i = 0; i < cell.size(); ++i) {
+    if (cell.compare(i, 2, "**") == 0) {
+      ++i;
+      continue;
+    }
+    if (cell[i] != ' ' && cell[i] != '\t') out += cell[i];
+  }
+  return out;
+}
+
+MarkdownTables parseMarkdownTables(const std::string& text) {
+  MarkdownTables tables;
+  std::istringstream in(text);
+  std::string line;
+  std::string title;
+  while (std::getline(in, line)) {
+    if (line.rfind("### ", 0) == 0) {
+      title = line.substr(4);
+      continue;
+    }
+    if (line.empty() || line[0] != '|') continue;
+    std::vector<std::string> cells;
+    std::string cell;
+    for (std::size_t i = 1; i < line.size(); ++i) {
+      if (line[i] == '|') {
+        cells.push_back(cell);
+        cell.clear();
+      } else {
+        cell += line[i];
+      }
+    }
+    const bool rule = std::all_of(cells.begin(), cells.end(), [](const std::string& c) {
+      return normalizeCell(c).find_first_not_of("-:") == std::string::npos;
+    });
+    if (!rule) tables[title].push_back(cells);
+  }
+  return tables;
+}
+
+std::string readFile(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+CommandResult runAttnsim(const std::string& arguments) {
+  const std::string command = std::string(ATTNSIM_BINARY) + " " + arguments + " 2>&1";
+  CommandResult result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return result;
+  std::array<char, 4096> buffer{};
+  std::size_t n = 0;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+}  // namespace attnsim::test

@@ -1,0 +1,47 @@
+#pragma once
+// Helpers shared by the test suites: the default catalog, catalog overlays in a temporary
+// folder, Markdown table parsing and running the attnsim program.
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "simulator/Catalog.hpp"
+
+namespace attnsim::test {
+
+const Catalog& defaultCatalog();
+
+// A temporary catalog overlay folder, removed when the object goes away.
+class OverlayDir {
+ public:
+  OverlayDir();
+  ~OverlayDir();
+  OverlayDir(const OverlayDir&) = delete;
+  OverlayDir& operator=(const OverlayDir&) = delete;
+  void write(const std::string& relative_path, const std::string& content) const;
+  [[nodiscard]] const std::filesystem::path& path() const { return dir_; }
+  // Loads the embedded catalog with this overlay.
+  [[nodiscard]] Catalog load() const;
+
+ private:
+  std::filesystem::path dir_;
+};
+
+// The embedded text of one catalog file.
+std::string embeddedFile(const std::string& relative_path);
+
+// Markdown pipe tables under "### title" headings: title -> rows of cells (header row first).
+using MarkdownTables = std::map<std::string, std::vector<std::vector<std::string>>>;
+MarkdownTables parseMarkdownTables(const std::string& text);
+// Cells compare equal when they differ only in whitespace and bold markers.
+std::string normalizeCell(const std::string& cell);
+std::string readFile(const std::filesystem::path& p);
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+CommandResult runAttnsim(const std::string& arguments);
+
+}  // namespace attnsim::test
