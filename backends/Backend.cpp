@@ -106,10 +106,11 @@ std::string IntSet::render() const {
     for (const auto v : values) parts.push_back(std::to_string(v));
     return join(parts, ", ");
   }
-  std::string out = multiple_of > 0 ? "%" + std::to_string(multiple_of) : "";
-  if (min) out += (out.empty() ? "" : " ") + std::string("≥") + std::to_string(*min);
-  if (max) out += (out.empty() ? "" : " ") + std::string("≤") + std::to_string(*max);
-  return out;
+  std::vector<std::string> parts;
+  if (multiple_of > 0) parts.push_back(fmt::format("%{}", multiple_of));
+  if (min) parts.push_back(fmt::format("≥{}", *min));
+  if (max) parts.push_back(fmt::format("≤{}", *max));
+  return join(parts, " ");
 }
 
 IntSet parseIntSet(const YamlReader& parent, std::string_view key) {

@@ -153,14 +153,27 @@ int listEngines(const Catalog& c, bool as_json) {
   return 0;
 }
 
+int listVariables(bool as_json) {
+  json out = json::array();
+  for (const auto& [name, doc] : scenarioVariableDocs()) {
+    if (as_json) {
+      out.push_back({{"name", name}, {"meaning", doc}});
+    } else {
+      fmt::print("{:<28} {}\n", name, doc);
+    }
+  }
+  if (as_json) std::cout << out.dump(2) << "\n";
+  return 0;
+}
+
 }  // namespace
 
 Runner addListCommand(CLI::App& app, const GlobalOptions& global) {
   auto what = std::make_shared<std::string>();
   auto engine = std::make_shared<std::string>();
-  app.add_option("what", *what, "hardware, models, backends, kernels or engines")
+  app.add_option("what", *what, "hardware, models, backends, kernels, engines or variables")
       ->required()
-      ->check(CLI::IsMember({"hardware", "models", "backends", "kernels", "engines"}));
+      ->check(CLI::IsMember({"hardware", "models", "backends", "kernels", "engines", "variables"}));
   app.add_option("--engine", *engine, "only this engine's backends");
   return [&global, what, engine]() {
     const Catalog c = global.loadCatalog();
@@ -169,6 +182,7 @@ Runner addListCommand(CLI::App& app, const GlobalOptions& global) {
     if (*what == "models") return listModels(c, global.json);
     if (*what == "kernels") return listKernels(c, global.json);
     if (*what == "engines") return listEngines(c, global.json);
+    if (*what == "variables") return listVariables(global.json);
     return listBackends(c, *engine, global.json);
   };
 }

@@ -2,7 +2,11 @@
 // tables cell for cell (expected cells in tests/data/seed_tables, transcribed from ../shared/seeds).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <fstream>
+
 #include "reports/SupportTables.hpp"
+#include "simulator/Scenario.hpp"
 #include "tests/TestSupport.hpp"
 
 namespace attnsim::test {
@@ -44,6 +48,24 @@ TEST(SeedTables, AChangedDescriptorShowsInTheTable) {
   const auto& rows = tables.at("Standard Attention (MHA, MQA, GQA) Backends");
   EXPECT_EQ(normalizeCell(rows.back()[0]), "TRITON_ATTN");
   EXPECT_EQ(normalizeCell(rows.back()[6]), "❌");
+}
+
+// golden: docs/support-matrix.md is what `attnsim docs` prints; ATTNSIM_UPDATE_GOLDEN=1 rewrites it.
+TEST(GoldenDocs, SupportMatrixIsUpToDate) {
+  const std::string path = std::string(ATTNSIM_SOURCE_DIR) + "/docs/support-matrix.md";
+  const auto r = runAttnsim("docs");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  if (std::getenv("ATTNSIM_UPDATE_GOLDEN") != nullptr) {
+    std::ofstream(path, std::ios::binary) << r.output;
+  }
+  EXPECT_EQ(readFile(path), r.output) << "run: ATTNSIM_UPDATE_GOLDEN=1 ./build/tests/attnsim_tests --gtest_filter=GoldenDocs.*";
+}
+
+TEST(GoldenDocs, RulesDocumentEveryScenarioVariable) {
+  const std::string rules = readFile(std::string(ATTNSIM_SOURCE_DIR) + "/docs/RULES.md");
+  for (const auto& [name, meaning] : scenarioVariableDocs()) {
+    EXPECT_NE(rules.find("| `" + name + "` | " + meaning + " |"), std::string::npos) << name;
+  }
 }
 
 }  // namespace
