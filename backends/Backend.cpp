@@ -1,8 +1,8 @@
 #include "backends/Backend.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "core/Strings.hpp"
 

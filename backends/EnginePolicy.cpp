@@ -1,27 +1,48 @@
 #include "backends/EnginePolicy.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <regex>
-
-#include <fmt/format.h>
 
 #include "core/Strings.hpp"
 
 namespace attnsim {
 
 const std::vector<std::string> kValidationChecks{
-    "head_size", "dtype", "kv_cache_dtype", "block_size", "compute_capability", "platform", "attention_type",
-    "stage",     "feature", "feature_match", "requirements"};
+    "head_size",      "dtype", "kv_cache_dtype", "block_size",    "compute_capability", "platform",
+    "attention_type", "stage", "feature",        "feature_match", "requirements"};
 const std::vector<std::string> kMessageKeys{"explicit_invalid", "none_valid", "no_list", "wrong_kind_mla",
                                             "wrong_kind_mha"};
-const std::vector<std::string> kDocsFields{
-    "table_name",       "variant",           "dtypes",        "kv_cache_dtypes", "block_sizes",
-    "head_sizes",       "compute_capability", "attention_types", "native_paging", "native_page_sizes",
-    "devices",          "server_flag",       "stages",        "cuda_graph",      "sink",
-    "sparse",           "mm_prefix",         "sliding_window", "multimodal",     "spec_decoding",
-    "spec_topk1",       "spec_topk_gt1",     "fp8_kv",        "fp4_kv",          "chunked_prefix_cache",
-    "mla",              "paged"};
-const std::vector<std::string> kMessagePlaceholders{"backend", "reasons", "all_reasons", "device", "config", "stage_name"};
+const std::vector<std::string> kDocsFields{"table_name",
+                                           "variant",
+                                           "dtypes",
+                                           "kv_cache_dtypes",
+                                           "block_sizes",
+                                           "head_sizes",
+                                           "compute_capability",
+                                           "attention_types",
+                                           "native_paging",
+                                           "native_page_sizes",
+                                           "devices",
+                                           "server_flag",
+                                           "stages",
+                                           "cuda_graph",
+                                           "sink",
+                                           "sparse",
+                                           "mm_prefix",
+                                           "sliding_window",
+                                           "multimodal",
+                                           "spec_decoding",
+                                           "spec_topk1",
+                                           "spec_topk_gt1",
+                                           "fp8_kv",
+                                           "fp4_kv",
+                                           "chunked_prefix_cache",
+                                           "mla",
+                                           "paged"};
+const std::vector<std::string> kMessagePlaceholders{"backend", "reasons", "all_reasons",
+                                                    "device",  "config",  "stage_name"};
 
 namespace {
 
@@ -41,8 +62,8 @@ MessageTemplate parseMessage(const YamlReader& r, std::string_view key, const Ex
   m.text = *text;
   for (std::sregex_iterator it(m.text.begin(), m.text.end(), placeholderPattern()), end; it != end; ++it) {
     const std::string name = (*it)[1].str();
-    const bool special = std::find(kMessagePlaceholders.begin(), kMessagePlaceholders.end(), name) !=
-                         kMessagePlaceholders.end();
+    const bool special =
+        std::find(kMessagePlaceholders.begin(), kMessagePlaceholders.end(), name) != kMessagePlaceholders.end();
     if (const std::string problem = check(name); !special && !problem.empty()) {
       r.fail(key, "placeholder {" + name + "}: " + problem);
     }

@@ -29,8 +29,8 @@ struct EngineOption {
 
 // One validation check, in the order the engine appends reasons.
 struct ValidationCheck {
-  std::string check;    // see kValidationChecks
-  std::string feature;  // for feature / feature_match
+  std::string check;                // see kValidationChecks
+  std::string feature;              // for feature / feature_match
   std::optional<Expr> needed_when;  // feature: the scenario needs the feature
   std::string scenario_flag;        // feature_match: the scenario variable that must equal the feature
   MessageTemplate reason;           // missing support
@@ -78,7 +78,7 @@ struct EnginePolicy {
   bool per_stage = false;  // chooses the prefill and the decode backend separately
   bool block_size_filters_selection = true;
   std::optional<Expr> validate_explicit_when;  // when false, an explicit backend is accepted as is
-  std::vector<std::string> kv_dtypes;  // accepted --kv-dtype spellings
+  std::vector<std::string> kv_dtypes;          // accepted --kv-dtype spellings
   std::vector<EngineOption> options;
   Env defaults;
   std::vector<ValidationCheck> validation;

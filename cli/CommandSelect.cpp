@@ -21,7 +21,9 @@ std::string choiceLabel(const std::optional<BackendChoice>& c) {
 
 json choiceJson(const std::optional<BackendChoice>& c) {
   if (!c) return nullptr;
-  return {{"backend", c->name}, {"variant", c->variant.empty() ? json() : json(c->variant)}, {"chosen_by", c->how},
+  return {{"backend", c->name},
+          {"variant", c->variant.empty() ? json() : json(c->variant)},
+          {"chosen_by", c->how},
           {"cuda_graph", c->caps->cuda_graph},
           {"prefill_kernel", c->caps->prefill_kernel.empty() ? json() : json(c->caps->prefill_kernel)},
           {"decode_kernel", c->caps->decode_kernel.empty() ? json() : json(c->caps->decode_kernel)}};
@@ -70,13 +72,14 @@ void printDetailed(const Scenario& s, const Selection& sel) {
   fmt::print("hardware  {} ({}, {} {})\n", h.id, h.name, h.platform,
              h.compute_capability ? fmt::format("sm {:.1f}", *h.compute_capability) : h.gfx_target);
   fmt::print("model     {} ({})\n", s.model->id, s.model->name);
-  fmt::print("serving   kv_dtype={} page_size={}\n", toDisplay(sel.env.at("kv_dtype")), toDisplay(sel.env.at("page_size")));
+  fmt::print("serving   kv_dtype={} page_size={}\n", toDisplay(sel.env.at("kv_dtype")),
+             toDisplay(sel.env.at("page_size")));
   if (sel.refusal) {
     fmt::print("\nREFUSED   {}\n", *sel.refusal);
   } else {
     auto show = [](const char* label, const BackendChoice& c) {
-      fmt::print("{:<9} {}  (chosen by: {}; CUDA graphs: {}; kernels: prefill {}, decode {})\n", label,
-                 choiceLabel(c), c.how, c.caps->cuda_graph, c.caps->prefill_kernel.empty() ? "-" : c.caps->prefill_kernel,
+      fmt::print("{:<9} {}  (chosen by: {}; CUDA graphs: {}; kernels: prefill {}, decode {})\n", label, choiceLabel(c),
+                 c.how, c.caps->cuda_graph, c.caps->prefill_kernel.empty() ? "-" : c.caps->prefill_kernel,
                  c.caps->decode_kernel.empty() ? "-" : c.caps->decode_kernel);
     };
     if (sel.commonBackend()) {
@@ -108,13 +111,15 @@ Runner addSelectCommand(CLI::App& app, const GlobalOptions& global) {
     const auto engines = splitList(flags->engines);
     const auto hardware = splitList(flags->hardware);
     const auto models = splitList(flags->models);
-    if (engines.empty() || hardware.empty() || models.empty()) throw UsageError("--engine, --hardware and --model need a value");
+    if (engines.empty() || hardware.empty() || models.empty())
+      throw UsageError("--engine, --hardware and --model need a value");
     const bool single = engines.size() == 1 && hardware.size() == 1 && models.size() == 1;
 
     json all = json::array();
     int refusals = 0;
     if (!single && !global.json) {
-      fmt::print("{:<14} {:<16} {:<8} {:<30} {:<30} {}\n", "hardware", "model", "engine", "prefill", "decode", "notes / refusal");
+      fmt::print("{:<14} {:<16} {:<8} {:<30} {:<30} {}\n", "hardware", "model", "engine", "prefill", "decode",
+                 "notes / refusal");
     }
     for (const auto& hw : hardware) {
       for (const auto& model : models) {

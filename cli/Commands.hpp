@@ -1,7 +1,6 @@
 #pragma once
 // The attnsim subcommands. Each registers its flags on the app and returns the exit code when run.
 #include <CLI/CLI.hpp>
-
 #include <functional>
 #include <memory>
 #include <string>
@@ -26,7 +25,7 @@ Runner addDocsCommand(CLI::App& app, const GlobalOptions& global);
 
 // The serving flags of DESIGN.md's scenario options.
 struct ScenarioFlags {
-  std::string engines;   // comma-separated lists: several values make a matrix
+  std::string engines;  // comma-separated lists: several values make a matrix
   std::string hardware;
   std::string models;
   std::optional<std::string> kv_dtype;

@@ -53,8 +53,8 @@ std::optional<std::string> stripEngine(const std::optional<std::string>& name, c
   if (colon == std::string::npos) return name;
   const std::string prefix = name->substr(0, colon);
   if (prefix != engine) {
-    throw UsageError(fmt::format("{} {}: names engine '{}' but the scenario's engine is '{}'", flag, *name, prefix,
-                                 engine));
+    throw UsageError(
+        fmt::format("{} {}: names engine '{}' but the scenario's engine is '{}'", flag, *name, prefix, engine));
   }
   return name->substr(colon + 1);
 }

@@ -1,7 +1,7 @@
 // attnsim: which attention backend does each serving engine pick, and why.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "cli/Commands.hpp"

@@ -173,8 +173,7 @@ class Parser {
   NodePtr number() {
     const std::size_t start = pos_;
     bool has_dot = false;
-    while (pos_ < text_.size() &&
-           (std::isdigit(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '.')) {
+    while (pos_ < text_.size() && (std::isdigit(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '.')) {
       has_dot = has_dot || text_[pos_] == '.';
       ++pos_;
     }
@@ -185,8 +184,7 @@ class Parser {
 
   NodePtr identifier() {
     const std::size_t start = pos_;
-    while (pos_ < text_.size() &&
-           (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_')) {
+    while (pos_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_')) {
       ++pos_;
     }
     const std::string name(text_.substr(start, pos_ - start));

@@ -19,8 +19,7 @@ namespace attnsim {
 
 class ExprSyntaxError : public std::runtime_error {
  public:
-  ExprSyntaxError(std::size_t offset, const std::string& message)
-      : std::runtime_error(message), offset_(offset) {}
+  ExprSyntaxError(std::size_t offset, const std::string& message) : std::runtime_error(message), offset_(offset) {}
   [[nodiscard]] std::size_t offset() const { return offset_; }
 
  private:

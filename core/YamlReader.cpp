@@ -124,13 +124,21 @@ std::optional<bool> convertScalar<bool>(const YAML::Node& n) {
 template <class T>
 const char* typeName();
 template <>
-const char* typeName<std::string>() { return "a string"; }
+const char* typeName<std::string>() {
+  return "a string";
+}
 template <>
-const char* typeName<std::int64_t>() { return "an integer"; }
+const char* typeName<std::int64_t>() {
+  return "an integer";
+}
 template <>
-const char* typeName<double>() { return "a number"; }
+const char* typeName<double>() {
+  return "a number";
+}
 template <>
-const char* typeName<bool>() { return "true or false"; }
+const char* typeName<bool>() {
+  return "true or false";
+}
 
 template <class T>
 T convertOrFail(const YamlReader& r, const YAML::Node& n, std::string_view key) {

@@ -8,8 +8,8 @@ namespace {
 
 const std::vector<std::string> kVendors{"nvidia", "amd", "huawei", "intel"};
 const std::vector<std::string> kPlatforms{"cuda", "rocm", "npu", "xpu", "cpu"};
-const std::vector<std::string> kArchitectures{"ampere", "ada",   "hopper", "blackwell", "cdna2",
-                                              "cdna3",  "cdna4", "davinci", "xe-hpc",   "sapphire-rapids"};
+const std::vector<std::string> kArchitectures{"ampere", "ada",   "hopper",  "blackwell", "cdna2",
+                                              "cdna3",  "cdna4", "davinci", "xe-hpc",    "sapphire-rapids"};
 const std::vector<std::string> kGrades{"A", "B", "C"};
 const std::vector<std::string> kFeatures{"amx", "xmx", "tma", "wgmma", "tcgen05", "mfma"};
 
@@ -58,7 +58,8 @@ HardwareProfile parseHardwareProfile(const YamlReader& r) {
     r.fail("compute_capability", "a CUDA device needs 'compute_capability' (e.g. 9.0)");
   }
   h.gfx_target = r.get<std::string>("gfx_target", "");
-  if (h.platform == "rocm" && h.gfx_target.empty()) r.fail("gfx_target", "a ROCm device needs 'gfx_target' (e.g. gfx942)");
+  if (h.platform == "rocm" && h.gfx_target.empty())
+    r.fail("gfx_target", "a ROCm device needs 'gfx_target' (e.g. gfx942)");
   h.compute_units = static_cast<int>(r.getInt("compute_units", 1, 100000));
   h.boost_clock_mhz = r.getNumber("boost_clock_mhz", 100, 10000);
   h.peak = parsePeak(r.map("peak_tflops"));

@@ -10,17 +10,17 @@ namespace attnsim {
 
 // Dense peak throughput per data type, TFLOP/s (TOPS for int8). Absent when the device has no such path.
 struct PeakThroughput {
-  std::optional<double> fp64_tflops, fp32_tflops, tf32_tflops, fp16_tflops, bf16_tflops, fp8_tflops,
-      fp4_tflops, int8_tops;
+  std::optional<double> fp64_tflops, fp32_tflops, tf32_tflops, fp16_tflops, bf16_tflops, fp8_tflops, fp4_tflops,
+      int8_tops;
 };
 
 // Host-side costs of launching work. Defaults until measurements calibrate them.
 struct LaunchOverheads {
-  double kernel_launch_us = 0;            // CPU cost to issue one kernel, eager mode
-  double graph_replay_base_us = 0;        // CPU+GPU cost of one graph launch
-  double graph_replay_per_node_us = 0;    // per kernel node inside a replayed graph
-  double graph_capture_ms_per_size = 0;   // one-time capture time of one batch size
-  std::string source;                     // "default" or where the figures come from
+  double kernel_launch_us = 0;           // CPU cost to issue one kernel, eager mode
+  double graph_replay_base_us = 0;       // CPU+GPU cost of one graph launch
+  double graph_replay_per_node_us = 0;   // per kernel node inside a replayed graph
+  double graph_capture_ms_per_size = 0;  // one-time capture time of one batch size
+  std::string source;                    // "default" or where the figures come from
 };
 
 struct HardwareProfile {
@@ -34,17 +34,17 @@ struct HardwareProfile {
   int compute_units = 0;                     // SMs, CUs, AI cores, Xe cores or CPU cores
   double boost_clock_mhz = 0;
   PeakThroughput peak;
-  double memory_gb = 0;                 // as the vendor states it (decimal GB)
-  double memory_bandwidth_gbps = 0;     // GB/s
+  double memory_gb = 0;              // as the vendor states it (decimal GB)
+  double memory_bandwidth_gbps = 0;  // GB/s
   std::int64_t l2_bytes = 0;
   std::optional<std::int64_t> llc_bytes;  // last-level cache beyond L2 (Infinity Cache, CPU L3)
   std::optional<double> shared_memory_per_cu_kib;
-  std::vector<std::string> features;    // amx, xmx, tma, wgmma ...
+  std::vector<std::string> features;  // amx, xmx, tma, wgmma ...
   LaunchOverheads overheads;
   std::string interconnect;
   std::optional<double> tdp_w;
   std::string source;
-  std::string confidence;               // A primary, B primary via transcription, C secondary/estimated
+  std::string confidence;  // A primary, B primary via transcription, C secondary/estimated
   std::string notes;
 
   [[nodiscard]] int ccMajor() const { return compute_capability ? static_cast<int>(*compute_capability) : 0; }

@@ -1,8 +1,8 @@
 #include "model/ModelSpec.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "core/Strings.hpp"
 
@@ -44,7 +44,8 @@ AttentionLayerSpec parseLayer(const std::string& name, const YamlReader& r) {
     l.head_dim = static_cast<int>(r.getInt("head_dim", 1, 4096));
     l.head_dim_v = static_cast<int>(r.get<std::int64_t>("head_dim_v", l.head_dim));
     if (l.num_heads % l.num_kv_heads != 0) {
-      r.fail("num_kv_heads", fmt::format("num_heads {} is not a multiple of num_kv_heads {}", l.num_heads, l.num_kv_heads));
+      r.fail("num_kv_heads",
+             fmt::format("num_heads {} is not a multiple of num_kv_heads {}", l.num_heads, l.num_kv_heads));
     }
   }
   r.finish();
@@ -52,6 +53,16 @@ AttentionLayerSpec parseLayer(const std::string& name, const YamlReader& r) {
 }
 
 }  // namespace
+
+double ModelSpec::parameterBytes() const {
+  double bits = 16;
+  if (weight_dtype == "fp32") bits = 32;
+  if (weight_dtype == "fp8") bits = 8;
+  if (weight_dtype == "mxfp4") bits = 4.25;  // 4-bit values + one 8-bit scale per 32
+  if (weight_dtype == "nvfp4") bits = 4.5;   // 4-bit values + one 8-bit scale per 16
+  if (weight_dtype == "int4") bits = 4;
+  return parameters_b * 1e9 * bits / 8.0;
+}
 
 int AttentionLayerSpec::validatedHeadSize() const {
   if (mla) return mla->kv_lora_rank + mla->qk_rope_head_dim;
@@ -89,7 +100,8 @@ bool ModelSpec::hasSinks() const {
   return std::any_of(attention_layers.begin(), attention_layers.end(), [](const auto& l) { return l.sinks; });
 }
 bool ModelSpec::isSparse() const {
-  return std::any_of(attention_layers.begin(), attention_layers.end(), [](const auto& l) { return l.sparse_top_k > 0; });
+  return std::any_of(attention_layers.begin(), attention_layers.end(),
+                     [](const auto& l) { return l.sparse_top_k > 0; });
 }
 bool ModelSpec::hasSlidingWindow() const {
   return std::any_of(attention_layers.begin(), attention_layers.end(),

@@ -21,14 +21,14 @@ struct AttentionLayerSpec {
   std::string name;
   std::string kind = "mha";  // mha (covers GQA/MQA) or mla
   int num_heads = 0;
-  int num_kv_heads = 0;      // MLA: 1 latent "head"
-  int head_dim = 0;          // query/key head dim (MLA: qk_nope + qk_rope)
+  int num_kv_heads = 0;  // MLA: 1 latent "head"
+  int head_dim = 0;      // query/key head dim (MLA: qk_nope + qk_rope)
   int head_dim_v = 0;
-  int sliding_window = 0;    // left window in tokens; 0 = full attention
-  bool sinks = false;        // learned per-head sink logits (gpt-oss)
-  bool causal = true;        // false for encoders
+  int sliding_window = 0;  // left window in tokens; 0 = full attention
+  bool sinks = false;      // learned per-head sink logits (gpt-oss)
+  bool causal = true;      // false for encoders
   std::optional<MlaGeometry> mla;
-  int sparse_top_k = 0;      // DeepSeek sparse attention (DSA) index top-k; 0 = dense
+  int sparse_top_k = 0;  // DeepSeek sparse attention (DSA) index top-k; 0 = dense
 
   [[nodiscard]] bool isMla() const { return kind == "mla"; }
   // The head size the engines validate: MLA uses the latent width kv_lora_rank + rope dim (576).
@@ -84,6 +84,10 @@ struct ModelSpec {
   [[nodiscard]] bool isSparse() const;
   [[nodiscard]] bool hasSlidingWindow() const;
   [[nodiscard]] bool isMultimodal() const { return encoder.has_value(); }
+  // Weight bytes: parameters × the storage width of weight_dtype (MXFP4/NVFP4 count their block
+  // scales: 4.25 and 4.5 bits). Approximate for checkpoints that mix formats (gpt-oss keeps
+  // attention and embeddings in bf16).
+  [[nodiscard]] double parameterBytes() const;
 };
 
 ModelSpec parseModelSpec(const YamlReader& r);

@@ -1,8 +1,8 @@
 #include "reports/SupportTables.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "core/Strings.hpp"
 
@@ -42,7 +42,9 @@ std::string devices(const BackendCaps& caps) {
 }
 
 std::string stages(const BackendCaps& caps) {
-  auto has = [&caps](const char* s) { return std::find(caps.stages.begin(), caps.stages.end(), s) != caps.stages.end(); };
+  auto has = [&caps](const char* s) {
+    return std::find(caps.stages.begin(), caps.stages.end(), s) != caps.stages.end();
+  };
   return "PREFILL " + mark(has("prefill")) + " <br> DECODE " + mark(has("decode"));
 }
 
@@ -65,7 +67,8 @@ std::string cell(const DocsRow& row, const std::string& field) {
     const Feature* paged = c.feature("paged");
     return paged ? paged->render() : mark(false);
   }
-  if (field == "native_page_sizes") return c.native_page_sizes.isFixedList() ? joinOr(c.native_page_sizes.values) : "n/a";
+  if (field == "native_page_sizes")
+    return c.native_page_sizes.isFixedList() ? joinOr(c.native_page_sizes.values) : "n/a";
   if (field == "devices") return devices(c);
   if (field == "server_flag") return c.server_flag.empty() ? "None" : c.server_flag;
   if (field == "stages") return stages(c);

@@ -1,10 +1,10 @@
 #include "simulator/Catalog.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "core/Strings.hpp"
 #include "simulator/Scenario.hpp"
@@ -155,7 +155,8 @@ DocsRow resolveDocsRow(const Engine& engine, const std::string& row) {
   DocsRow out{backend, &backend->caps, variant};
   if (!variant.empty()) {
     const BackendVariant* v = backend->variant(variant);
-    if (!v) throw InputError(fmt::format("{} docs: backend {} has no variant '{}'", engine.policy.engine, name, variant));
+    if (!v)
+      throw InputError(fmt::format("{} docs: backend {} has no variant '{}'", engine.policy.engine, name, variant));
     out.caps = &v->caps;
   }
   return out;

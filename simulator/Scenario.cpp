@@ -1,9 +1,9 @@
 #include "simulator/Scenario.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
-
-#include <fmt/format.h>
 
 #include "backends/EnginePolicy.hpp"
 #include "core/Error.hpp"
@@ -137,9 +137,8 @@ Env buildEnv(const Scenario& s) {
   env["arch"] = hw.architecture;
   env["cc"] = hw.compute_capability ? Value{*hw.compute_capability} : Value{};
   env["cc_major"] = hw.compute_capability ? Value{static_cast<std::int64_t>(hw.ccMajor())} : Value{};
-  env["cc_minor"] = hw.compute_capability
-                        ? Value{static_cast<std::int64_t>(std::lround(*hw.compute_capability * 10)) % 10}
-                        : Value{};
+  env["cc_minor"] =
+      hw.compute_capability ? Value{static_cast<std::int64_t>(std::lround(*hw.compute_capability * 10)) % 10} : Value{};
   env["gfx"] = hw.gfx_target;
   env["memory_gb"] = hw.memory_gb;
   env["compute_units"] = static_cast<std::int64_t>(hw.compute_units);
@@ -170,7 +169,8 @@ Env buildEnv(const Scenario& s) {
   env["attn_type"] = std::string("decoder");
 
   env["engine"] = policy.engine;
-  if (o.kv_dtype && std::find(policy.kv_dtypes.begin(), policy.kv_dtypes.end(), *o.kv_dtype) == policy.kv_dtypes.end()) {
+  if (o.kv_dtype &&
+      std::find(policy.kv_dtypes.begin(), policy.kv_dtypes.end(), *o.kv_dtype) == policy.kv_dtypes.end()) {
     throw UsageError(fmt::format("--kv-dtype {}: {} accepts {}{}", *o.kv_dtype, policy.engine,
                                  join(policy.kv_dtypes, ", "), didYouMean(*o.kv_dtype, policy.kv_dtypes)));
   }

@@ -22,9 +22,9 @@ struct ServingOptions {
   std::optional<std::int64_t> spec_topk;
   std::optional<std::int64_t> spec_draft_tokens;
   std::optional<double> cuda_version;
-  bool has_prefix = false;                    // prefill over a cached prefix / chunked context
+  bool has_prefix = false;  // prefill over a cached prefix / chunked context
   std::int64_t tp = 1;
-  std::optional<std::string> backend;         // --backend (both phases)
+  std::optional<std::string> backend;  // --backend (both phases)
   std::optional<std::string> prefill_backend;
   std::optional<std::string> decode_backend;
   std::optional<std::string> speculative_attention_mode;  // SGLang: prefill or decode

@@ -1,8 +1,8 @@
 #include "simulator/Selector.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "core/Strings.hpp"
 
@@ -171,12 +171,12 @@ Selection Selector::select(const Scenario& scenario) const {
   }
 
   const bool use_mla = truthy(env["use_mla"]);
-  const std::vector<std::string> stages = engine.policy.per_stage ? std::vector<std::string>{"prefill", "decode"}
-                                                                   : std::vector<std::string>{""};
+  const std::vector<std::string> stages =
+      engine.policy.per_stage ? std::vector<std::string>{"prefill", "decode"} : std::vector<std::string>{""};
   for (const auto& stage : stages) {
     Env stage_env = env;
     stage_env["stage"] = stage.empty() ? Value{} : Value{stage};
-    const Value& stage_explicit = stage_env[stage == "prefill" ? "prefill_attention_backend"
+    const Value& stage_explicit = stage_env[stage == "prefill"  ? "prefill_attention_backend"
                                             : stage == "decode" ? "decode_attention_backend"
                                                                 : "attention_backend"];
     const Value& explicit_value = isNull(stage_explicit) ? stage_env["attention_backend"] : stage_explicit;

@@ -24,11 +24,11 @@ struct Selection {
   std::string engine;
   std::optional<BackendChoice> prefill;
   std::optional<BackendChoice> decode;
-  std::vector<std::string> notes;    // what the engine's rules changed or warned about
-  ReasonList considered;             // priority walk: backends tried before the winner, with reasons
-  ReasonList rejected;               // every backend of the engine that is invalid here, with reasons
+  std::vector<std::string> notes;      // what the engine's rules changed or warned about
+  ReasonList considered;               // priority walk: backends tried before the winner, with reasons
+  ReasonList rejected;                 // every backend of the engine that is invalid here, with reasons
   std::optional<std::string> refusal;  // the engine's error message when it refuses
-  Env env;                           // variables after the engine's rules
+  Env env;                             // variables after the engine's rules
 
   // The backend that serves both phases, when one does.
   [[nodiscard]] std::optional<std::string> commonBackend() const;

@@ -8,9 +8,9 @@ namespace attnsim::test {
 namespace {
 
 TEST(Catalog, HasTheRequiredHardwareProfiles) {
-  for (const char* id : {"a100-sxm-40g", "a100-sxm-80g", "a10g", "l40s", "h100-sxm", "h100-pcie", "h200", "h20", "b200",
-                         "gb200", "mi250x", "mi300x", "mi325x", "mi355x", "ascend-910b", "intel-max-1550",
-                         "xeon-spr-amx"}) {
+  for (const char* id :
+       {"a100-sxm-40g", "a100-sxm-80g", "a10g", "l40s", "h100-sxm", "h100-pcie", "h200", "h20", "b200", "gb200",
+        "mi250x", "mi300x", "mi325x", "mi355x", "ascend-910b", "intel-max-1550", "xeon-spr-amx"}) {
     const HardwareProfile& h = defaultCatalog().hardware(id);
     EXPECT_FALSE(h.source.empty()) << id;
     EXPECT_GT(h.memory_bandwidth_gbps, 0) << id;
@@ -19,9 +19,9 @@ TEST(Catalog, HasTheRequiredHardwareProfiles) {
 }
 
 TEST(Catalog, HasTheRequiredModels) {
-  for (const char* id : {"llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "qwen3-8b", "qwen3-32b", "qwen3-30b-a3b",
-                         "mistral-7b", "gemma-3-27b", "gpt-oss-20b", "gpt-oss-120b", "deepseek-v3", "deepseek-r1",
-                         "deepseek-v3.2", "qwen2.5-vl-7b"}) {
+  for (const char* id :
+       {"llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "qwen3-8b", "qwen3-32b", "qwen3-30b-a3b", "mistral-7b",
+        "gemma-3-27b", "gpt-oss-20b", "gpt-oss-120b", "deepseek-v3", "deepseek-r1", "deepseek-v3.2", "qwen2.5-vl-7b"}) {
     const ModelSpec& m = defaultCatalog().model(id);
     int layers = 0;
     for (const auto& [spec, n] : m.layerCounts()) layers += n;
@@ -47,6 +47,8 @@ TEST(Catalog, ModelGeometryIsRead) {
   EXPECT_TRUE(c.model("gpt-oss-120b").hasSinks());
   EXPECT_EQ(c.model("gpt-oss-120b").layerAt(0).sliding_window, 128);
   EXPECT_EQ(c.model("gpt-oss-120b").layerAt(1).sliding_window, 0);
+  EXPECT_DOUBLE_EQ(c.model("llama-3.1-8b").parameterBytes(), 8.03e9 * 2);
+  EXPECT_DOUBLE_EQ(c.model("deepseek-v3").parameterBytes(), 671e9);
 }
 
 TEST(Catalog, EveryEngineHasItsSeedBackends) {

@@ -119,7 +119,8 @@ TEST(CatalogErrors, UnknownVariableInARulePointsAtIt) {
 TEST(CatalogErrors, ModelLayerPatternMustNameALayerType) {
   OverlayDir overlay;
   const std::string path = "model/configs/gemma-3-27b.yaml";
-  overlay.write(path, replaceOnce(embeddedFile(path), "layer_pattern: [local, local,", "layer_pattern: [lcoal, local,"));
+  overlay.write(path,
+                replaceOnce(embeddedFile(path), "layer_pattern: [local, local,", "layer_pattern: [lcoal, local,"));
   const CatalogError e = loadError(overlay);
   EXPECT_NE(std::string(e.what()).find("'lcoal' is not a layer type"), std::string::npos) << e.what();
   EXPECT_NE(std::string(e.what()).find("did you mean 'local'"), std::string::npos) << e.what();
@@ -146,7 +147,8 @@ TEST(CatalogErrors, PriorityListMustNameKnownBackends) {
 TEST(CatalogErrors, UnknownFeatureNameListsTheFeatures) {
   OverlayDir overlay;
   const std::string path = "backends/vllm/TRITON_ATTN.yaml";
-  overlay.write(path, replaceOnce(embeddedFile(path), "{sink: true, mm_prefix: true}", "{sinks: true, mm_prefix: true}"));
+  overlay.write(path,
+                replaceOnce(embeddedFile(path), "{sink: true, mm_prefix: true}", "{sinks: true, mm_prefix: true}"));
   const CatalogError e = loadError(overlay);
   EXPECT_EQ(e.keyPath(), "features.sinks");
   EXPECT_NE(std::string(e.what()).find("did you mean 'sink'"), std::string::npos) << e.what();

@@ -1,5 +1,6 @@
 // unit: the attnsim program's contract: exit codes, --json fields, error messages.
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/TestSupport.hpp"
@@ -39,7 +40,8 @@ TEST(Cli, InvalidExplicitBackendExitsOneWithTheEnginesMessage) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("Selected backend FLASHMLA is not valid for this configuration. Reason: "), std::string::npos)
       << r.output;
-  const auto j = runAttnsim("--json select --engine vllm --hardware a100-sxm-80g --model deepseek-v3 --backend FLASHMLA");
+  const auto j =
+      runAttnsim("--json select --engine vllm --hardware a100-sxm-80g --model deepseek-v3 --backend FLASHMLA");
   EXPECT_EQ(j.exit_code, 1);
   EXPECT_TRUE(json::parse(j.output)["backend"].is_null());
 }
@@ -85,7 +87,8 @@ TEST(Cli, BrokenCatalogOverlayExitsTwoWithTheLocation) {
   overlay.write("model/configs/tiny.yaml", embeddedFile("model/configs/llama-3.1-8b.yaml"));
   const auto typo = runAttnsim("--catalog " + overlay.path().string() + " list models");
   EXPECT_EQ(typo.exit_code, 2);
-  EXPECT_NE(typo.output.find("tiny.yaml:1:5: 'id': id 'llama-3.1-8b' must match the file name 'tiny'"), std::string::npos)
+  EXPECT_NE(typo.output.find("tiny.yaml:1:5: 'id': id 'llama-3.1-8b' must match the file name 'tiny'"),
+            std::string::npos)
       << typo.output;
 }
 

@@ -50,6 +50,16 @@ TEST(SeedTables, AChangedDescriptorShowsInTheTable) {
   EXPECT_EQ(normalizeCell(rows.back()[6]), "❌");
 }
 
+TEST(SeedTables, DocumentedCellsDoNotChangeWhatTheSelectorChecks) {
+  // engines.md §1.4: the vLLM document shows FLASH_ATTN head sizes as "Any"; the code needs %8 and <= 256.
+  const Engine& vllm = defaultCatalog().engine("vllm");
+  const Backend* fa = findBackends(vllm, "FLASH_ATTN").front();
+  EXPECT_EQ(fa->caps.documented.at("head_sizes"), "Any");
+  EXPECT_FALSE(fa->caps.head_sizes.contains(264));
+  EXPECT_FALSE(fa->caps.head_sizes.contains(20));
+  EXPECT_TRUE(fa->caps.head_sizes.contains(256));
+}
+
 // golden: docs/support-matrix.md is what `attnsim docs` prints; ATTNSIM_UPDATE_GOLDEN=1 rewrites it.
 TEST(GoldenDocs, SupportMatrixIsUpToDate) {
   const std::string path = std::string(ATTNSIM_SOURCE_DIR) + "/docs/support-matrix.md";
@@ -58,7 +68,8 @@ TEST(GoldenDocs, SupportMatrixIsUpToDate) {
   if (std::getenv("ATTNSIM_UPDATE_GOLDEN") != nullptr) {
     std::ofstream(path, std::ios::binary) << r.output;
   }
-  EXPECT_EQ(readFile(path), r.output) << "run: ATTNSIM_UPDATE_GOLDEN=1 ./build/tests/attnsim_tests --gtest_filter=GoldenDocs.*";
+  EXPECT_EQ(readFile(path), r.output)
+      << "run: ATTNSIM_UPDATE_GOLDEN=1 ./build/tests/attnsim_tests --gtest_filter=GoldenDocs.*";
 }
 
 TEST(GoldenDocs, RulesDocumentEveryScenarioVariable) {

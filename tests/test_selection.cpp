@@ -13,17 +13,23 @@ struct Case {
   std::string rule;  // the engines.md rule this case checks
   std::string engine, hardware, model;
   ServingOptions options;
-  std::string prefill;  // expected backend (optionally "NAME [VARIANT]"); "" when refused
-  std::string decode;   // "" = same as prefill
-  std::string refusal;  // expected substring of the engine's message when it refuses
+  std::string prefill;                    // expected backend (optionally "NAME [VARIANT]"); "" when refused
+  std::string decode;                     // "" = same as prefill
+  std::string refusal;                    // expected substring of the engine's message when it refuses
   std::optional<std::int64_t> page_size;  // expected page size after the engine's rules
 
   Case(std::string rule_, std::string engine_, std::string hardware_, std::string model_, ServingOptions options_,
        std::string prefill_, std::string decode_ = "", std::string refusal_ = "",
        std::optional<std::int64_t> page_size_ = std::nullopt)
-      : rule(std::move(rule_)), engine(std::move(engine_)), hardware(std::move(hardware_)), model(std::move(model_)),
-        options(std::move(options_)), prefill(std::move(prefill_)), decode(std::move(decode_)),
-        refusal(std::move(refusal_)), page_size(page_size_) {}
+      : rule(std::move(rule_)),
+        engine(std::move(engine_)),
+        hardware(std::move(hardware_)),
+        model(std::move(model_)),
+        options(std::move(options_)),
+        prefill(std::move(prefill_)),
+        decode(std::move(decode_)),
+        refusal(std::move(refusal_)),
+        page_size(page_size_) {}
 };
 
 std::string label(const std::optional<BackendChoice>& c) {
@@ -39,53 +45,110 @@ ServingOptions opts(std::function<void(ServingOptions&)> set) {
 
 std::vector<Case> cases() {
   auto backend = [](const char* b) { return opts([b](ServingOptions& o) { o.backend = b; }); };
-  auto option = [](const char* k, const char* v) { return opts([k, v](ServingOptions& o) { o.engine_options[k] = v; }); };
+  auto option = [](const char* k, const char* v) {
+    return opts([k, v](ServingOptions& o) { o.engine_options[k] = v; });
+  };
   return {
       // ---------------- vLLM v0.16.0 ----------------
-      {"§1.6.1 standard list on SM 9.x; §1.6.4 FA3 on SM 9.x", "vllm", "h100-sxm", "llama-3.1-8b", {}, "FLASH_ATTN [FA3]"},
+      {"§1.6.1 standard list on SM 9.x; §1.6.4 FA3 on SM 9.x",
+       "vllm",
+       "h100-sxm",
+       "llama-3.1-8b",
+       {},
+       "FLASH_ATTN [FA3]"},
       {"§1.6.4 FA2 off SM 9.x", "vllm", "a100-sxm-80g", "llama-3.1-8b", {}, "FLASH_ATTN [FA2]"},
       {"§1.6.4 FA2 on Ada", "vllm", "l40s", "qwen3-8b", {}, "FLASH_ATTN [FA2]"},
-      {"§1.6.1 SM 10.x list starts with FLASHINFER (TRTLLM path)", "vllm", "b200", "llama-3.1-8b", {}, "FLASHINFER [TRTLLM]"},
+      {"§1.6.1 SM 10.x list starts with FLASHINFER (TRTLLM path)",
+       "vllm",
+       "b200",
+       "llama-3.1-8b",
+       {},
+       "FLASHINFER [TRTLLM]"},
       {"§1.4 FA2 has no sinks and rejects sinks below CC 9.0; FLASHINFER sinks only on SM 10.x; TRITON_ATTN has sinks",
-       "vllm", "a100-sxm-80g", "gpt-oss-20b", {}, "TRITON_ATTN"},
+       "vllm",
+       "a100-sxm-80g",
+       "gpt-oss-20b",
+       {},
+       "TRITON_ATTN"},
       {"§1.4 FA3 supports sinks", "vllm", "h100-sxm", "gpt-oss-120b", {}, "FLASH_ATTN [FA3]"},
       {"§1.4 FLASHINFER sinks through TRTLLM on SM 10.x", "vllm", "b200", "gpt-oss-120b", {}, "FLASHINFER [TRTLLM]"},
       {"§1.6.4 flash_attn_version=2 forces FA2: no sinks, so TRITON_ATTN", "vllm", "h100-sxm", "gpt-oss-20b",
        option("fa_version", "2"), "TRITON_ATTN"},
-      {"§1.6.1 MLA list on SM 9.x; §1.6.3 block forced to 64 for FlashMLA on Hopper", "vllm", "h100-sxm", "deepseek-v3",
-       {}, "FLASH_ATTN_MLA", "", "", 64},
-      {"§1.4 FLASH_ATTN_MLA/FLASHMLA need Hopper, FLASHINFER_MLA SM 10.x: TRITON_MLA on Ampere", "vllm", "a100-sxm-80g",
-       "deepseek-v3", {}, "TRITON_MLA", "", "", 16},
-      {"§1.6.3 SM 10.x, qk_nope 128: FLASHINFER_MLA preset, block 64", "vllm", "b200", "deepseek-r1", {}, "FLASHINFER_MLA",
-       "", "", 64},
-      {"§1.6.3 explicit CUTLASS_MLA forces block 128", "vllm", "b200", "deepseek-v3", backend("CUTLASS_MLA"), "CUTLASS_MLA",
-       "", "", 128},
-      {"§1.4 only FLASHMLA_SPARSE is sparse; §1.6.3 sparse block 64", "vllm", "h200", "deepseek-v3.2", {}, "FLASHMLA_SPARSE",
-       "", "", 64},
+      {"§1.6.1 MLA list on SM 9.x; §1.6.3 block forced to 64 for FlashMLA on Hopper",
+       "vllm",
+       "h100-sxm",
+       "deepseek-v3",
+       {},
+       "FLASH_ATTN_MLA",
+       "",
+       "",
+       64},
+      {"§1.4 FLASH_ATTN_MLA/FLASHMLA need Hopper, FLASHINFER_MLA SM 10.x: TRITON_MLA on Ampere",
+       "vllm",
+       "a100-sxm-80g",
+       "deepseek-v3",
+       {},
+       "TRITON_MLA",
+       "",
+       "",
+       16},
+      {"§1.6.3 SM 10.x, qk_nope 128: FLASHINFER_MLA preset, block 64",
+       "vllm",
+       "b200",
+       "deepseek-r1",
+       {},
+       "FLASHINFER_MLA",
+       "",
+       "",
+       64},
+      {"§1.6.3 explicit CUTLASS_MLA forces block 128", "vllm", "b200", "deepseek-v3", backend("CUTLASS_MLA"),
+       "CUTLASS_MLA", "", "", 128},
+      {"§1.4 only FLASHMLA_SPARSE is sparse; §1.6.3 sparse block 64",
+       "vllm",
+       "h200",
+       "deepseek-v3.2",
+       {},
+       "FLASHMLA_SPARSE",
+       "",
+       "",
+       64},
       {"§1.4 FLASH_ATTN_MLA has no fp8 KV; FLASHMLA does", "vllm", "h200", "deepseek-v3",
        opts([](ServingOptions& o) { o.kv_dtype = "fp8"; }), "FLASHMLA"},
-      {"§1.4 FA3 accepts fp8 KV", "vllm", "h100-sxm", "llama-3.1-70b", opts([](ServingOptions& o) { o.kv_dtype = "fp8"; }),
-       "FLASH_ATTN [FA3]"},
+      {"§1.4 FA3 accepts fp8 KV", "vllm", "h100-sxm", "llama-3.1-70b",
+       opts([](ServingOptions& o) { o.kv_dtype = "fp8"; }), "FLASH_ATTN [FA3]"},
       {"§1.4 FA2 rejects fp8 KV; FLASHINFER accepts it", "vllm", "a100-sxm-80g", "llama-3.1-70b",
        opts([](ServingOptions& o) { o.kv_dtype = "fp8_e5m2"; }), "FLASHINFER"},
-      {"§1.6.2 explicit backend validated alone, no fallback", "vllm", "h100-sxm", "llama-3.1-8b", backend("FLASHMLA"), "",
-       "", "Selected backend FLASHMLA is not valid for this configuration. Reason: ['head_size not supported', 'non-MLA not supported']"},
+      {"§1.6.2 explicit backend validated alone, no fallback", "vllm", "h100-sxm", "llama-3.1-8b", backend("FLASHMLA"),
+       "", "",
+       "Selected backend FLASHMLA is not valid for this configuration. Reason: ['head_size not supported', 'non-MLA "
+       "not supported']"},
       {"§1.4 dense FlashMLA is Hopper only (supports_combination)", "vllm", "a100-sxm-80g", "deepseek-v3",
        backend("FLASHMLA"), "", "",
        "Reason: ['compute capability not supported', 'FlashMLA Dense is only supported on Hopper devices.']"},
-      {"§1.6.2 explicit valid backend is used", "vllm", "h100-sxm", "llama-3.1-8b", backend("TRITON_ATTN"), "TRITON_ATTN"},
+      {"§1.6.2 explicit valid backend is used", "vllm", "h100-sxm", "llama-3.1-8b", backend("TRITON_ATTN"),
+       "TRITON_ATTN"},
       {"§1.7 ROCm MHA default TRITON_ATTN", "vllm", "mi300x", "llama-3.1-8b", {}, "TRITON_ATTN"},
-      {"§1.7 ROCm MHA with AITER on gfx9: ROCM_AITER_FA", "vllm", "mi355x", "qwen3-32b", option("rocm_use_aiter", "true"),
-       "ROCM_AITER_FA"},
+      {"§1.7 ROCm MHA with AITER on gfx9: ROCM_AITER_FA", "vllm", "mi355x", "qwen3-32b",
+       option("rocm_use_aiter", "true"), "ROCM_AITER_FA"},
       {"§1.7 ROCm MLA: TRITON_MLA unless AITER MLA is enabled", "vllm", "mi300x", "deepseek-v3", {}, "TRITON_MLA"},
       {"§1.7 ROCm MLA with AITER: ROCM_AITER_MLA", "vllm", "mi325x", "deepseek-r1", option("rocm_use_aiter", "true"),
        "ROCM_AITER_MLA"},
       {"§1.7 ROCm sparse MLA rejects fp8 KV", "vllm", "mi300x", "deepseek-v3.2",
        opts([](ServingOptions& o) { o.kv_dtype = "fp8"; }), "", "", "ROCMAiterMLASparseBackend doesn't support fp8"},
       {"§1.3 CPU platform uses CPU_ATTN", "vllm", "xeon-spr-amx", "llama-3.1-8b", {}, "CPU_ATTN"},
-      {"§1.6.1 only CUDA/ROCm/CPU have vLLM selection in-tree", "vllm", "ascend-910b", "llama-3.1-8b", {}, "", "",
+      {"§1.6.1 only CUDA/ROCm/CPU have vLLM selection in-tree",
+       "vllm",
+       "ascend-910b",
+       "llama-3.1-8b",
+       {},
+       "",
+       "",
        "out-of-tree plugin"},
-      {"§1.4 head size 128 and sliding window pass FA3 (gemma-3 local/global)", "vllm", "h100-sxm", "gemma-3-27b", {},
+      {"§1.4 head size 128 and sliding window pass FA3 (gemma-3 local/global)",
+       "vllm",
+       "h100-sxm",
+       "gemma-3-27b",
+       {},
        "FLASH_ATTN [FA3]"},
       // ---------------- SGLang ----------------
       {"§2.2 MHA on Hopper with CUDA >= 12.3: fa3", "sglang", "h100-sxm", "llama-3.1-8b", {}, "fa3", "", "", 1},
@@ -93,7 +156,14 @@ std::vector<Case> cases() {
        opts([](ServingOptions& o) { o.cuda_version = 12.2; }), "flashinfer"},
       {"§2.2 other architectures: flashinfer", "sglang", "a100-sxm-40g", "qwen3-8b", {}, "flashinfer"},
       {"§2.2 GPT-OSS override on Ampere: triton", "sglang", "a100-sxm-80g", "gpt-oss-20b", {}, "triton"},
-      {"§2.2 MHA on SM100: trtllm_mha; §2.3 page snapped to 64", "sglang", "b200", "llama-3.1-8b", {}, "trtllm_mha", "", "",
+      {"§2.2 MHA on SM100: trtllm_mha; §2.3 page snapped to 64",
+       "sglang",
+       "b200",
+       "llama-3.1-8b",
+       {},
+       "trtllm_mha",
+       "",
+       "",
        64},
       {"§2.2 spec topk>1 blocks the trtllm_mha default: flashinfer", "sglang", "b200", "llama-3.1-8b",
        opts([](ServingOptions& o) {
@@ -107,26 +177,39 @@ std::vector<Case> cases() {
          o.page_size = 16;
        }),
        "flashinfer", "", "", 16},
-      {"§2.2 DeepSeek on SM100: trtllm_mla; §2.3 page 64", "sglang", "gb200", "deepseek-v3", {}, "trtllm_mla", "", "", 64},
+      {"§2.2 DeepSeek on SM100: trtllm_mla; §2.3 page 64",
+       "sglang",
+       "gb200",
+       "deepseek-v3",
+       {},
+       "trtllm_mla",
+       "",
+       "",
+       64},
       {"§2.2 MLA on Hopper: fa3", "sglang", "h200", "deepseek-r1", {}, "fa3"},
       {"§2.2 MLA elsewhere: triton", "sglang", "a100-sxm-80g", "deepseek-v3", {}, "triton"},
-      {"§2.2 DSA: dsa, page 64, bf16 KV on Hopper", "sglang", "h200", "deepseek-v3.2", {},
-       "dsa [bf16: flashmla_sparse/fa3]", "", "", 64},
+      {"§2.2 DSA: dsa, page 64, bf16 KV on Hopper",
+       "sglang",
+       "h200",
+       "deepseek-v3.2",
+       {},
+       "dsa [bf16: flashmla_sparse/fa3]",
+       "",
+       "",
+       64},
       {"§2.2 DSA: fp8_e4m3 KV on SM >= 10", "sglang", "b200", "deepseek-v3.2", {}, "dsa [fp8: trtllm/trtllm]"},
       {"§2.2 HIP MLA: aiter for 16 or 128 KV heads per rank", "sglang", "mi300x", "deepseek-v3",
        opts([](ServingOptions& o) { o.tp = 8; }), "aiter"},
       {"§2.2 HIP MLA: triton otherwise (128 heads / tp 4 = 32)", "sglang", "mi300x", "deepseek-v3",
        opts([](ServingOptions& o) { o.tp = 4; }), "triton"},
-      {"§2.3 fa3 with fp8_e5m2 switches to triton", "sglang", "h100-sxm", "qwen3-32b",
-       opts([](ServingOptions& o) {
+      {"§2.3 fa3 with fp8_e5m2 switches to triton", "sglang", "h100-sxm", "qwen3-32b", opts([](ServingOptions& o) {
          o.backend = "fa3";
          o.kv_dtype = "fp8_e5m2";
        }),
        "triton"},
       {"§2.5 fa3 factory: SM80-SM90 only", "sglang", "b200", "llama-3.1-8b", backend("fa3"), "", "",
        "FlashAttention v3 Backend requires SM>=80 and SM<=90. Please use --attention-backend flashinfer."},
-      {"§2.4 trtllm_mha supports only topk = 1", "sglang", "b200", "llama-3.1-8b",
-       opts([](ServingOptions& o) {
+      {"§2.4 trtllm_mha supports only topk = 1", "sglang", "b200", "llama-3.1-8b", opts([](ServingOptions& o) {
          o.backend = "trtllm_mha";
          o.spec_topk = 2;
        }),
@@ -138,16 +221,14 @@ std::vector<Case> cases() {
          o.page_size = 16;
        }),
        "", "", "speculative_eagle_topk > 1 with page_size > 1 is unstable"},
-      {"§2.5 hybrid prefill/decode backends", "sglang", "h100-sxm", "llama-3.1-8b",
-       opts([](ServingOptions& o) {
+      {"§2.5 hybrid prefill/decode backends", "sglang", "h100-sxm", "llama-3.1-8b", opts([](ServingOptions& o) {
          o.prefill_backend = "fa3";
          o.decode_backend = "flashinfer";
        }),
        "fa3", "flashinfer"},
       {"§2.5 a phase flag alone inherits the default for the other phase", "sglang", "h100-sxm", "llama-3.1-8b",
        opts([](ServingOptions& o) { o.decode_backend = "triton"; }), "fa3", "triton"},
-      {"§2.3 flashmla page forced to 64", "sglang", "h100-sxm", "deepseek-v3",
-       opts([](ServingOptions& o) {
+      {"§2.3 flashmla page forced to 64", "sglang", "h100-sxm", "deepseek-v3", opts([](ServingOptions& o) {
          o.backend = "flashmla";
          o.page_size = 16;
        }),
@@ -156,27 +237,48 @@ std::vector<Case> cases() {
        "TRTLLM MLA backend is only supported on Blackwell GPUs"},
       {"§2.5 trtllm_mha is for non-MLA models", "sglang", "b200", "deepseek-v3", backend("trtllm_mha"), "", "",
        "trtllm_mha backend can only be used with non-MLA models."},
-      {"seed: FA4 is prefill-only; decode needs another backend", "sglang", "b200", "llama-3.1-8b", backend("fa4"), "", "",
-       "fa4 cannot serve the decode phase"},
+      {"seed: FA4 is prefill-only; decode needs another backend", "sglang", "b200", "llama-3.1-8b", backend("fa4"), "",
+       "", "fa4 cannot serve the decode phase"},
       {"seed: FA4 prefill with trtllm_mha decode is incompatible", "sglang", "b200", "qwen3-8b",
        opts([](ServingOptions& o) {
          o.prefill_backend = "fa4";
          o.decode_backend = "trtllm_mha";
        }),
        "", "", "incompatible with the trtllm_mha decode backend"},
-      {"§2.3 fa4 prefill on SM100 forces page 128", "sglang", "b200", "qwen3-8b",
-       opts([](ServingOptions& o) {
+      {"§2.3 fa4 prefill on SM100 forces page 128", "sglang", "b200", "qwen3-8b", opts([](ServingOptions& o) {
          o.prefill_backend = "fa4";
          o.decode_backend = "flashinfer";
        }),
        "fa4", "flashinfer", "", 128},
+      {"§2.5 verify runs on the prefill backend by default: FA4 lacks spec support", "sglang", "h100-sxm", "qwen3-8b",
+       opts([](ServingOptions& o) {
+         o.prefill_backend = "fa4";
+         o.decode_backend = "fa3";
+         o.spec_algorithm = "eagle";
+         o.spec_topk = 1;
+       }),
+       "", "", "fa4 cannot serve the prefill phase: ['speculative decoding (topk=1) not supported']"},
+      {"§2.5 --speculative-attention-mode decode moves verify to the decode backend", "sglang", "h100-sxm", "qwen3-8b",
+       opts([](ServingOptions& o) {
+         o.prefill_backend = "fa4";
+         o.decode_backend = "fa3";
+         o.spec_algorithm = "eagle";
+         o.spec_topk = 1;
+         o.speculative_attention_mode = "decode";
+       }),
+       "fa4", "fa3"},
       {"§2.2 HIP MHA default aiter", "sglang", "mi355x", "llama-3.1-70b", {}, "aiter"},
       {"seed: Ascend native page 128", "sglang", "ascend-910b", "qwen3-8b", {}, "ascend", "", "", 128},
       {"§2.3 intel_xpu decode pages 64/128", "sglang", "intel-max-1550", "llama-3.1-8b", {}, "intel_xpu", "", "", 128},
       {"§2.3 intel_amx on an AMX CPU", "sglang", "xeon-spr-amx", "llama-3.1-8b", {}, "intel_amx"},
       // ---------------- RTP-LLM (legacy C++) ----------------
       {"§3.3 no prefix: TRT_V2; decode: XQA on SM 90", "rtp-llm", "h100-sxm", "llama-3.1-8b", {}, "TRT_V2", "XQA"},
-      {"§3.3 XQA is SM 90 only: FlashInfer decode on Ampere", "rtp-llm", "a100-sxm-80g", "llama-3.1-8b", {}, "TRT_V2",
+      {"§3.3 XQA is SM 90 only: FlashInfer decode on Ampere",
+       "rtp-llm",
+       "a100-sxm-80g",
+       "llama-3.1-8b",
+       {},
+       "TRT_V2",
        "FlashInfer"},
       {"§3.3 prefix context: FlashInfer prefill", "rtp-llm", "h100-sxm", "qwen3-32b",
        opts([](ServingOptions& o) { o.has_prefix = true; }), "FlashInfer", "XQA"},
@@ -198,13 +300,28 @@ std::vector<Case> cases() {
          o.engine_options["enable_paged_trt_fmha"] = "false";
        }),
        "PAGED_OPEN_SOURCE", "MMHA"},
-      {"§3.3 no fused context kernel on SM 10.x in the legacy path: NONE", "rtp-llm", "b200", "llama-3.1-8b", {}, "NONE",
+      {"§3.3 no fused context kernel on SM 10.x in the legacy path: NONE",
+       "rtp-llm",
+       "b200",
+       "llama-3.1-8b",
+       {},
+       "NONE",
        "FlashInfer"},
-      {"§3.3 MLA: FlashInfer prefill, FlashMLA decode on Hopper", "rtp-llm", "h100-sxm", "deepseek-v3", {}, "FlashInfer",
+      {"§3.3 MLA: FlashInfer prefill, FlashMLA decode on Hopper",
+       "rtp-llm",
+       "h100-sxm",
+       "deepseek-v3",
+       {},
+       "FlashInfer",
        "FlashMLA"},
       {"§3.3 ROCm: CK FMHA prefill, AiterPA decode", "rtp-llm", "mi300x", "llama-3.1-8b", {}, "CKFMHA", "AiterPA"},
-      {"seed: sliding window only in FlashInfer/CKFMHA: unfused prefill, FlashInfer decode", "rtp-llm", "h100-sxm",
-       "gpt-oss-120b", {}, "NONE", "FlashInfer"},
+      {"seed: sliding window only in FlashInfer/CKFMHA: unfused prefill, FlashInfer decode",
+       "rtp-llm",
+       "h100-sxm",
+       "gpt-oss-120b",
+       {},
+       "NONE",
+       "FlashInfer"},
   };
 }
 
@@ -231,8 +348,8 @@ TEST_P(Selection_, MatchesTheEngineRule) {
 }
 
 std::string caseName(const ::testing::TestParamInfo<Case>& info) {
-  std::string name = info.param.engine + "_" + info.param.hardware + "_" + info.param.model + "_" +
-                     std::to_string(info.index);
+  std::string name =
+      info.param.engine + "_" + info.param.hardware + "_" + info.param.model + "_" + std::to_string(info.index);
   for (char& ch : name) {
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   }
@@ -268,7 +385,8 @@ TEST(Validate, ReasonsComeInTheEnginesOrderAndPhrases) {
 
 TEST(Validate, RejectedListsEveryInvalidBackendWithReasons) {
   const Catalog& c = defaultCatalog();
-  const Selection s = Selector(c).select({&c.hardware("h100-sxm"), &c.model("llama-3.1-8b"), &c.engine("vllm").policy, {}});
+  const Selection s =
+      Selector(c).select({&c.hardware("h100-sxm"), &c.model("llama-3.1-8b"), &c.engine("vllm").policy, {}});
   std::map<std::string, std::vector<std::string>> rejected(s.rejected.begin(), s.rejected.end());
   EXPECT_EQ(rejected.count("FLASH_ATTN"), 0U);
   EXPECT_EQ(rejected.count("FLASHINFER"), 0U);
@@ -288,7 +406,8 @@ TEST(Validate, NoValidBackendListsAllReasons) {
   const Catalog c = overlay.load();
   ServingOptions o;
   o.kv_dtype = "fp8";
-  const Selection s = Selector(c).select({&c.hardware("a100-sxm-80g"), &c.model("odd-heads"), &c.engine("vllm").policy, o});
+  const Selection s =
+      Selector(c).select({&c.hardware("a100-sxm-80g"), &c.model("odd-heads"), &c.engine("vllm").policy, o});
   ASSERT_TRUE(s.refusal.has_value());
   EXPECT_NE(s.refusal->find("No valid attention backend found for cuda with AttentionSelectorConfig(head_size=20"),
             std::string::npos)
