@@ -124,7 +124,49 @@ PolicyRule parseRule(const YamlReader& r, const Expr::VariableCheck& check) {
   return rule;
 }
 
+CudaGraphPolicy parseCudaGraph(const YamlReader& r, const Expr::VariableCheck& check) {
+  CudaGraphPolicy g;
+  g.enabled_when = r.findExpr("enabled_when", check);
+  g.max_batch = r.getExpr("max_batch", check);
+  for (const auto& item : r.list("sizes")) {
+    CaptureRange range;
+    range.values = item.get<std::vector<std::int64_t>>("values", {});
+    if (range.values.empty()) {
+      range.from = item.getInt("from", 1, 1 << 20);
+      range.step = item.getInt("step", 1, 1 << 20);
+      range.through_max = item.get<bool>("through_max", false);
+      if (!range.through_max) range.below = item.getInt("below", 1, 1 << 20);
+    }
+    item.finish();
+    g.sizes.push_back(std::move(range));
+  }
+  g.append_max = r.get<bool>("append_max", false);
+  g.capture_memory_mib_per_size = r.getNumber("capture_memory_mib_per_size", 0, 1e6);
+  g.source = r.get<std::string>("source");
+  r.finish();
+  return g;
+}
+
 }  // namespace
+
+std::vector<std::int64_t> CudaGraphPolicy::captureSizes(const Env& env) const {
+  const Value v = max_batch.evaluate(env);
+  const auto max_number = asNumber(v);
+  const std::int64_t max = max_number ? static_cast<std::int64_t>(*max_number) : 0;
+  std::vector<std::int64_t> out;
+  for (const auto& r : sizes) {
+    for (const auto x : r.values) out.push_back(x);
+    if (r.values.empty()) {
+      const std::int64_t stop = r.through_max ? max + 1 : r.below;
+      for (std::int64_t x = r.from; x < stop; x += r.step) out.push_back(x);
+    }
+  }
+  std::erase_if(out, [max](std::int64_t x) { return x > max; });
+  if (append_max && max > 0) out.push_back(max);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
 
 std::string MessageTemplate::render(const Env& env) const {
   std::string out;
@@ -207,6 +249,7 @@ EnginePolicy parseEnginePolicy(const YamlReader& r, const std::vector<std::strin
       p.messages[key] = parseMessage(*messages, key, check, true);
     }
   }
+  if (auto graphs = r.findMap("cuda_graph")) p.cuda_graph = parseCudaGraph(*graphs, check);
   if (auto docs = r.findMap("docs")) {
     for (const auto& t : docs->list("tables")) {
       DocsTable table;

@@ -2,6 +2,7 @@
 // One engine's selection policy, as data: its options, the order and phrasing of its validation
 // checks, the rules it applies to the configuration before choosing (model overrides, page-size
 // snapping, hard errors), its priority lists, its error messages and its published tables.
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -70,6 +71,27 @@ struct PriorityDocsTable {
   std::string list;  // a PriorityList label
 };
 
+// Which batch sizes the engine captures CUDA graphs for, generated as the engine does.
+struct CaptureRange {
+  std::vector<std::int64_t> values;  // explicit sizes
+  std::int64_t from = 0;             // or a range from `from` in steps of `step`,
+  std::int64_t below = 0;            //   stopping below `below`,
+  bool through_max = false;          //   or through the maximum capture size
+  std::int64_t step = 1;
+};
+
+struct CudaGraphPolicy {
+  std::optional<Expr> enabled_when;  // absent: graphs on unless the scenario turns them off
+  Expr max_batch;                    // the largest captured batch, an expression of the scenario
+  std::vector<CaptureRange> sizes;
+  bool append_max = false;           // SGLang adds the maximum when the ranges miss it
+  double capture_memory_mib_per_size = 0;
+  std::string source;
+
+  // Sorted, unique sizes up to the maximum.
+  [[nodiscard]] std::vector<std::int64_t> captureSizes(const Env& env) const;
+};
+
 struct EnginePolicy {
   std::string engine;
   std::string display_name;
@@ -85,6 +107,7 @@ struct EnginePolicy {
   std::vector<PolicyRule> rules;
   std::vector<PriorityList> selection;
   std::map<std::string, MessageTemplate, std::less<>> messages;
+  std::optional<CudaGraphPolicy> cuda_graph;
   std::vector<DocsTable> docs_tables;
   std::vector<PriorityDocsTable> priority_tables;
 

@@ -1,5 +1,7 @@
 #include "backends/KernelFamily.hpp"
 
+#include <algorithm>
+
 namespace attnsim {
 
 const std::vector<std::string> kKernelAlgorithms{
@@ -8,6 +10,9 @@ const std::vector<std::string> kKernelAlgorithms{
     "mla_absorbed",          // MLA with the up-projections absorbed: 576-wide keys, 512-wide values
     "mla_sparse",            // MLA over a top-k selected index set
     "unfused",               // QK^T, softmax, PV as separate kernels (reference/fallback paths)
+    "gemm",                  // step model: dense linear layers
+    "grouped_gemm",          // step model: MoE experts
+    "elementwise",           // step model: norms, RoPE, activations, KV write, sampling
 };
 
 namespace {
@@ -15,7 +20,42 @@ const std::vector<std::string> kPlatforms{"cuda", "rocm", "npu", "xpu", "cpu"};
 const std::vector<std::string> kPhases{"prefill", "decode"};
 const std::vector<std::string> kPaging{"native", "emulated", "contiguous"};
 const std::vector<std::string> kKvFormats{"fp32", "fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "fp4_e2m1", "int8"};
+const std::vector<std::string> kArchitectures{"ampere", "ada",   "hopper",  "blackwell", "cdna2",
+                                              "cdna3",  "cdna4", "davinci", "xe-hpc",    "sapphire-rapids"};
+
+KernelEfficiency parseEfficiency(const YamlReader& r) {
+  KernelEfficiency e;
+  e.compute_efficiency = r.getNumber("compute_efficiency", 0.01, 1.0);
+  e.memory_efficiency = r.getNumber("memory_efficiency", 0.01, 1.0);
+  e.fixed_us = r.getNumber("fixed_us", 0, 10000);
+  e.host_plan_us = r.findNumber("host_plan_us", 0, 1e6).value_or(0);
+  e.source = r.get<std::string>("source");
+  r.finish();
+  return e;
+}
+
+void parsePerformance(const YamlReader& r, KernelFamily& k) {
+  k.math = r.getOneOf("math", {"tensor", "vector"});
+  k.ctas_per_sm = static_cast<int>(r.getInt("ctas_per_sm", 1, 64));
+  k.max_splits = static_cast<int>(r.getInt("max_splits", 1, 1024));
+  k.efficiency = parseEfficiency(r.map("default"));
+  if (auto by_arch = r.findMap("by_architecture")) {
+    for (const auto& arch : by_arch->keysOf()) {
+      if (std::find(kArchitectures.begin(), kArchitectures.end(), arch) == kArchitectures.end()) {
+        by_arch->fail(arch, "'" + arch + "' is not an architecture family");
+      }
+      k.efficiency_by_architecture[arch] = parseEfficiency(by_arch->map(arch));
+    }
+  }
+  r.finish();
+}
+
 }  // namespace
+
+const KernelEfficiency& KernelFamily::efficiencyFor(std::string_view architecture) const {
+  const auto it = efficiency_by_architecture.find(architecture);
+  return it == efficiency_by_architecture.end() ? efficiency : it->second;
+}
 
 KernelFamily parseKernelFamily(const YamlReader& r) {
   KernelFamily k;
@@ -32,6 +72,7 @@ KernelFamily parseKernelFamily(const YamlReader& r) {
   k.split_kv = r.get<bool>("split_kv");
   k.gqa_packing = r.get<bool>("gqa_packing");
   k.kv_dtypes = r.getListOf("kv_dtypes", kKvFormats);
+  parsePerformance(r.map("performance"), k);
   r.finish();
   return k;
 }

@@ -1,12 +1,24 @@
 #pragma once
 // How a kernel computes, independent of which engine calls it: FlashInfer's decode kernel is the
 // same code in vLLM, SGLang and RTP-LLM. The cost model and the reference kernels key on this.
+#include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/YamlReader.hpp"
 
 namespace attnsim {
+
+// Efficiency parameters of the roofline: achieved fraction of the device's peak FLOP/s and memory
+// bandwidth, and the fixed time of one launch on the GPU (prologue, epilogue, tail).
+struct KernelEfficiency {
+  double compute_efficiency = 0.5;
+  double memory_efficiency = 0.75;
+  double fixed_us = 3.0;
+  double host_plan_us = 0;  // CPU work per forward before the first launch (plan(), scheduler metadata)
+  std::string source;
+};
 
 struct KernelFamily {
   std::string id;
@@ -22,6 +34,13 @@ struct KernelFamily {
   bool split_kv = false;               // flash-decoding split over the KV length with an LSE merge
   bool gqa_packing = false;            // query heads of one KV head share one KV read
   std::vector<std::string> kv_dtypes;  // KV-cache element formats the kernel reads
+  std::string math = "tensor";         // tensor (MMA units) or vector (CUDA cores / SIMD)
+  int ctas_per_sm = 1;                 // resident work units per SM / CU
+  int max_splits = 32;                 // split-KV cap (vLLM caps FA3 at 32 for CUDA graphs)
+  KernelEfficiency efficiency;         // default
+  std::map<std::string, KernelEfficiency, std::less<>> efficiency_by_architecture;
+
+  [[nodiscard]] const KernelEfficiency& efficiencyFor(std::string_view architecture) const;
 };
 
 extern const std::vector<std::string> kKernelAlgorithms;

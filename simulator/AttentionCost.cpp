@@ -1,0 +1,357 @@
+#include "simulator/AttentionCost.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "backends/KernelFamily.hpp"
+#include "hardware/HardwareProfile.hpp"
+#include "model/ModelSpec.hpp"
+
+namespace attnsim {
+
+namespace {
+
+constexpr std::int64_t kNoCap = std::numeric_limits<std::int64_t>::max() / 4;
+constexpr double kBytesPerIndex = 4;  // int32 page-table entries
+constexpr double kPartialBytes = 4;   // split-KV partial outputs and LSE in fp32
+constexpr double kLatencyUtilization = 0.25;  // below this busy fraction a call counts as latency-bound
+
+std::int64_t capOf(const AttentionShape& s) {
+  std::int64_t cap = kNoCap;
+  if (s.window > 0) cap = std::min(cap, s.window);
+  if (s.top_k > 0) cap = std::min(cap, s.top_k);
+  return cap;
+}
+
+std::int64_t ceilDiv(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::int64_t roundUp(std::int64_t a, std::int64_t m) { return ceilDiv(a, m) * m; }
+
+// Keys seen by the query row at absolute position `pos` (0-based), causal.
+std::int64_t keysAt(std::int64_t pos, std::int64_t cap) { return std::min(pos + 1, cap); }
+
+struct Traffic {
+  double kv_read = 0;      // page-granular KV bytes, before GQA re-reads
+  double kv_unique = 0;    // token-granular KV bytes
+  double page_tables = 0;
+  double scores = 0;       // unfused kernels: the score matrix written and read
+  double q_bytes = 0;
+  double o_bytes = 0;
+  double tokens = 0;
+  double flops = 0;
+};
+
+Traffic countTraffic(const AttentionShape& s, const KernelModel& k, std::span<const RequestGroup> groups,
+                     std::int64_t page_size) {
+  Traffic t;
+  const double kv_token_bytes = static_cast<double>(s.num_kv_heads) * s.kv_token_width * s.kv_elem_bytes;
+  const std::int64_t page = std::max<std::int64_t>(1, page_size);
+  for (const auto& g : groups) {
+    const auto n = static_cast<double>(g.count);
+    const double attended = attendedKeys(g, s);
+    const std::int64_t unique = uniqueKvTokens(g, s);
+    const std::int64_t pages = ceilDiv(unique, page);
+    t.tokens += n * static_cast<double>(g.q_len);
+    t.flops += n * 2.0 * s.num_heads * attended * (s.d_qk + s.d_v);
+    t.kv_unique += n * static_cast<double>(unique) * kv_token_bytes;
+    t.kv_read += n * static_cast<double>(k.paged_native ? pages * page : unique) * kv_token_bytes;
+    if (k.paged_emulated) t.page_tables += n * static_cast<double>(unique) * kBytesPerIndex;
+    if (k.paged_native) t.page_tables += n * static_cast<double>(pages) * kBytesPerIndex;
+    if (k.unfused) t.scores += n * 4.0 * s.num_heads * attended * s.act_bytes;
+  }
+  t.q_bytes = t.tokens * s.num_heads * s.d_qk * s.act_bytes;
+  t.o_bytes = t.tokens * s.num_heads * s.d_v * s.act_bytes;
+  return t;
+}
+
+// Work of one split choice: units of equal work (count, time on one slot) spread over the machine.
+struct Waves {
+  double sum_work_us = 0;  // Σ over units of their time on one slot
+  double max_work_us = 0;
+  double ctas = 0;
+  double flops_tiled = 0;
+  bool compute_dominant = false;
+  // Distinct unit kinds; reused between calls so the hot path does not allocate once warm.
+  std::vector<std::pair<double, double>>* units = nullptr;  // (work, count)
+};
+
+struct Rates {
+  double flop_per_slot = 0;  // FLOP per µs one slot achieves
+  double byte_per_slot = 0;
+  double slots = 1;
+};
+
+void addUnits(Waves& w, const Rates& r, double count, double unit_flops, double unit_bytes) {
+  const double c = unit_flops / r.flop_per_slot;
+  const double m = unit_bytes / r.byte_per_slot;
+  const double work = std::max(c, m);
+  w.sum_work_us += count * work;
+  if (work > w.max_work_us) {
+    w.max_work_us = work;
+    w.compute_dominant = c >= m;
+  }
+  w.ctas += count;
+  w.flops_tiled += count * unit_flops;
+  w.units->emplace_back(work, count);
+}
+
+// Longest-first scheduling in waves of `slots` units: each wave lasts as long as its longest
+// (first) unit. Adding a unit or lengthening one never shortens the schedule.
+double kernelTime(const Waves& w, double slots) {
+  auto& units = *w.units;
+  std::sort(units.begin(), units.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  double time = 0;
+  double position = 0;  // units scheduled so far
+  for (const auto& [work, count] : units) {
+    // Waves that start inside [position, position + count): multiples of slots in that range.
+    const double starts = std::floor((position + count - 1) / slots) - std::floor((position - 1) / slots);
+    time += starts * work;
+    position += count;
+  }
+  return time;
+}
+
+// Decode and verify: each unit is one KV head with its packed query heads (or one query head),
+// over one KV split.
+void decodeWaves(Waves& w, const AttentionShape& s, const KernelModel& k, const Rates& r,
+                 std::span<const RequestGroup> groups, int splits, double reread) {
+  const double width_bytes = s.kv_token_width * s.kv_elem_bytes;
+  const int group = s.groupSize();
+  for (const auto& g : groups) {
+    const std::int64_t rows = k.gqa_packing ? group * g.q_len : g.q_len;
+    const std::int64_t rows_padded = k.tensor_math ? std::min<std::int64_t>(k.tile_q, roundUp(rows, 16)) : rows;
+    const std::int64_t row_tiles = ceilDiv(rows, rows_padded);
+    const std::int64_t units_per_request = (k.gqa_packing ? s.num_kv_heads : s.num_heads) * row_tiles;
+    const std::int64_t kv_tiles = ceilDiv(uniqueKvTokens(g, s), k.tile_kv);
+    const double keys = static_cast<double>(ceilDiv(kv_tiles, splits) * k.tile_kv);
+    const double rows_in_unit = static_cast<double>(rows) / static_cast<double>(row_tiles);
+    const double unit_flops = 2.0 * static_cast<double>(rows_padded) * keys * (s.d_qk + s.d_v);
+    const double kv_share = k.gqa_packing ? 1.0 : reread / group;
+    double unit_bytes = keys * width_bytes * kv_share + rows_in_unit * (s.d_qk + s.d_v) * s.act_bytes;
+    if (splits > 1) unit_bytes += rows_in_unit * (s.d_v + 1) * kPartialBytes;
+    addUnits(w, r, static_cast<double>(g.count * units_per_request * splits), unit_flops, unit_bytes);
+  }
+}
+
+// Prefill and extend: each unit is one query tile of one query head; a causal tile computes its
+// diagonal block whole. DRAM bytes are shared among units in proportion to the keys they read.
+void prefillWaves(Waves& w, const AttentionShape& s, const KernelModel& k, const Rates& r,
+                  std::span<const RequestGroup> groups, double dram_bytes) {
+  const std::int64_t cap = capOf(s);
+  const std::int64_t bm = std::max(1, k.tile_q);
+  auto tileKeys = [&](const RequestGroup& g, std::int64_t t) {
+    if (!s.causal) return roundUp(std::min(g.context, cap), k.tile_kv);
+    const std::int64_t first = g.prefix() + t * bm;
+    const std::int64_t last = g.prefix() + std::min(g.q_len, (t + 1) * bm) - 1;
+    const std::int64_t start = std::max<std::int64_t>(0, first + 1 - cap);
+    return roundUp(last + 1 - start, k.tile_kv);
+  };
+  double total_keys = 0;
+  for (const auto& g : groups) {
+    for (std::int64_t t = 0; t < ceilDiv(g.q_len, bm); ++t) {
+      total_keys += static_cast<double>(g.count * s.num_heads) * static_cast<double>(tileKeys(g, t));
+    }
+  }
+  const double bytes_per_key = total_keys > 0 ? dram_bytes / total_keys : 0;
+  for (const auto& g : groups) {
+    for (std::int64_t t = 0; t < ceilDiv(g.q_len, bm); ++t) {
+      const auto keys = static_cast<double>(tileKeys(g, t));
+      const double rows = k.tensor_math ? static_cast<double>(bm)
+                                        : static_cast<double>(std::min(g.q_len, (t + 1) * bm) - t * bm);
+      addUnits(w, r, static_cast<double>(g.count * s.num_heads), 2.0 * rows * keys * (s.d_qk + s.d_v),
+               keys * bytes_per_key);
+    }
+  }
+}
+
+}  // namespace
+
+const char* boundName(Bound b) {
+  switch (b) {
+    case Bound::Compute:
+      return "compute";
+    case Bound::Memory:
+      return "memory";
+    case Bound::Latency:
+      return "latency";
+  }
+  return "memory";
+}
+
+double attendedKeys(const RequestGroup& g, const AttentionShape& s) {
+  const std::int64_t cap = capOf(s);
+  const std::int64_t prefix = g.prefix();
+  if (!s.causal) return static_cast<double>(g.q_len) * static_cast<double>(std::min(g.context, cap));
+  if (g.tree_topk > 1) {
+    // A speculative tree: the root, then levels of tree_topk nodes; a node sees the prefix and its path.
+    double sum = static_cast<double>(keysAt(prefix, cap));
+    std::int64_t remaining = g.q_len - 1;
+    for (std::int64_t depth = 1; remaining > 0; ++depth) {
+      const std::int64_t n = std::min(remaining, g.tree_topk);
+      sum += static_cast<double>(n) * static_cast<double>(keysAt(prefix + depth, cap));
+      remaining -= n;
+    }
+    return sum;
+  }
+  // Rows i = 0..q-1 see min(prefix + i + 1, cap) keys: a ramp while under the cap, then flat.
+  const auto q = static_cast<double>(g.q_len);
+  const auto p = static_cast<double>(prefix);
+  const double c = static_cast<double>(std::clamp<std::int64_t>(cap - prefix, 0, g.q_len));
+  return c * p + c * (c + 1) / 2 + (q - c) * static_cast<double>(cap == kNoCap ? 0 : cap);
+}
+
+std::int64_t uniqueKvTokens(const RequestGroup& g, const AttentionShape& s) {
+  if (!s.causal) return std::min(g.context, capOf(s));
+  std::int64_t unique = g.context;
+  if (s.window > 0) unique = g.context - std::max<std::int64_t>(0, g.prefix() + 1 - s.window);
+  if (s.top_k > 0 && g.tree_topk <= 1) unique = std::min(unique, s.top_k * g.q_len);
+  return std::max<std::int64_t>(1, unique);
+}
+
+AttentionCost predictAttention(const AttentionShape& shape, const KernelModel& kernel, const DeviceModel& device,
+                               Phase phase, std::span<const RequestGroup> groups, std::int64_t page_size) {
+  AttentionCost out;
+  const Traffic t = countTraffic(shape, kernel, groups, page_size);
+  const double slots = std::max(1, device.compute_units * kernel.ctas_per_sm);
+  const double peak = kernel.tensor_math ? device.tensor_flops_per_us : device.vector_flops_per_us;
+  const double dequant = shape.kv_quantized ? 1.0 + kernel.quantized_kv_overhead : 1.0;
+  const Rates rates{peak * kernel.compute_efficiency / dequant / slots, device.bytes_per_us * kernel.memory_efficiency / slots,
+                    slots};
+  const int group = shape.groupSize();
+  const double miss = t.kv_read > 0 ? std::clamp(1.0 - device.l2_bytes / t.kv_read, 0.0, 1.0) : 0.0;
+  const double reread = kernel.gqa_packing ? 1.0 : 1.0 + (group - 1) * miss;
+  const double sinks = shape.sinks ? shape.num_heads * 4.0 : 0.0;
+  const double base_bytes = t.q_bytes + t.o_bytes + t.kv_read * reread + t.page_tables + t.scores + sinks;
+
+  out.flops = t.flops;
+  out.bytes_min = t.q_bytes + t.o_bytes + t.kv_unique;
+  const bool decode_like = phase == Phase::Decode || phase == Phase::Verify;
+  int max_splits = 1;
+  if (decode_like && kernel.split_kv) {
+    std::int64_t min_tiles = kNoCap;
+    for (const auto& g : groups) min_tiles = std::min(min_tiles, ceilDiv(uniqueKvTokens(g, shape), kernel.tile_kv));
+    max_splits = static_cast<int>(std::clamp<std::int64_t>(min_tiles, 1, kernel.max_splits));
+  }
+  // The engines pick the split count that fills the machine best; take the fastest, fewest on ties.
+  double best = std::numeric_limits<double>::infinity();
+  thread_local std::vector<std::pair<double, double>> units;
+  for (int s = 1; s <= max_splits; ++s) {
+    units.clear();
+    Waves w;
+    w.units = &units;
+    if (decode_like) {
+      decodeWaves(w, shape, kernel, rates, groups, s, reread);
+    } else {
+      prefillWaves(w, shape, kernel, rates, groups, base_bytes);
+    }
+    const double partial_bytes = s > 1 ? 2.0 * s * t.tokens * shape.num_heads * (shape.d_v + 1) * kPartialBytes : 0.0;
+    const double kernel_us = kernelTime(w, slots);
+    const double merge_us = s > 1 ? partial_bytes / 2 / (device.bytes_per_us * kernel.memory_efficiency) : 0.0;
+    const double fixed = kernel.fixed_us * (s > 1 ? 2 : 1);
+    const double total = kernel_us + merge_us + fixed;
+    if (total < best * (1 - 1e-12)) {
+      best = total;
+      out.splits = s;
+      out.ctas = w.ctas;
+      out.flops_tiled = w.flops_tiled * dequant;
+      out.bytes = base_bytes + partial_bytes;
+      out.kernel_us = kernel_us + merge_us;
+      out.fixed_us = fixed;
+      out.time_us = total;
+      out.utilization = kernel_us > 0 ? w.sum_work_us / (slots * kernel_us) : 0;
+      // Latency: launch overhead dominates, or the machine is mostly idle so one unit's serial
+      // work sets the time rather than the device's FLOP/s or bandwidth.
+      const bool latency = fixed >= out.kernel_us || out.utilization < kLatencyUtilization;
+      out.bound = latency ? Bound::Latency : w.compute_dominant ? Bound::Compute : Bound::Memory;
+    }
+  }
+  out.compute_us = out.flops_tiled / (peak * kernel.compute_efficiency);
+  out.memory_us = out.bytes / (device.bytes_per_us * kernel.memory_efficiency);
+  return out;
+}
+
+double kvElementBytes(const std::string& kv_dtype, const std::string& dtype) {
+  if (kv_dtype == "fp8_ds_mla") return 656.0 / 576.0;  // 512 fp8 + 4 fp32 scales + 64 bf16 rope per token
+  if (kv_dtype.rfind("fp8", 0) == 0 || kv_dtype == "int8") return 1.0;
+  if (kv_dtype == "fp4_e2m1" || kv_dtype == "nvfp4") return 0.5 + 1.0 / 16;  // one fp8 scale per 16 values
+  if (kv_dtype == "auto" && dtype == "fp32") return 4.0;
+  return 2.0;
+}
+
+AttentionShape resolveShape(const AttentionLayerSpec& layer, const KernelFamily& kernel, Phase phase,
+                            const std::string& kv_dtype, const std::string& dtype, int tp) {
+  AttentionShape s;
+  const int ranks = std::max(1, tp);
+  s.num_heads = std::max(1, layer.num_heads / ranks);
+  s.window = layer.sliding_window;
+  s.top_k = layer.sparse_top_k;
+  s.causal = layer.causal;
+  s.sinks = layer.sinks;
+  s.act_bytes = dtype == "fp32" ? 4.0 : 2.0;
+  s.kv_elem_bytes = kvElementBytes(kv_dtype, dtype);
+  s.kv_quantized = s.kv_elem_bytes < 2.0;
+  const bool absorbed = kernel.algorithm == "mla_absorbed" || kernel.algorithm == "mla_sparse";
+  if (layer.mla && (absorbed || phase == Phase::Decode)) {
+    // Weight-absorbed MLA: queries in the latent space against one shared latent KV head.
+    s.num_kv_heads = 1;
+    s.d_qk = layer.mla->kv_lora_rank + layer.mla->qk_rope_head_dim;
+    s.d_v = layer.mla->kv_lora_rank;
+    s.kv_token_width = s.d_qk;
+  } else if (layer.mla) {
+    // Naive MLA prefill: K and V up-projected per head.
+    s.num_kv_heads = s.num_heads;
+    s.d_qk = layer.head_dim;
+    s.d_v = layer.head_dim_v;
+    s.kv_token_width = s.d_qk + s.d_v;
+  } else {
+    s.num_kv_heads = std::max(1, layer.num_kv_heads / ranks);
+    s.d_qk = layer.head_dim;
+    s.d_v = layer.head_dim_v;
+    s.kv_token_width = s.d_qk + s.d_v;
+  }
+  return s;
+}
+
+KernelModel resolveKernel(const KernelFamily& kernel, const HardwareProfile& hw) {
+  KernelModel k;
+  k.family = &kernel;
+  k.tile_q = kernel.tile_q > 0 ? kernel.tile_q : 64;
+  k.tile_kv = kernel.tile_kv > 0 ? kernel.tile_kv : 64;
+  k.split_kv = kernel.split_kv;
+  k.gqa_packing = kernel.gqa_packing;
+  k.paged_native = kernel.paging == "native";
+  k.paged_emulated = kernel.paging == "emulated";
+  k.unfused = kernel.algorithm == "unfused";
+  k.tensor_math = kernel.math == "tensor";
+  k.ctas_per_sm = kernel.ctas_per_sm;
+  k.max_splits = kernel.max_splits;
+  const KernelEfficiency& e = kernel.efficiencyFor(hw.architecture);
+  k.compute_efficiency = e.compute_efficiency;
+  k.memory_efficiency = e.memory_efficiency;
+  k.fixed_us = e.fixed_us;
+  k.efficiency_source = &e.source;
+  return k;
+}
+
+DeviceModel resolveDevice(const HardwareProfile& hw, const std::string& dtype) {
+  DeviceModel d;
+  const auto& p = hw.peak;
+  double tflops = 0;
+  if (dtype == "fp32") {
+    tflops = p.tf32_tflops.value_or(p.fp32_tflops.value_or(0));
+  } else if (dtype == "fp16") {
+    tflops = p.fp16_tflops.value_or(p.bf16_tflops.value_or(0));
+  } else {
+    tflops = p.bf16_tflops.value_or(p.fp16_tflops.value_or(0));
+  }
+  d.tensor_flops_per_us = tflops * 1e6;
+  d.vector_flops_per_us = p.fp32_tflops.value_or(tflops / 8) * 1e6;
+  d.bytes_per_us = hw.memory_bandwidth_gbps * 1e3;
+  d.l2_bytes = static_cast<double>(hw.l2_bytes);
+  d.compute_units = hw.compute_units;
+  return d;
+}
+
+}  // namespace attnsim

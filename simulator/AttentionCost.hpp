@@ -1,0 +1,101 @@
+#pragma once
+// The cost of one attention call (one layer, one forward) of one kernel family on one device:
+// exact FLOP and byte counts, then a roofline over the kernel's work units (tiles × heads ×
+// KV splits) spread in waves over the device's SMs/CUs. No allocation: the simulator evaluates
+// millions of these per minute.
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "simulator/Workload.hpp"
+
+namespace attnsim {
+
+struct AttentionLayerSpec;
+struct HardwareProfile;
+struct KernelFamily;
+
+// The geometry the kernel computes on, per tensor-parallel rank.
+struct AttentionShape {
+  int num_heads = 0;         // query heads
+  int num_kv_heads = 0;      // KV heads (MLA absorbed: one latent head shared by all query heads)
+  int d_qk = 0;              // query/key width per head (MLA absorbed: kv_lora_rank + rope = 576)
+  int d_v = 0;               // value width (MLA absorbed: kv_lora_rank = 512)
+  int kv_token_width = 0;    // KV elements stored per token per KV head (MHA: d_qk + d_v; MLA: 576)
+  std::int64_t window = 0;   // left window in tokens, 0 = full
+  std::int64_t top_k = 0;    // sparse attention: keys per query, 0 = dense
+  bool causal = true;
+  bool sinks = false;
+  double act_bytes = 2;      // Q and O element bytes
+  double kv_elem_bytes = 2;  // KV element bytes including block scales
+  bool kv_quantized = false;
+
+  [[nodiscard]] int groupSize() const { return num_heads / num_kv_heads; }
+};
+
+// A kernel family's parameters on one device, resolved once.
+struct KernelModel {
+  const KernelFamily* family = nullptr;
+  int tile_q = 128;
+  int tile_kv = 64;
+  bool split_kv = false;
+  bool gqa_packing = false;
+  bool paged_native = true;     // reads whole pages through a page table
+  bool paged_emulated = false;  // per-token index table (page table expanded to page size 1)
+  bool unfused = false;         // materializes the score matrix
+  bool tensor_math = true;
+  int ctas_per_sm = 1;
+  int max_splits = 32;
+  double compute_efficiency = 0.5;
+  double memory_efficiency = 0.75;
+  double fixed_us = 3.0;
+  double quantized_kv_overhead = 0.1;  // extra math to dequantize FP8/FP4 KV (attnsim default)
+  const std::string* efficiency_source = nullptr;
+};
+
+struct DeviceModel {
+  double tensor_flops_per_us = 0;  // dense peak for the activation dtype
+  double vector_flops_per_us = 0;  // FP32 vector peak
+  double bytes_per_us = 0;         // memory bandwidth
+  double l2_bytes = 0;
+  int compute_units = 0;
+};
+
+enum class Bound { Compute, Memory, Latency };
+const char* boundName(Bound b);
+
+struct AttentionCost {
+  double flops = 0;        // exact: 2·Hq·Σ attended keys·(d_qk + d_v)
+  double flops_tiled = 0;  // what the tiles compute (padding, causal diagonal tiles whole)
+  double bytes = 0;        // DRAM traffic: Q, O, KV (page granular, re-reads), page tables, scales, split partials
+  double bytes_min = 0;    // Q + O + each needed KV byte once
+  double ctas = 0;
+  int splits = 1;
+  double compute_us = 0;   // whole-machine roofline terms
+  double memory_us = 0;
+  double kernel_us = 0;    // waves × per-unit work
+  double fixed_us = 0;
+  double time_us = 0;
+  double utilization = 0;  // busy fraction of the SM slots over kernel_us
+  Bound bound = Bound::Memory;
+
+  [[nodiscard]] double achievedTflops() const { return time_us > 0 ? flops / time_us / 1e6 : 0; }
+  [[nodiscard]] double achievedGBps() const { return time_us > 0 ? bytes / time_us / 1e3 : 0; }
+};
+
+// Σ over one request's query tokens of the keys each attends (causal, window, top-k, tree).
+double attendedKeys(const RequestGroup& g, const AttentionShape& s);
+// Distinct KV tokens one request reads.
+std::int64_t uniqueKvTokens(const RequestGroup& g, const AttentionShape& s);
+
+AttentionCost predictAttention(const AttentionShape& shape, const KernelModel& kernel, const DeviceModel& device,
+                               Phase phase, std::span<const RequestGroup> groups, std::int64_t page_size);
+
+// Resolution from the catalog (done once per scenario, outside the hot path).
+AttentionShape resolveShape(const AttentionLayerSpec& layer, const KernelFamily& kernel, Phase phase,
+                            const std::string& kv_dtype, const std::string& dtype, int tp);
+KernelModel resolveKernel(const KernelFamily& kernel, const HardwareProfile& hw);
+DeviceModel resolveDevice(const HardwareProfile& hw, const std::string& dtype);
+double kvElementBytes(const std::string& kv_dtype, const std::string& dtype);
+
+}  // namespace attnsim

@@ -1,0 +1,140 @@
+#include "simulator/Predictor.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "backends/KernelFamily.hpp"
+#include "hardware/HardwareProfile.hpp"
+#include "model/ModelSpec.hpp"
+#include "simulator/Catalog.hpp"
+
+namespace attnsim {
+
+namespace {
+
+bool decodeLike(Phase p) { return p == Phase::Decode || p == Phase::Verify; }
+
+}  // namespace
+
+Predictor::Predictor(const Catalog& catalog, PredictionInput input)
+    : input_(std::move(input)),
+      prefill_graph_(*input_.model, false),
+      decode_graph_(*input_.model, true) {
+  const HardwareProfile& hw = *input_.hardware;
+  const ModelSpec& model = *input_.model;
+  if (input_.model_dtype.empty()) input_.model_dtype = model.dtype;
+  if (!input_.prefill_kernel) input_.prefill_kernel = input_.decode_kernel;
+  if (!input_.decode_kernel) input_.decode_kernel = input_.prefill_kernel;
+  device_ = resolveDevice(hw, input_.model_dtype);
+  prefill_model_ = resolveKernel(*input_.prefill_kernel, hw);
+  decode_model_ = resolveKernel(*input_.decode_kernel, hw);
+  layer_types_ = model.layerCounts();
+  for (const auto& [layer, count] : layer_types_) {
+    prefill_shapes_.push_back(
+        resolveShape(*layer, *input_.prefill_kernel, Phase::Prefill, input_.kv_dtype, input_.model_dtype, input_.tp));
+    decode_shapes_.push_back(
+        resolveShape(*layer, *input_.decode_kernel, Phase::Decode, input_.kv_dtype, input_.model_dtype, input_.tp));
+  }
+  linear_ = resolveLinearKernels(catalog, hw, model);
+  launch_ = {hw.overheads.kernel_launch_us, hw.overheads.graph_replay_base_us, hw.overheads.graph_replay_per_node_us};
+  capture_ms_per_size_ = hw.overheads.graph_capture_ms_per_size;
+  if (input_.graphs) capture_sizes_ = input_.graphs->captureSizes(input_.engine_env);
+}
+
+void Predictor::predictAttention(const Workload& workload, std::vector<LayerAttention>& out) const {
+  const bool decode = decodeLike(workload.phase);
+  const KernelModel& kernel = decode ? decode_model_ : prefill_model_;
+  const auto& shapes = decode ? decode_shapes_ : prefill_shapes_;
+  out.resize(layer_types_.size());
+  for (std::size_t i = 0; i < layer_types_.size(); ++i) {
+    out[i].layer = layer_types_[i].first;
+    out[i].layers = layer_types_[i].second;
+    out[i].kernel = decode ? input_.decode_kernel : input_.prefill_kernel;
+    out[i].shape = shapes[i];
+    out[i].cost = attnsim::predictAttention(shapes[i], kernel, device_, workload.phase, workload.groups, input_.page_size);
+  }
+}
+
+GraphDecision Predictor::decideGraph(const Workload& workload) const {
+  GraphDecision d;
+  const bool decode = decodeLike(workload.phase);
+  const std::int64_t size = decode ? workload.requests() : workload.tokens();
+  d.padded_batch = size;
+  if (input_.graphs) {
+    const auto& g = *input_.graphs;
+    if (g.enabled_when && !g.enabled_when->test(input_.engine_env)) {
+      d.why = "the engine runs without CUDA graphs in this configuration";
+      return d;
+    }
+    d.capture_sizes = capture_sizes_.size();
+    d.capture_ms = static_cast<double>(capture_sizes_.size()) * capture_ms_per_size_;
+    d.capture_mib = static_cast<double>(capture_sizes_.size()) * g.capture_memory_mib_per_size;
+    const auto it = std::lower_bound(capture_sizes_.begin(), capture_sizes_.end(), size);
+    if (it == capture_sizes_.end()) {
+      d.why = fmt::format("{} {} is above the largest captured size {}", decode ? "batch" : "token count", size,
+                          capture_sizes_.empty() ? 0 : capture_sizes_.back());
+      return d;
+    }
+    d.padded_batch = *it;
+  }
+  const std::string& level = input_.cuda_graph_level;
+  bool uniform = workload.isUniform();
+  const bool single_token = decode && uniform && workload.groups.front().q_len == 1;
+  if (!decode) {
+    d.mode = GraphMode::Piecewise;
+    d.why = "prefill and mixed batches replay piecewise graphs; attention runs eagerly between them";
+  } else if (level == "always" || (level == "uniform_batch" && uniform) ||
+             (level == "uniform_single_token_decode" && single_token)) {
+    d.mode = GraphMode::Full;
+    d.why = fmt::format("full graph (backend support: {})", level);
+  } else {
+    d.mode = GraphMode::Piecewise;
+    d.why = fmt::format("backend support '{}' does not cover this batch: attention runs eagerly between graph pieces",
+                        level);
+  }
+  return d;
+}
+
+Prediction Predictor::predict(const Workload& workload) const {
+  Prediction p;
+  predictAttention(workload, p.attention);
+  const ModelSpec& model = *input_.model;
+  double total = 0;
+  for (const auto& a : p.attention) total += a.cost.time_us * a.layers;
+  p.attention_us = total / model.num_layers;
+
+  const bool decode = decodeLike(workload.phase);
+  const StepGraph& graph = decode ? decode_graph_ : prefill_graph_;
+  const KernelFamily& kernel = decode ? *input_.decode_kernel : *input_.prefill_kernel;
+  StepCosts costs;
+  costs.host_plan_us = kernel.efficiencyFor(input_.hardware->architecture).host_plan_us;
+  auto fillAttention = [&costs](const std::vector<LayerAttention>& layers) {
+    costs.attention_us.assign(layers.size(), 0);
+    costs.attention_launches.assign(layers.size(), 1);
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      costs.attention_us[i] = layers[i].cost.time_us;
+      costs.attention_launches[i] = layers[i].cost.splits > 1 ? 2 : 1;
+    }
+  };
+  const double kv_bytes = kvElementBytes(input_.kv_dtype, input_.model_dtype);
+  costLinearOps(model, linear_, workload, input_.tp, kv_bytes, costs);
+  fillAttention(p.attention);
+  p.eager = simulateStep(graph, costs, GraphMode::Eager, launch_);
+
+  p.graph_decision = decideGraph(workload);
+  if (p.graph_decision.mode == GraphMode::Eager) {
+    p.graph = p.eager;
+    return p;
+  }
+  // A graph replays the captured size: the batch is padded up to it.
+  const Workload padded = decode ? workload.paddedTo(p.graph_decision.padded_batch) : workload;
+  std::vector<LayerAttention> padded_attention;
+  predictAttention(padded, padded_attention);
+  costLinearOps(model, linear_, padded, input_.tp, kv_bytes, costs);
+  fillAttention(padded_attention);
+  p.graph = simulateStep(graph, costs, p.graph_decision.mode, launch_);
+  return p;
+}
+
+}  // namespace attnsim

@@ -1,0 +1,83 @@
+#pragma once
+// Predicts one scenario: every layer type's attention call and the whole forward step, eager and
+// with the engine's CUDA graphs. Resolution (kernels, shapes, graph topology) happens once in the
+// constructor; predict() is cheap and allocation-free once warm.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/EnginePolicy.hpp"
+#include "simulator/AttentionCost.hpp"
+#include "simulator/StepModel.hpp"
+#include "simulator/Workload.hpp"
+
+namespace attnsim {
+
+class Catalog;
+struct ModelSpec;
+struct HardwareProfile;
+struct KernelFamily;
+
+struct PredictionInput {
+  const HardwareProfile* hardware = nullptr;
+  const ModelSpec* model = nullptr;
+  const KernelFamily* prefill_kernel = nullptr;  // runs prefill and extend
+  const KernelFamily* decode_kernel = nullptr;   // runs decode and verify
+  std::string cuda_graph_level = "always";       // the backend's support: always, uniform_batch, ...
+  const CudaGraphPolicy* graphs = nullptr;       // the engine's capture rules; null: every batch captured
+  Env engine_env;                                // variables for the engine's graph rules
+  std::string kv_dtype = "auto";
+  std::string model_dtype;                       // empty: the model's
+  std::int64_t page_size = 16;
+  int tp = 1;
+};
+
+struct LayerAttention {
+  const AttentionLayerSpec* layer = nullptr;
+  int layers = 0;  // how many layers of the model have this type
+  const KernelFamily* kernel = nullptr;
+  AttentionShape shape;
+  AttentionCost cost;
+};
+
+struct GraphDecision {
+  GraphMode mode = GraphMode::Eager;
+  std::string why;
+  std::int64_t padded_batch = 0;   // requests (decode) or tokens (prefill) after padding
+  std::size_t capture_sizes = 0;
+  double capture_ms = 0;           // one-time capture of every size
+  double capture_mib = 0;
+};
+
+struct Prediction {
+  std::vector<LayerAttention> attention;
+  double attention_us = 0;  // one layer's attention call (mean over the model's layers)
+  StepTimeline eager;
+  StepTimeline graph;       // the step under the engine's CUDA graphs (eager when none applies)
+  GraphDecision graph_decision;
+};
+
+class Predictor {
+ public:
+  Predictor(const Catalog& catalog, PredictionInput input);
+  [[nodiscard]] Prediction predict(const Workload& workload) const;
+  // Only the attention call of every layer type (the hot path of rank and sweeps).
+  void predictAttention(const Workload& workload, std::vector<LayerAttention>& out) const;
+  [[nodiscard]] const PredictionInput& input() const { return input_; }
+
+ private:
+  [[nodiscard]] GraphDecision decideGraph(const Workload& workload) const;
+
+  PredictionInput input_;
+  std::vector<std::pair<const AttentionLayerSpec*, int>> layer_types_;
+  DeviceModel device_;
+  KernelModel prefill_model_, decode_model_;
+  std::vector<AttentionShape> prefill_shapes_, decode_shapes_;
+  LinearKernels linear_;
+  StepGraph prefill_graph_, decode_graph_;
+  LaunchCosts launch_;
+  std::vector<std::int64_t> capture_sizes_;
+  double capture_ms_per_size_ = 0;
+};
+
+}  // namespace attnsim

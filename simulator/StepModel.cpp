@@ -1,0 +1,301 @@
+#include "simulator/StepModel.hpp"
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/topological_sort.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+
+#include "hardware/HardwareProfile.hpp"
+#include "model/ModelSpec.hpp"
+#include "simulator/Catalog.hpp"
+
+namespace attnsim {
+
+namespace {
+
+constexpr std::size_t kOps = static_cast<std::size_t>(StepOp::Count);
+
+std::size_t at(StepOp op) { return static_cast<std::size_t>(op); }
+
+int categoryOf(StepOp op) {
+  switch (op) {
+    case StepOp::Attention:
+      return 0;
+    case StepOp::QkvProj:
+    case StepOp::QbProj:
+    case StepOp::KvUpProj:
+    case StepOp::QAbsorb:
+    case StepOp::OAbsorb:
+    case StepOp::OProj:
+    case StepOp::GateUp:
+    case StepOp::Down:
+    case StepOp::LmHead:
+      return 1;
+    case StepOp::Router:
+    case StepOp::ExpertsGateUp:
+    case StepOp::ExpertsDown:
+    case StepOp::SharedGateUp:
+    case StepOp::SharedDown:
+      return 2;
+    default:
+      return 3;
+  }
+}
+
+double weightBytesPerElement(const std::string& weight_dtype, bool experts) {
+  if (weight_dtype == "fp8") return 1.0;
+  if (experts && weight_dtype == "mxfp4") return 4.25 / 8;
+  if (experts && weight_dtype == "nvfp4") return 4.5 / 8;
+  if (weight_dtype == "fp32") return 4.0;
+  return 2.0;
+}
+
+}  // namespace
+
+const char* graphModeName(GraphMode m) {
+  switch (m) {
+    case GraphMode::Eager:
+      return "eager";
+    case GraphMode::Full:
+      return "full";
+    case GraphMode::Piecewise:
+      return "piecewise";
+  }
+  return "eager";
+}
+
+const char* stepOpName(StepOp op) {
+  static const char* const names[] = {
+      "input_norm", "qkv_proj",    "q_b_proj",        "rope",           "kv_write",         "kv_up_proj",
+      "q_absorb",   "attention",   "o_absorb",        "o_proj",         "post_norm",        "gate_up_proj",
+      "act",        "down_proj",   "moe_router",      "moe_topk",       "experts_gate_up",  "experts_act",
+      "experts_down", "shared_gate_up", "shared_act", "shared_down",    "moe_combine",      "final_norm",
+      "lm_head",    "sampling"};
+  return names[at(op)];
+}
+
+StepGraph::StepGraph(const ModelSpec& model, bool decode_like) {
+  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, StepNode>;
+  using Vertex = Graph::vertex_descriptor;
+  Graph g;
+  auto add = [&g](StepNode node, std::initializer_list<Vertex> preds) {
+    const Vertex v = boost::add_vertex(node, g);
+    for (const Vertex p : preds) boost::add_edge(p, v, g);
+    return v;
+  };
+  auto typeIndex = [&model](const AttentionLayerSpec& spec) {
+    return static_cast<int>(&spec - model.attention_layers.data());
+  };
+  Vertex prev = add({StepOp::InputNorm, -1, 0}, {});
+  for (int layer = 0; layer < model.num_layers; ++layer) {
+    const AttentionLayerSpec& spec = model.layerAt(layer);
+    const bool mla = spec.isMla();
+    const bool moe = model.moe && layer >= model.moe->first_dense_layers;
+    Vertex v = layer == 0 ? prev : add({StepOp::InputNorm, -1, layer}, {prev});
+    v = add({StepOp::QkvProj, -1, layer}, {v});
+    if (mla) v = add({StepOp::QbProj, -1, layer}, {v});
+    v = add({StepOp::Rope, -1, layer}, {v});
+    v = add({StepOp::KvWrite, -1, layer}, {v});
+    if (mla) v = add({decode_like ? StepOp::QAbsorb : StepOp::KvUpProj, -1, layer}, {v});
+    v = add({StepOp::Attention, typeIndex(spec), layer}, {v});
+    if (mla && decode_like) v = add({StepOp::OAbsorb, -1, layer}, {v});
+    v = add({StepOp::OProj, -1, layer}, {v});
+    const Vertex post = add({StepOp::PostNorm, -1, layer}, {v});
+    if (moe) {
+      Vertex r = add({StepOp::Router, -1, layer}, {post});
+      r = add({StepOp::TopK, -1, layer}, {r});
+      r = add({StepOp::ExpertsGateUp, -1, layer}, {r});
+      r = add({StepOp::ExpertsAct, -1, layer}, {r});
+      r = add({StepOp::ExpertsDown, -1, layer}, {r});
+      if (model.moe->shared_experts > 0) {
+        // The shared expert does not depend on routing: a parallel branch of the DAG.
+        Vertex s = add({StepOp::SharedGateUp, -1, layer}, {post});
+        s = add({StepOp::SharedAct, -1, layer}, {s});
+        s = add({StepOp::SharedDown, -1, layer}, {s});
+        prev = add({StepOp::MoeCombine, -1, layer}, {r, s});
+      } else {
+        prev = add({StepOp::MoeCombine, -1, layer}, {r});
+      }
+    } else {
+      v = add({StepOp::GateUp, -1, layer}, {post});
+      v = add({StepOp::Act, -1, layer}, {v});
+      prev = add({StepOp::Down, -1, layer}, {v});
+    }
+  }
+  Vertex v = add({StepOp::FinalNorm, -1, -1}, {prev});
+  v = add({StepOp::LmHead, -1, -1}, {v});
+  add({StepOp::Sampling, -1, -1}, {v});
+
+  std::vector<Vertex> reversed;
+  boost::topological_sort(g, std::back_inserter(reversed));
+  std::vector<int> position(boost::num_vertices(g));
+  const std::size_t n = reversed.size();
+  for (std::size_t i = 0; i < n; ++i) position[reversed[n - 1 - i]] = static_cast<int>(i);
+  nodes_.resize(n);
+  pred_offset_.assign(n + 1, 0);
+  std::vector<std::vector<int>> preds(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Vertex vtx = reversed[n - 1 - i];
+    nodes_[i] = g[vtx];
+    for (auto [e, end] = boost::in_edges(vtx, g); e != end; ++e) {
+      preds[i].push_back(position[boost::source(*e, g)]);
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    pred_offset_[i + 1] = pred_offset_[i] + static_cast<int>(preds[i].size());
+    pred_index_.insert(pred_index_.end(), preds[i].begin(), preds[i].end());
+  }
+}
+
+StepTimeline simulateStep(const StepGraph& graph, const StepCosts& costs, GraphMode mode, const LaunchCosts& launch) {
+  StepTimeline t;
+  const auto& nodes = graph.nodes();
+  thread_local std::vector<double> end;
+  end.assign(nodes.size(), 0.0);
+  double cpu = costs.host_plan_us;
+  double gpu_free = 0;
+  bool piece_open = false;
+  if (mode == GraphMode::Full) {
+    cpu += launch.graph_replay_base_us;
+    t.launches = 1;
+  }
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const StepNode& node = nodes[i];
+    const bool attention = node.op == StepOp::Attention;
+    const double dur = attention ? costs.attention_us[static_cast<std::size_t>(node.attention_type)] : costs.op_us[at(node.op)];
+    const int launches =
+        attention ? costs.attention_launches[static_cast<std::size_t>(node.attention_type)] : costs.op_launches[at(node.op)];
+    double ready = 0;
+    for (const int p : graph.predecessors(i)) ready = std::max(ready, end[static_cast<std::size_t>(p)]);
+    double overhead = 0;
+    if (mode == GraphMode::Eager || (mode == GraphMode::Piecewise && attention)) {
+      cpu += launch.kernel_launch_us * launches;
+      t.launches += launches;
+      piece_open = false;
+    } else {
+      if (mode == GraphMode::Piecewise && !piece_open) {
+        cpu += launch.graph_replay_base_us;
+        t.launches += 1;
+        piece_open = true;
+      }
+      overhead = launch.graph_replay_per_node_us * launches;
+    }
+    const double start = std::max({cpu, gpu_free, ready});
+    end[i] = start + dur + overhead;
+    gpu_free = end[i];
+    t.gpu_busy_us += dur;
+    t.by_category[static_cast<std::size_t>(categoryOf(node.op))] += dur;
+  }
+  t.step_us = gpu_free;
+  t.cpu_us = cpu;
+  t.nodes = static_cast<int>(nodes.size());
+  return t;
+}
+
+LinearKernels resolveLinearKernels(const Catalog& catalog, const HardwareProfile& hw, const ModelSpec& model) {
+  LinearKernels k;
+  k.gemm = resolveKernel(catalog.kernel("dense-gemm"), hw);
+  k.grouped_gemm = resolveKernel(catalog.kernel("grouped-gemm"), hw);
+  k.elementwise = resolveKernel(catalog.kernel("elementwise"), hw);
+  k.device = resolveDevice(hw, model.dtype);
+  k.device_weights = k.device;
+  if (model.weight_dtype == "fp8" && hw.peak.fp8_tflops) k.device_weights.tensor_flops_per_us = *hw.peak.fp8_tflops * 1e6;
+  return k;
+}
+
+namespace {
+
+struct Roofline {
+  const KernelModel& kernel;
+  const DeviceModel& device;
+  [[nodiscard]] double operator()(double flops, double bytes) const {
+    const double peak = kernel.tensor_math ? device.tensor_flops_per_us : device.vector_flops_per_us;
+    return std::max(flops / (peak * kernel.compute_efficiency), bytes / (device.bytes_per_us * kernel.memory_efficiency)) +
+           kernel.fixed_us;
+  }
+};
+
+}  // namespace
+
+void costLinearOps(const ModelSpec& model, const LinearKernels& k, const Workload& w, int tp, double kv_elem_bytes,
+                   StepCosts& costs) {
+  const double ranks = std::max(1, tp);
+  const double act = model.dtype == "fp32" ? 4.0 : 2.0;
+  const double wb = weightBytesPerElement(model.weight_dtype, false);
+  const double wb_experts = weightBytesPerElement(model.weight_dtype, true);
+  const auto tokens = static_cast<double>(w.tokens());
+  const auto requests = static_cast<double>(w.requests());
+  double kv_tokens = 0;
+  for (const auto& g : w.groups) kv_tokens += static_cast<double>(g.count * g.context);
+  const Roofline gemm_fp{k.gemm, k.device_weights};
+  const Roofline gemm_bf{k.gemm, k.device};
+  const Roofline grouped{k.grouped_gemm, k.device_weights};
+  const Roofline elementwise{k.elementwise, k.device};
+  const Roofline& gemm = wb < 2.0 ? gemm_fp : gemm_bf;
+  auto linear = [&](double m, double n, double kdim, double weight_bytes) {
+    return gemm(2.0 * m * n * kdim, m * kdim * act + n * kdim * weight_bytes + m * n * act);
+  };
+  auto& op = costs.op_us;
+  costs.op_launches.fill(1);
+  const double hidden = model.hidden_size;
+  const AttentionLayerSpec& attn = model.primaryLayer();
+  const double hq = std::max(1.0, attn.num_heads / ranks);
+  const double hkv = attn.isMla() ? 1.0 : std::max(1.0, attn.num_kv_heads / ranks);
+
+  op[at(StepOp::InputNorm)] = elementwise(0, 3 * tokens * hidden * act);
+  op[at(StepOp::PostNorm)] = op[at(StepOp::InputNorm)];
+  op[at(StepOp::FinalNorm)] = elementwise(0, 2 * requests * hidden * act);
+  if (attn.isMla()) {
+    const MlaGeometry& m = *attn.mla;
+    const double latent = m.kv_lora_rank + m.qk_rope_head_dim;
+    const double q_in = m.q_lora_rank > 0 ? m.q_lora_rank : 0;
+    op[at(StepOp::QkvProj)] = linear(tokens, q_in + latent, hidden, wb);
+    op[at(StepOp::QbProj)] = linear(tokens, hq * (m.qk_nope_head_dim + m.qk_rope_head_dim), q_in > 0 ? q_in : hidden, wb);
+    op[at(StepOp::Rope)] = elementwise(0, 2 * tokens * (hq + 1) * m.qk_rope_head_dim * act);
+    op[at(StepOp::KvWrite)] = elementwise(0, tokens * latent * (act + kv_elem_bytes));
+    // Absorbed decode: queries into the latent space, and the latent output back to value heads.
+    op[at(StepOp::QAbsorb)] = gemm_bf(2 * tokens * hq * m.qk_nope_head_dim * m.kv_lora_rank,
+                                      hq * m.qk_nope_head_dim * m.kv_lora_rank * 2.0 + tokens * hq * (m.qk_nope_head_dim + m.kv_lora_rank) * act);
+    op[at(StepOp::OAbsorb)] = gemm_bf(2 * tokens * hq * m.kv_lora_rank * m.v_head_dim,
+                                      hq * m.kv_lora_rank * m.v_head_dim * 2.0 + tokens * hq * (m.kv_lora_rank + m.v_head_dim) * act);
+    // Naive prefill: every cached latent up-projected to per-head K (nope) and V.
+    op[at(StepOp::KvUpProj)] = linear(kv_tokens, hq * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank, wb);
+    op[at(StepOp::OProj)] = linear(tokens, hidden, hq * m.v_head_dim, wb);
+  } else {
+    op[at(StepOp::QkvProj)] = linear(tokens, (hq + 2 * hkv) * attn.head_dim, hidden, wb);
+    op[at(StepOp::Rope)] = elementwise(0, 2 * tokens * (hq + hkv) * attn.head_dim * act);
+    op[at(StepOp::KvWrite)] = elementwise(0, tokens * hkv * (attn.head_dim + attn.head_dim_v) * (act + kv_elem_bytes));
+    op[at(StepOp::OProj)] = linear(tokens, hidden, hq * attn.head_dim_v, wb);
+  }
+  const double inter = model.intermediate_size / ranks;
+  op[at(StepOp::GateUp)] = linear(tokens, 2 * inter, hidden, wb);
+  op[at(StepOp::Act)] = elementwise(0, 3 * tokens * inter * act);
+  op[at(StepOp::Down)] = linear(tokens, hidden, inter, wb);
+  if (model.moe) {
+    const MoeSpec& moe = *model.moe;
+    const double experts = moe.num_experts;
+    const double topk = moe.experts_per_token;
+    const double e_inter = moe.expert_intermediate_size / ranks;
+    const double routed = tokens * topk;
+    // Distinct experts a batch touches: each token picks topk of E.
+    const double touched = experts * (1.0 - std::pow(1.0 - topk / experts, tokens));
+    op[at(StepOp::Router)] = gemm_bf(2 * tokens * experts * hidden, tokens * hidden * act + experts * hidden * 2.0);
+    op[at(StepOp::TopK)] = elementwise(0, tokens * experts * 4.0 * 2);
+    op[at(StepOp::ExpertsGateUp)] =
+        grouped(2 * routed * 2 * e_inter * hidden, touched * 2 * e_inter * hidden * wb_experts + routed * (hidden + 2 * e_inter) * act);
+    op[at(StepOp::ExpertsAct)] = elementwise(0, 3 * routed * e_inter * act);
+    op[at(StepOp::ExpertsDown)] =
+        grouped(2 * routed * hidden * e_inter, touched * hidden * e_inter * wb_experts + routed * (hidden + e_inter) * act);
+    const double shared_inter = e_inter * moe.shared_experts;
+    op[at(StepOp::SharedGateUp)] = linear(tokens, 2 * shared_inter, hidden, wb);
+    op[at(StepOp::SharedAct)] = elementwise(0, 3 * tokens * shared_inter * act);
+    op[at(StepOp::SharedDown)] = linear(tokens, hidden, shared_inter, wb);
+    op[at(StepOp::MoeCombine)] = elementwise(0, (routed + tokens) * hidden * act);
+  }
+  op[at(StepOp::LmHead)] = linear(requests, model.vocab_size / ranks, hidden, 2.0);
+  op[at(StepOp::Sampling)] = elementwise(0, 2 * requests * (model.vocab_size / ranks) * 4.0);
+}
+
+}  // namespace attnsim

@@ -1,0 +1,65 @@
+#include "simulator/Workload.hpp"
+
+#include <fmt/format.h>
+
+#include "core/Error.hpp"
+
+namespace attnsim {
+
+std::string_view phaseName(Phase p) {
+  switch (p) {
+    case Phase::Prefill:
+      return "prefill";
+    case Phase::Extend:
+      return "extend";
+    case Phase::Decode:
+      return "decode";
+    case Phase::Verify:
+      return "verify";
+  }
+  return "decode";
+}
+
+Phase parsePhase(std::string_view name) {
+  for (const Phase p : {Phase::Prefill, Phase::Extend, Phase::Decode, Phase::Verify}) {
+    if (phaseName(p) == name) return p;
+  }
+  throw UsageError(fmt::format("--phase {}: expected prefill, extend, decode or verify", name));
+}
+
+Workload Workload::uniform(Phase phase, std::int64_t batch, std::int64_t q_len, std::int64_t context,
+                           std::int64_t tree_topk) {
+  if (batch < 1) throw UsageError("--batch must be at least 1");
+  if (context < 1) throw UsageError("--context must be at least 1");
+  RequestGroup g{batch, q_len, context, std::max<std::int64_t>(1, tree_topk)};
+  if (phase == Phase::Prefill) g.q_len = context;
+  if (phase == Phase::Decode) g.q_len = 1;
+  if (g.q_len < 1) throw UsageError("--q-len must be at least 1");
+  if (g.q_len > g.context) {
+    throw UsageError(fmt::format("--q-len {} exceeds --context {}: the context counts the new tokens", g.q_len, g.context));
+  }
+  return Workload{phase, {g}};
+}
+
+std::int64_t Workload::requests() const {
+  std::int64_t n = 0;
+  for (const auto& g : groups) n += g.count;
+  return n;
+}
+
+std::int64_t Workload::tokens() const {
+  std::int64_t n = 0;
+  for (const auto& g : groups) n += g.count * g.q_len;
+  return n;
+}
+
+bool Workload::isUniform() const { return groups.size() == 1; }
+
+Workload Workload::paddedTo(std::int64_t batch) const {
+  Workload w = *this;
+  const std::int64_t extra = batch - requests();
+  if (extra > 0 && !w.groups.empty()) w.groups.back().count += extra;
+  return w;
+}
+
+}  // namespace attnsim

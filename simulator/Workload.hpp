@@ -1,0 +1,43 @@
+#pragma once
+// What one forward step computes: a batch of requests, each with new query tokens over a KV
+// context. Uniform batches are one group; mixed batches (chunked prefill + decodes) are several.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attnsim {
+
+enum class Phase { Prefill, Extend, Decode, Verify };
+std::string_view phaseName(Phase p);
+Phase parsePhase(std::string_view name);  // throws UsageError listing the phases
+
+// `count` requests, each with `q_len` new tokens whose last one sees `context` tokens (the cached
+// prefix is context - q_len). Verify groups carry the speculative tree: `tree_topk` > 1 makes the
+// q_len draft tokens a tree (a root, then levels of tree_topk nodes) instead of a chain.
+struct RequestGroup {
+  std::int64_t count = 1;
+  std::int64_t q_len = 1;
+  std::int64_t context = 1;
+  std::int64_t tree_topk = 1;
+
+  [[nodiscard]] std::int64_t prefix() const { return context - q_len; }
+};
+
+struct Workload {
+  Phase phase = Phase::Decode;
+  std::vector<RequestGroup> groups;
+
+  // One group: prefill (q = context), extend (q new tokens over context - q), decode (q = 1),
+  // verify (q = draft tokens).
+  static Workload uniform(Phase phase, std::int64_t batch, std::int64_t q_len, std::int64_t context,
+                          std::int64_t tree_topk = 1);
+  [[nodiscard]] std::int64_t requests() const;
+  [[nodiscard]] std::int64_t tokens() const;
+  [[nodiscard]] bool isUniform() const;
+  // The workload with every group's request count scaled to `batch` requests in total (CUDA-graph padding).
+  [[nodiscard]] Workload paddedTo(std::int64_t batch) const;
+};
+
+}  // namespace attnsim

@@ -1,0 +1,211 @@
+// bounds: properties every prediction must have. Counts equal closed forms; no prediction beats
+// its roofline lower bound; time never falls when context, batch or heads grow.
+#include <gtest/gtest.h>
+
+#include "simulator/AttentionCost.hpp"
+#include "tests/TestSupport.hpp"
+
+namespace attnsim::test {
+namespace {
+
+AttentionShape mha(int heads, int kv_heads, int d) {
+  AttentionShape s;
+  s.num_heads = heads;
+  s.num_kv_heads = kv_heads;
+  s.d_qk = d;
+  s.d_v = d;
+  s.kv_token_width = 2 * d;
+  return s;
+}
+
+struct Rig {
+  const HardwareProfile& hw;
+  KernelModel kernel;
+  DeviceModel device;
+};
+
+Rig setup(const char* hw_id, const char* kernel_id) {
+  const Catalog& c = defaultCatalog();
+  const HardwareProfile& hw = c.hardware(hw_id);
+  return {hw, resolveKernel(c.kernel(kernel_id), hw), resolveDevice(hw, "bf16")};
+}
+
+AttentionCost predict(const Rig& s, const AttentionShape& shape, Phase phase, RequestGroup g, std::int64_t page = 16) {
+  return predictAttention(shape, s.kernel, s.device, phase, std::span<const RequestGroup>(&g, 1), page);
+}
+
+TEST(Bounds, CausalPrefillFlopsEqualTheClosedForm) {
+  const Rig s = setup("h100-sxm", "fa3");
+  const AttentionShape shape = mha(32, 8, 128);
+  for (const std::int64_t n : {1, 7, 128, 1000, 4096}) {
+    const auto cost = predict(s, shape, Phase::Prefill, {2, n, n});
+    // Σ_{i=1..n} i keys per row, two GEMMs of width d per key, 32 heads, 2 requests.
+    const double expected = 2.0 * 2 * 32 * (static_cast<double>(n * (n + 1)) / 2.0) * (128 + 128);
+    EXPECT_DOUBLE_EQ(cost.flops, expected) << n;
+    EXPECT_GE(cost.flops_tiled, cost.flops) << n;
+  }
+}
+
+TEST(Bounds, ExtendAndDecodeFlopsEqualClosedForms) {
+  const Rig s = setup("h100-sxm", "fa3");
+  const AttentionShape shape = mha(64, 8, 128);
+  // Extend: q new tokens over a prefix P: Σ_{i=1..q} (P + i).
+  const std::int64_t q = 300, prefix = 5000;
+  EXPECT_DOUBLE_EQ(predict(s, shape, Phase::Extend, {1, q, prefix + q}).flops,
+                   2.0 * 64 * static_cast<double>(q * prefix + q * (q + 1) / 2) * 256);
+  // Decode: one row per request over the whole context.
+  EXPECT_DOUBLE_EQ(predict(s, shape, Phase::Decode, {16, 1, 8192}).flops, 2.0 * 16 * 64 * 8192 * 256);
+}
+
+TEST(Bounds, SlidingWindowCapsAttendedKeys) {
+  AttentionShape shape = mha(32, 8, 128);
+  shape.window = 4096;
+  // Prefill of 10000 tokens: rows 1..4096 ramp, the remaining 5904 rows see 4096 keys each.
+  EXPECT_DOUBLE_EQ(attendedKeys({1, 10000, 10000}, shape), 4096.0 * 4097 / 2 + 5904.0 * 4096);
+  EXPECT_DOUBLE_EQ(attendedKeys({1, 1, 50000}, shape), 4096.0);
+  EXPECT_EQ(uniqueKvTokens({1, 1, 50000}, shape), 4096);
+  EXPECT_DOUBLE_EQ(attendedKeys({1, 1, 100}, shape), 100.0);  // context shorter than the window
+}
+
+TEST(Bounds, SparseTopKCapsAttendedKeys) {
+  AttentionShape shape = mha(128, 1, 576);
+  shape.top_k = 2048;
+  EXPECT_DOUBLE_EQ(attendedKeys({1, 1, 100000}, shape), 2048.0);
+  EXPECT_EQ(uniqueKvTokens({1, 1, 100000}, shape), 2048);
+  EXPECT_DOUBLE_EQ(attendedKeys({1, 1, 1000}, shape), 1000.0);
+}
+
+TEST(Bounds, SinksAddBytesNotFlops) {
+  const Rig s = setup("h100-sxm", "fa3");
+  AttentionShape plain = mha(64, 8, 64);
+  AttentionShape sinks = plain;
+  sinks.sinks = true;
+  const auto a = predict(s, plain, Phase::Decode, {8, 1, 4096});
+  const auto b = predict(s, sinks, Phase::Decode, {8, 1, 4096});
+  EXPECT_DOUBLE_EQ(a.flops, b.flops);
+  EXPECT_DOUBLE_EQ(b.bytes - a.bytes, 64 * 4.0);
+}
+
+TEST(Bounds, VerifyChainIsAnExtendAndATreeSeesItsPath) {
+  const AttentionShape shape = mha(32, 8, 128);
+  // Chain of 4 draft tokens over 1000 cached: rows see 1001..1004 keys.
+  EXPECT_DOUBLE_EQ(attendedKeys({1, 4, 1004}, shape), 1001.0 + 1002 + 1003 + 1004);
+  // Tree of 7 nodes, topk 3: root sees 1001, level 1 (3 nodes) 1002, level 2 (3 nodes) 1003.
+  EXPECT_DOUBLE_EQ(attendedKeys({1, 7, 1007, 3}, shape), 1001.0 + 3 * 1002 + 3 * 1003);
+}
+
+TEST(Bounds, MlaAbsorbedDecodeUsesTheLatentWidths) {
+  const Catalog& c = defaultCatalog();
+  const AttentionLayerSpec& layer = c.model("deepseek-v3").primaryLayer();
+  const AttentionShape decode = resolveShape(layer, c.kernel("flashmla"), Phase::Decode, "auto", "bf16", 1);
+  EXPECT_EQ(decode.num_kv_heads, 1);
+  EXPECT_EQ(decode.d_qk, 576);
+  EXPECT_EQ(decode.d_v, 512);
+  const AttentionShape prefill = resolveShape(layer, c.kernel("fa3"), Phase::Prefill, "auto", "bf16", 1);
+  EXPECT_EQ(prefill.num_kv_heads, 128);
+  EXPECT_EQ(prefill.d_qk, 192);
+  EXPECT_EQ(prefill.d_v, 128);
+  const Rig s = setup("h100-sxm", "flashmla");
+  const auto cost = predict(s, decode, Phase::Decode, {4, 1, 2048}, 64);
+  EXPECT_DOUBLE_EQ(cost.flops, 2.0 * 4 * 128 * 2048 * (576 + 512));
+  // One latent row per token: 576 bf16 values, page granular (2048 is a multiple of 64).
+  EXPECT_DOUBLE_EQ(cost.bytes_min, 4 * (128 * 576 * 2.0 + 128 * 512 * 2.0 + 2048 * 576 * 2.0));
+}
+
+TEST(Bounds, QuantizedKvReadsFewerBytes) {
+  const Rig s = setup("h100-sxm", "fa3");
+  AttentionShape bf16 = mha(32, 8, 128);
+  AttentionShape fp8 = bf16;
+  fp8.kv_elem_bytes = kvElementBytes("fp8_e4m3", "bf16");
+  fp8.kv_quantized = true;
+  AttentionShape fp4 = bf16;
+  fp4.kv_elem_bytes = kvElementBytes("fp4_e2m1", "bf16");
+  const auto a = predict(s, bf16, Phase::Decode, {64, 1, 16384});
+  const auto b = predict(s, fp8, Phase::Decode, {64, 1, 16384});
+  const auto f = predict(s, fp4, Phase::Decode, {64, 1, 16384});
+  EXPECT_LT(b.bytes, a.bytes);
+  EXPECT_LT(f.bytes, b.bytes);
+  EXPECT_DOUBLE_EQ(fp4.kv_elem_bytes, 0.5625);
+  EXPECT_LT(b.time_us, a.time_us);
+}
+
+TEST(Bounds, PagesAreReadWhole) {
+  const Rig s = setup("h100-sxm", "fa3");
+  const AttentionShape shape = mha(32, 8, 128);
+  // 128 requests fill the machine, so neither call splits the KV.
+  const auto exact = predict(s, shape, Phase::Decode, {128, 1, 4096}, 64);
+  const auto ragged = predict(s, shape, Phase::Decode, {128, 1, 4097}, 64);
+  ASSERT_EQ(exact.splits, 1);
+  ASSERT_EQ(ragged.splits, 1);
+  const double kv_token = 8 * 256 * 2.0;
+  // 4097 tokens need 65 pages of 64: 63 extra tokens' bytes beyond the exact need, plus one more page-table entry.
+  EXPECT_DOUBLE_EQ(ragged.bytes - exact.bytes - (ragged.bytes_min - exact.bytes_min), 128 * (63 * kv_token + 4));
+}
+
+// No prediction is faster than its roofline: FLOPs at peak or needed bytes at full bandwidth.
+TEST(Bounds, NeverBeatsTheRooflineLowerBound) {
+  const Catalog& c = defaultCatalog();
+  for (const char* hw_id : {"a100-sxm-80g", "h100-sxm", "b200", "mi300x", "l40s"}) {
+    const HardwareProfile& hw = c.hardware(hw_id);
+    const DeviceModel device = resolveDevice(hw, "bf16");
+    for (const auto& family : c.kernels()) {
+      const KernelModel kernel = resolveKernel(family, hw);
+      for (const Phase phase : {Phase::Prefill, Phase::Extend, Phase::Decode, Phase::Verify}) {
+        for (const std::int64_t context : {17, 1024, 32768}) {
+          for (const std::int64_t batch : {1, 9, 256}) {
+            const std::int64_t q = phase == Phase::Prefill ? context : phase == Phase::Decode ? 1 : std::min<std::int64_t>(context, 5);
+            const RequestGroup g{batch, q, context};
+            const AttentionShape shape = mha(32, 8, 128);
+            const auto cost = predictAttention(shape, kernel, device, phase, std::span<const RequestGroup>(&g, 1), 16);
+            const double peak = kernel.tensor_math ? device.tensor_flops_per_us : device.vector_flops_per_us;
+            const double lower = std::max(cost.flops / peak, cost.bytes_min / device.bytes_per_us);
+            EXPECT_GE(cost.time_us, lower) << family.id << " " << hw_id << " " << phaseName(phase) << " " << context;
+            EXPECT_TRUE(std::isfinite(cost.time_us) && cost.time_us > 0);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Bounds, TimeIsMonotoneInContextBatchAndHeads) {
+  const Catalog& c = defaultCatalog();
+  for (const char* kernel_id : {"fa2", "fa3", "flashinfer", "triton-sglang", "mmha", "xqa", "flashmla", "trtllm-gen"}) {
+    const Rig s = setup("h100-sxm", kernel_id);
+    for (const Phase phase : {Phase::Prefill, Phase::Decode, Phase::Verify}) {
+      double previous = 0;
+      for (std::int64_t context = 4; context <= 65536; context = context * 5 / 4 + 1) {
+        const std::int64_t q = phase == Phase::Prefill ? context : phase == Phase::Decode ? 1 : 4;
+        const double t = predict(s, mha(32, 8, 128), phase, {8, q, std::max(context, q)}).time_us;
+        EXPECT_GE(t, previous) << kernel_id << " " << phaseName(phase) << " context " << context;
+        previous = t;
+      }
+      previous = 0;
+      for (std::int64_t batch = 1; batch <= 1024; batch = batch * 3 / 2 + 1) {
+        const std::int64_t context = phase == Phase::Prefill ? 512 : 4096;
+        const std::int64_t q = phase == Phase::Prefill ? context : phase == Phase::Decode ? 1 : 4;
+        const double t = predict(s, mha(32, 8, 128), phase, {batch, q, context}).time_us;
+        EXPECT_GE(t, previous) << kernel_id << " " << phaseName(phase) << " batch " << batch;
+        previous = t;
+      }
+      previous = 0;
+      for (const int kv_heads : {1, 2, 4, 8, 16}) {
+        const std::int64_t q = phase == Phase::Prefill ? 2048 : phase == Phase::Decode ? 1 : 4;
+        const double t = predict(s, mha(kv_heads * 4, kv_heads, 128), phase, {8, q, 2048}).time_us;
+        EXPECT_GE(t, previous) << kernel_id << " " << phaseName(phase) << " kv heads " << kv_heads;
+        previous = t;
+      }
+    }
+  }
+  (void)c;
+}
+
+TEST(Bounds, SmallDecodeIsLatencyBoundLargePrefillComputeBound) {
+  const Rig s = setup("h100-sxm", "fa3");
+  EXPECT_EQ(predict(s, mha(32, 8, 128), Phase::Decode, {1, 1, 64}).bound, Bound::Latency);
+  EXPECT_EQ(predict(s, mha(32, 8, 128), Phase::Prefill, {4, 8192, 8192}).bound, Bound::Compute);
+  EXPECT_EQ(predict(s, mha(32, 8, 128), Phase::Decode, {256, 1, 8192}).bound, Bound::Memory);
+}
+
+}  // namespace
+}  // namespace attnsim::test
