@@ -124,11 +124,9 @@ PolicyRule parseRule(const YamlReader& r, const Expr::VariableCheck& check) {
   return rule;
 }
 
-CudaGraphPolicy parseCudaGraph(const YamlReader& r, const Expr::VariableCheck& check) {
-  CudaGraphPolicy g;
-  g.enabled_when = r.findExpr("enabled_when", check);
-  g.max_batch = r.getExpr("max_batch", check);
-  for (const auto& item : r.list("sizes")) {
+std::vector<CaptureRange> parseRanges(const YamlReader& r, std::string_view key) {
+  std::vector<CaptureRange> ranges;
+  for (const auto& item : r.list(key)) {
     CaptureRange range;
     range.values = item.get<std::vector<std::int64_t>>("values", {});
     if (range.values.empty()) {
@@ -138,23 +136,17 @@ CudaGraphPolicy parseCudaGraph(const YamlReader& r, const Expr::VariableCheck& c
       if (!range.through_max) range.below = item.getInt("below", 1, 1 << 20);
     }
     item.finish();
-    g.sizes.push_back(std::move(range));
+    ranges.push_back(std::move(range));
   }
-  g.append_max = r.get<bool>("append_max", false);
-  g.capture_memory_mib_per_size = r.getNumber("capture_memory_mib_per_size", 0, 1e6);
-  g.source = r.get<std::string>("source");
-  r.finish();
-  return g;
+  return ranges;
 }
 
-}  // namespace
-
-std::vector<std::int64_t> CudaGraphPolicy::captureSizes(const Env& env) const {
-  const Value v = max_batch.evaluate(env);
-  const auto max_number = asNumber(v);
+std::vector<std::int64_t> expandRanges(const std::vector<CaptureRange>& ranges, const Expr& max_expr, const Env& env,
+                                       bool append_max) {
+  const auto max_number = asNumber(max_expr.evaluate(env));
   const std::int64_t max = max_number ? static_cast<std::int64_t>(*max_number) : 0;
   std::vector<std::int64_t> out;
-  for (const auto& r : sizes) {
+  for (const auto& r : ranges) {
     for (const auto x : r.values) out.push_back(x);
     if (r.values.empty()) {
       const std::int64_t stop = r.through_max ? max + 1 : r.below;
@@ -166,6 +158,31 @@ std::vector<std::int64_t> CudaGraphPolicy::captureSizes(const Env& env) const {
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
+}
+
+CudaGraphPolicy parseCudaGraph(const YamlReader& r, const Expr::VariableCheck& check) {
+  CudaGraphPolicy g;
+  g.enabled_when = r.findExpr("enabled_when", check);
+  g.max_batch = r.getExpr("max_batch", check);
+  g.sizes = parseRanges(r, "sizes");
+  g.prefill_max_tokens = r.findExpr("prefill_max_tokens", check);
+  g.prefill_sizes = parseRanges(r, "prefill_sizes");
+  g.append_max = r.get<bool>("append_max", false);
+  g.capture_memory_mib_per_size = r.getNumber("capture_memory_mib_per_size", 0, 1e6);
+  g.source = r.get<std::string>("source");
+  r.finish();
+  return g;
+}
+
+}  // namespace
+
+std::vector<std::int64_t> CudaGraphPolicy::captureSizes(const Env& env) const {
+  return expandRanges(sizes, max_batch, env, append_max);
+}
+
+std::vector<std::int64_t> CudaGraphPolicy::prefillCaptureSizes(const Env& env) const {
+  if (!prefill_max_tokens || prefill_sizes.empty()) return {};
+  return expandRanges(prefill_sizes, *prefill_max_tokens, env, false);
 }
 
 std::string MessageTemplate::render(const Env& env) const {

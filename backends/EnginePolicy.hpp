@@ -85,11 +85,14 @@ struct CudaGraphPolicy {
   Expr max_batch;                    // the largest captured batch, an expression of the scenario
   std::vector<CaptureRange> sizes;
   bool append_max = false;           // SGLang adds the maximum when the ranges miss it
+  std::optional<Expr> prefill_max_tokens;  // piecewise prefill graphs: the largest token count
+  std::vector<CaptureRange> prefill_sizes; // token counts captured for prefill (empty: none)
   double capture_memory_mib_per_size = 0;
   std::string source;
 
   // Sorted, unique sizes up to the maximum.
   [[nodiscard]] std::vector<std::int64_t> captureSizes(const Env& env) const;
+  [[nodiscard]] std::vector<std::int64_t> prefillCaptureSizes(const Env& env) const;
 };
 
 struct EnginePolicy {

@@ -22,6 +22,8 @@ using Runner = std::function<int()>;
 Runner addListCommand(CLI::App& app, const GlobalOptions& global);
 Runner addSelectCommand(CLI::App& app, const GlobalOptions& global);
 Runner addDocsCommand(CLI::App& app, const GlobalOptions& global);
+Runner addPredictCommand(CLI::App& app, const GlobalOptions& global);
+Runner addRankCommand(CLI::App& app, const GlobalOptions& global);
 
 // The serving flags of DESIGN.md's scenario options.
 struct ScenarioFlags {

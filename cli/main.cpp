@@ -24,6 +24,9 @@ int main(int argc, char** argv) {
   add("list", "list hardware, models, backends, kernels or engines", cli::addListCommand);
   add("select", "reproduce an engine's attention-backend validation and auto-selection", cli::addSelectCommand);
   add("docs", "regenerate the engines' support-matrix tables from the descriptors", cli::addDocsCommand);
+  add("predict", "predict one backend's attention call and forward step, eager and with CUDA graphs",
+      cli::addPredictCommand);
+  add("rank", "rank every valid backend of one or all engines by predicted step time", cli::addRankCommand);
 
   try {
     app.parse(argc, argv);

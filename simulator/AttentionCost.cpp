@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -15,8 +16,8 @@ namespace attnsim {
 namespace {
 
 constexpr std::int64_t kNoCap = std::numeric_limits<std::int64_t>::max() / 4;
-constexpr double kBytesPerIndex = 4;  // int32 page-table entries
-constexpr double kPartialBytes = 4;   // split-KV partial outputs and LSE in fp32
+constexpr double kBytesPerIndex = 4;          // int32 page-table entries
+constexpr double kPartialBytes = 4;           // split-KV partial outputs and LSE in fp32
 constexpr double kLatencyUtilization = 0.25;  // below this busy fraction a call counts as latency-bound
 
 std::int64_t capOf(const AttentionShape& s) {
@@ -33,10 +34,10 @@ std::int64_t roundUp(std::int64_t a, std::int64_t m) { return ceilDiv(a, m) * m;
 std::int64_t keysAt(std::int64_t pos, std::int64_t cap) { return std::min(pos + 1, cap); }
 
 struct Traffic {
-  double kv_read = 0;      // page-granular KV bytes, before GQA re-reads
-  double kv_unique = 0;    // token-granular KV bytes
+  double kv_read = 0;    // page-granular KV bytes, before GQA re-reads
+  double kv_unique = 0;  // token-granular KV bytes
   double page_tables = 0;
-  double scores = 0;       // unfused kernels: the score matrix written and read
+  double scores = 0;  // unfused kernels: the score matrix written and read
   double q_bytes = 0;
   double o_bytes = 0;
   double tokens = 0;
@@ -94,14 +95,17 @@ void addUnits(Waves& w, const Rates& r, double count, double unit_flops, double 
   }
   w.ctas += count;
   w.flops_tiled += count * unit_flops;
-  w.units->emplace_back(work, count);
+  if (w.units) w.units->emplace_back(work, count);
 }
 
 // Longest-first scheduling in waves of `slots` units: each wave lasts as long as its longest
 // (first) unit. Adding a unit or lengthening one never shortens the schedule.
 double kernelTime(const Waves& w, double slots) {
+  if (!w.units) return std::ceil(w.ctas / slots - 1e-9) * w.max_work_us;  // one kind of unit
   auto& units = *w.units;
-  std::sort(units.begin(), units.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  if (units.size() > 1) {
+    std::sort(units.begin(), units.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  }
   double time = 0;
   double position = 0;  // units scheduled so far
   for (const auto& [work, count] : units) {
@@ -114,24 +118,43 @@ double kernelTime(const Waves& w, double slots) {
 }
 
 // Decode and verify: each unit is one KV head with its packed query heads (or one query head),
-// over one KV split.
+// over one KV split. What does not depend on the split count is computed once per group.
+struct DecodeUnit {
+  double count = 0;  // units per split: requests × heads × row tiles
+  std::int64_t kv_tiles = 0;
+  double rows_padded = 0;
+  double rows_in_unit = 0;
+  double kv_bytes_per_key = 0;
+  double qo_bytes = 0;
+
+  DecodeUnit(const RequestGroup& g, const AttentionShape& s, const KernelModel& k, double reread) {
+    const int group = s.groupSize();
+    const std::int64_t rows = k.gqa_packing ? group * g.q_len : g.q_len;
+    const std::int64_t padded = k.tensor_math ? std::min<std::int64_t>(k.tile_q, roundUp(rows, 16)) : rows;
+    const std::int64_t row_tiles = ceilDiv(rows, padded);
+    count = static_cast<double>(g.count * (k.gqa_packing ? s.num_kv_heads : s.num_heads) * row_tiles);
+    kv_tiles = ceilDiv(uniqueKvTokens(g, s), k.tile_kv);
+    rows_padded = static_cast<double>(padded);
+    rows_in_unit = static_cast<double>(rows) / static_cast<double>(row_tiles);
+    kv_bytes_per_key = s.kv_token_width * s.kv_elem_bytes * (k.gqa_packing ? 1.0 : reread / group);
+    qo_bytes = rows_in_unit * (s.d_qk + s.d_v) * s.act_bytes;
+  }
+
+  // (FLOPs, bytes) of one unit when the KV is cut into `splits` pieces.
+  [[nodiscard]] std::pair<double, double> work(const AttentionShape& s, const KernelModel& k, int splits) const {
+    const double keys = static_cast<double>(ceilDiv(kv_tiles, splits) * k.tile_kv);
+    double bytes = keys * kv_bytes_per_key + qo_bytes;
+    if (splits > 1) bytes += rows_in_unit * (s.d_v + 1) * kPartialBytes;
+    return {2.0 * rows_padded * keys * (s.d_qk + s.d_v), bytes};
+  }
+};
+
 void decodeWaves(Waves& w, const AttentionShape& s, const KernelModel& k, const Rates& r,
                  std::span<const RequestGroup> groups, int splits, double reread) {
-  const double width_bytes = s.kv_token_width * s.kv_elem_bytes;
-  const int group = s.groupSize();
   for (const auto& g : groups) {
-    const std::int64_t rows = k.gqa_packing ? group * g.q_len : g.q_len;
-    const std::int64_t rows_padded = k.tensor_math ? std::min<std::int64_t>(k.tile_q, roundUp(rows, 16)) : rows;
-    const std::int64_t row_tiles = ceilDiv(rows, rows_padded);
-    const std::int64_t units_per_request = (k.gqa_packing ? s.num_kv_heads : s.num_heads) * row_tiles;
-    const std::int64_t kv_tiles = ceilDiv(uniqueKvTokens(g, s), k.tile_kv);
-    const double keys = static_cast<double>(ceilDiv(kv_tiles, splits) * k.tile_kv);
-    const double rows_in_unit = static_cast<double>(rows) / static_cast<double>(row_tiles);
-    const double unit_flops = 2.0 * static_cast<double>(rows_padded) * keys * (s.d_qk + s.d_v);
-    const double kv_share = k.gqa_packing ? 1.0 : reread / group;
-    double unit_bytes = keys * width_bytes * kv_share + rows_in_unit * (s.d_qk + s.d_v) * s.act_bytes;
-    if (splits > 1) unit_bytes += rows_in_unit * (s.d_v + 1) * kPartialBytes;
-    addUnits(w, r, static_cast<double>(g.count * units_per_request * splits), unit_flops, unit_bytes);
+    const DecodeUnit unit(g, s, k, reread);
+    const auto [flops, bytes] = unit.work(s, k, splits);
+    addUnits(w, r, unit.count * splits, flops, bytes);
   }
 }
 
@@ -158,8 +181,8 @@ void prefillWaves(Waves& w, const AttentionShape& s, const KernelModel& k, const
   for (const auto& g : groups) {
     for (std::int64_t t = 0; t < ceilDiv(g.q_len, bm); ++t) {
       const auto keys = static_cast<double>(tileKeys(g, t));
-      const double rows = k.tensor_math ? static_cast<double>(bm)
-                                        : static_cast<double>(std::min(g.q_len, (t + 1) * bm) - t * bm);
+      const double rows =
+          k.tensor_math ? static_cast<double>(bm) : static_cast<double>(std::min(g.q_len, (t + 1) * bm) - t * bm);
       addUnits(w, r, static_cast<double>(g.count * s.num_heads), 2.0 * rows * keys * (s.d_qk + s.d_v),
                keys * bytes_per_key);
     }
@@ -217,8 +240,8 @@ AttentionCost predictAttention(const AttentionShape& shape, const KernelModel& k
   const double slots = std::max(1, device.compute_units * kernel.ctas_per_sm);
   const double peak = kernel.tensor_math ? device.tensor_flops_per_us : device.vector_flops_per_us;
   const double dequant = shape.kv_quantized ? 1.0 + kernel.quantized_kv_overhead : 1.0;
-  const Rates rates{peak * kernel.compute_efficiency / dequant / slots, device.bytes_per_us * kernel.memory_efficiency / slots,
-                    slots};
+  const Rates rates{peak * kernel.compute_efficiency / dequant / slots,
+                    device.bytes_per_us * kernel.memory_efficiency / slots, slots};
   const int group = shape.groupSize();
   const double miss = t.kv_read > 0 ? std::clamp(1.0 - device.l2_bytes / t.kv_read, 0.0, 1.0) : 0.0;
   const double reread = kernel.gqa_packing ? 1.0 : 1.0 + (group - 1) * miss;
@@ -237,11 +260,18 @@ AttentionCost predictAttention(const AttentionShape& shape, const KernelModel& k
   // The engines pick the split count that fills the machine best; take the fastest, fewest on ties.
   double best = std::numeric_limits<double>::infinity();
   thread_local std::vector<std::pair<double, double>> units;
+  // A uniform decode batch has one kind of unit: its per-split-invariant part is computed once.
+  const bool one_kind = decode_like && groups.size() == 1;
+  const std::optional<DecodeUnit> uniform =
+      one_kind ? std::optional<DecodeUnit>(std::in_place, groups.front(), shape, kernel, reread) : std::nullopt;
   for (int s = 1; s <= max_splits; ++s) {
     units.clear();
     Waves w;
-    w.units = &units;
-    if (decode_like) {
+    w.units = uniform ? nullptr : &units;
+    if (uniform) {
+      const auto [flops, bytes] = uniform->work(shape, kernel, s);
+      addUnits(w, rates, uniform->count * s, flops, bytes);
+    } else if (decode_like) {
       decodeWaves(w, shape, kernel, rates, groups, s, reread);
     } else {
       prefillWaves(w, shape, kernel, rates, groups, base_bytes);
@@ -266,6 +296,9 @@ AttentionCost predictAttention(const AttentionShape& shape, const KernelModel& k
       const bool latency = fixed >= out.kernel_us || out.utilization < kLatencyUtilization;
       out.bound = latency ? Bound::Latency : w.compute_dominant ? Bound::Compute : Bound::Memory;
     }
+    // Past two full waves more splits only add merge work. (The candidate set shrinks as the batch
+    // grows, so the minimum still cannot fall when requests are added.)
+    if (w.ctas >= 2 * slots) break;
   }
   out.compute_us = out.flops_tiled / (peak * kernel.compute_efficiency);
   out.memory_us = out.bytes / (device.bytes_per_us * kernel.memory_efficiency);

@@ -17,13 +17,13 @@ struct KernelFamily;
 
 // The geometry the kernel computes on, per tensor-parallel rank.
 struct AttentionShape {
-  int num_heads = 0;         // query heads
-  int num_kv_heads = 0;      // KV heads (MLA absorbed: one latent head shared by all query heads)
-  int d_qk = 0;              // query/key width per head (MLA absorbed: kv_lora_rank + rope = 576)
-  int d_v = 0;               // value width (MLA absorbed: kv_lora_rank = 512)
-  int kv_token_width = 0;    // KV elements stored per token per KV head (MHA: d_qk + d_v; MLA: 576)
-  std::int64_t window = 0;   // left window in tokens, 0 = full
-  std::int64_t top_k = 0;    // sparse attention: keys per query, 0 = dense
+  int num_heads = 0;        // query heads
+  int num_kv_heads = 0;     // KV heads (MLA absorbed: one latent head shared by all query heads)
+  int d_qk = 0;             // query/key width per head (MLA absorbed: kv_lora_rank + rope = 576)
+  int d_v = 0;              // value width (MLA absorbed: kv_lora_rank = 512)
+  int kv_token_width = 0;   // KV elements stored per token per KV head (MHA: d_qk + d_v; MLA: 576)
+  std::int64_t window = 0;  // left window in tokens, 0 = full
+  std::int64_t top_k = 0;   // sparse attention: keys per query, 0 = dense
   bool causal = true;
   bool sinks = false;
   double act_bytes = 2;      // Q and O element bytes
@@ -71,9 +71,9 @@ struct AttentionCost {
   double bytes_min = 0;    // Q + O + each needed KV byte once
   double ctas = 0;
   int splits = 1;
-  double compute_us = 0;   // whole-machine roofline terms
+  double compute_us = 0;  // whole-machine roofline terms
   double memory_us = 0;
-  double kernel_us = 0;    // waves × per-unit work
+  double kernel_us = 0;  // waves × per-unit work
   double fixed_us = 0;
   double time_us = 0;
   double utilization = 0;  // busy fraction of the SM slots over kernel_us

@@ -18,9 +18,7 @@ bool decodeLike(Phase p) { return p == Phase::Decode || p == Phase::Verify; }
 }  // namespace
 
 Predictor::Predictor(const Catalog& catalog, PredictionInput input)
-    : input_(std::move(input)),
-      prefill_graph_(*input_.model, false),
-      decode_graph_(*input_.model, true) {
+    : input_(std::move(input)), prefill_graph_(*input_.model, false), decode_graph_(*input_.model, true) {
   const HardwareProfile& hw = *input_.hardware;
   const ModelSpec& model = *input_.model;
   if (input_.model_dtype.empty()) input_.model_dtype = model.dtype;
@@ -39,7 +37,10 @@ Predictor::Predictor(const Catalog& catalog, PredictionInput input)
   linear_ = resolveLinearKernels(catalog, hw, model);
   launch_ = {hw.overheads.kernel_launch_us, hw.overheads.graph_replay_base_us, hw.overheads.graph_replay_per_node_us};
   capture_ms_per_size_ = hw.overheads.graph_capture_ms_per_size;
-  if (input_.graphs) capture_sizes_ = input_.graphs->captureSizes(input_.engine_env);
+  if (input_.graphs) {
+    capture_sizes_ = input_.graphs->captureSizes(input_.engine_env);
+    prefill_capture_sizes_ = input_.graphs->prefillCaptureSizes(input_.engine_env);
+  }
 }
 
 void Predictor::predictAttention(const Workload& workload, std::vector<LayerAttention>& out) const {
@@ -52,7 +53,8 @@ void Predictor::predictAttention(const Workload& workload, std::vector<LayerAtte
     out[i].layers = layer_types_[i].second;
     out[i].kernel = decode ? input_.decode_kernel : input_.prefill_kernel;
     out[i].shape = shapes[i];
-    out[i].cost = attnsim::predictAttention(shapes[i], kernel, device_, workload.phase, workload.groups, input_.page_size);
+    out[i].cost =
+        attnsim::predictAttention(shapes[i], kernel, device_, workload.phase, workload.groups, input_.page_size);
   }
 }
 
@@ -67,13 +69,19 @@ GraphDecision Predictor::decideGraph(const Workload& workload) const {
       d.why = "the engine runs without CUDA graphs in this configuration";
       return d;
     }
-    d.capture_sizes = capture_sizes_.size();
-    d.capture_ms = static_cast<double>(capture_sizes_.size()) * capture_ms_per_size_;
-    d.capture_mib = static_cast<double>(capture_sizes_.size()) * g.capture_memory_mib_per_size;
-    const auto it = std::lower_bound(capture_sizes_.begin(), capture_sizes_.end(), size);
-    if (it == capture_sizes_.end()) {
+    const auto& sizes = decode ? capture_sizes_ : prefill_capture_sizes_;
+    const std::size_t all = capture_sizes_.size() + prefill_capture_sizes_.size();
+    d.capture_sizes = all;
+    d.capture_ms = static_cast<double>(all) * capture_ms_per_size_;
+    d.capture_mib = static_cast<double>(all) * g.capture_memory_mib_per_size;
+    if (sizes.empty()) {
+      d.why = decode ? "the engine captures no decode graphs here" : "the engine captures no prefill graphs";
+      return d;
+    }
+    const auto it = std::lower_bound(sizes.begin(), sizes.end(), size);
+    if (it == sizes.end()) {
       d.why = fmt::format("{} {} is above the largest captured size {}", decode ? "batch" : "token count", size,
-                          capture_sizes_.empty() ? 0 : capture_sizes_.back());
+                          sizes.back());
       return d;
     }
     d.padded_batch = *it;

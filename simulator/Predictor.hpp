@@ -27,7 +27,7 @@ struct PredictionInput {
   const CudaGraphPolicy* graphs = nullptr;       // the engine's capture rules; null: every batch captured
   Env engine_env;                                // variables for the engine's graph rules
   std::string kv_dtype = "auto";
-  std::string model_dtype;                       // empty: the model's
+  std::string model_dtype;  // empty: the model's
   std::int64_t page_size = 16;
   int tp = 1;
 };
@@ -43,9 +43,9 @@ struct LayerAttention {
 struct GraphDecision {
   GraphMode mode = GraphMode::Eager;
   std::string why;
-  std::int64_t padded_batch = 0;   // requests (decode) or tokens (prefill) after padding
+  std::int64_t padded_batch = 0;  // requests (decode) or tokens (prefill) after padding
   std::size_t capture_sizes = 0;
-  double capture_ms = 0;           // one-time capture of every size
+  double capture_ms = 0;  // one-time capture of every size
   double capture_mib = 0;
 };
 
@@ -53,7 +53,7 @@ struct Prediction {
   std::vector<LayerAttention> attention;
   double attention_us = 0;  // one layer's attention call (mean over the model's layers)
   StepTimeline eager;
-  StepTimeline graph;       // the step under the engine's CUDA graphs (eager when none applies)
+  StepTimeline graph;  // the step under the engine's CUDA graphs (eager when none applies)
   GraphDecision graph_decision;
 };
 
@@ -77,6 +77,7 @@ class Predictor {
   StepGraph prefill_graph_, decode_graph_;
   LaunchCosts launch_;
   std::vector<std::int64_t> capture_sizes_;
+  std::vector<std::int64_t> prefill_capture_sizes_;
   double capture_ms_per_size_ = 0;
 };
 

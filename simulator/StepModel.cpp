@@ -1,9 +1,8 @@
 #include "simulator/StepModel.hpp"
 
+#include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/topological_sort.hpp>
-
-#include <algorithm>
 #include <cmath>
 #include <iterator>
 
@@ -67,12 +66,12 @@ const char* graphModeName(GraphMode m) {
 }
 
 const char* stepOpName(StepOp op) {
-  static const char* const names[] = {
-      "input_norm", "qkv_proj",    "q_b_proj",        "rope",           "kv_write",         "kv_up_proj",
-      "q_absorb",   "attention",   "o_absorb",        "o_proj",         "post_norm",        "gate_up_proj",
-      "act",        "down_proj",   "moe_router",      "moe_topk",       "experts_gate_up",  "experts_act",
-      "experts_down", "shared_gate_up", "shared_act", "shared_down",    "moe_combine",      "final_norm",
-      "lm_head",    "sampling"};
+  static const char* const names[] = {"input_norm", "qkv_proj",        "q_b_proj",    "rope",         "kv_write",
+                                      "kv_up_proj", "q_absorb",        "attention",   "o_absorb",     "o_proj",
+                                      "post_norm",  "gate_up_proj",    "act",         "down_proj",    "moe_router",
+                                      "moe_topk",   "experts_gate_up", "experts_act", "experts_down", "shared_gate_up",
+                                      "shared_act", "shared_down",     "moe_combine", "final_norm",   "lm_head",
+                                      "sampling"};
   return names[at(op)];
 }
 
@@ -164,12 +163,14 @@ StepTimeline simulateStep(const StepGraph& graph, const StepCosts& costs, GraphM
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const StepNode& node = nodes[i];
     const bool attention = node.op == StepOp::Attention;
-    const double dur = attention ? costs.attention_us[static_cast<std::size_t>(node.attention_type)] : costs.op_us[at(node.op)];
-    const int launches =
-        attention ? costs.attention_launches[static_cast<std::size_t>(node.attention_type)] : costs.op_launches[at(node.op)];
+    const double dur =
+        attention ? costs.attention_us[static_cast<std::size_t>(node.attention_type)] : costs.op_us[at(node.op)];
+    const int launches = attention ? costs.attention_launches[static_cast<std::size_t>(node.attention_type)]
+                                   : costs.op_launches[at(node.op)];
     double ready = 0;
     for (const int p : graph.predecessors(i)) ready = std::max(ready, end[static_cast<std::size_t>(p)]);
-    double overhead = 0;
+    // A replayed graph is a launch stream whose nodes cost graph_replay_per_node_us each instead
+    // of a kernel launch, after one graph launch (base) per graph or piece.
     if (mode == GraphMode::Eager || (mode == GraphMode::Piecewise && attention)) {
       cpu += launch.kernel_launch_us * launches;
       t.launches += launches;
@@ -180,10 +181,10 @@ StepTimeline simulateStep(const StepGraph& graph, const StepCosts& costs, GraphM
         t.launches += 1;
         piece_open = true;
       }
-      overhead = launch.graph_replay_per_node_us * launches;
+      cpu += launch.graph_replay_per_node_us * launches;
     }
     const double start = std::max({cpu, gpu_free, ready});
-    end[i] = start + dur + overhead;
+    end[i] = start + dur;
     gpu_free = end[i];
     t.gpu_busy_us += dur;
     t.by_category[static_cast<std::size_t>(categoryOf(node.op))] += dur;
@@ -201,7 +202,8 @@ LinearKernels resolveLinearKernels(const Catalog& catalog, const HardwareProfile
   k.elementwise = resolveKernel(catalog.kernel("elementwise"), hw);
   k.device = resolveDevice(hw, model.dtype);
   k.device_weights = k.device;
-  if (model.weight_dtype == "fp8" && hw.peak.fp8_tflops) k.device_weights.tensor_flops_per_us = *hw.peak.fp8_tflops * 1e6;
+  if (model.weight_dtype == "fp8" && hw.peak.fp8_tflops)
+    k.device_weights.tensor_flops_per_us = *hw.peak.fp8_tflops * 1e6;
   return k;
 }
 
@@ -212,7 +214,8 @@ struct Roofline {
   const DeviceModel& device;
   [[nodiscard]] double operator()(double flops, double bytes) const {
     const double peak = kernel.tensor_math ? device.tensor_flops_per_us : device.vector_flops_per_us;
-    return std::max(flops / (peak * kernel.compute_efficiency), bytes / (device.bytes_per_us * kernel.memory_efficiency)) +
+    return std::max(flops / (peak * kernel.compute_efficiency),
+                    bytes / (device.bytes_per_us * kernel.memory_efficiency)) +
            kernel.fixed_us;
   }
 };
@@ -252,14 +255,17 @@ void costLinearOps(const ModelSpec& model, const LinearKernels& k, const Workloa
     const double latent = m.kv_lora_rank + m.qk_rope_head_dim;
     const double q_in = m.q_lora_rank > 0 ? m.q_lora_rank : 0;
     op[at(StepOp::QkvProj)] = linear(tokens, q_in + latent, hidden, wb);
-    op[at(StepOp::QbProj)] = linear(tokens, hq * (m.qk_nope_head_dim + m.qk_rope_head_dim), q_in > 0 ? q_in : hidden, wb);
+    op[at(StepOp::QbProj)] =
+        linear(tokens, hq * (m.qk_nope_head_dim + m.qk_rope_head_dim), q_in > 0 ? q_in : hidden, wb);
     op[at(StepOp::Rope)] = elementwise(0, 2 * tokens * (hq + 1) * m.qk_rope_head_dim * act);
     op[at(StepOp::KvWrite)] = elementwise(0, tokens * latent * (act + kv_elem_bytes));
     // Absorbed decode: queries into the latent space, and the latent output back to value heads.
-    op[at(StepOp::QAbsorb)] = gemm_bf(2 * tokens * hq * m.qk_nope_head_dim * m.kv_lora_rank,
-                                      hq * m.qk_nope_head_dim * m.kv_lora_rank * 2.0 + tokens * hq * (m.qk_nope_head_dim + m.kv_lora_rank) * act);
-    op[at(StepOp::OAbsorb)] = gemm_bf(2 * tokens * hq * m.kv_lora_rank * m.v_head_dim,
-                                      hq * m.kv_lora_rank * m.v_head_dim * 2.0 + tokens * hq * (m.kv_lora_rank + m.v_head_dim) * act);
+    op[at(StepOp::QAbsorb)] = gemm_bf(
+        2 * tokens * hq * m.qk_nope_head_dim * m.kv_lora_rank,
+        hq * m.qk_nope_head_dim * m.kv_lora_rank * 2.0 + tokens * hq * (m.qk_nope_head_dim + m.kv_lora_rank) * act);
+    op[at(StepOp::OAbsorb)] =
+        gemm_bf(2 * tokens * hq * m.kv_lora_rank * m.v_head_dim,
+                hq * m.kv_lora_rank * m.v_head_dim * 2.0 + tokens * hq * (m.kv_lora_rank + m.v_head_dim) * act);
     // Naive prefill: every cached latent up-projected to per-head K (nope) and V.
     op[at(StepOp::KvUpProj)] = linear(kv_tokens, hq * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank, wb);
     op[at(StepOp::OProj)] = linear(tokens, hidden, hq * m.v_head_dim, wb);
@@ -284,10 +290,11 @@ void costLinearOps(const ModelSpec& model, const LinearKernels& k, const Workloa
     op[at(StepOp::Router)] = gemm_bf(2 * tokens * experts * hidden, tokens * hidden * act + experts * hidden * 2.0);
     op[at(StepOp::TopK)] = elementwise(0, tokens * experts * 4.0 * 2);
     op[at(StepOp::ExpertsGateUp)] =
-        grouped(2 * routed * 2 * e_inter * hidden, touched * 2 * e_inter * hidden * wb_experts + routed * (hidden + 2 * e_inter) * act);
+        grouped(2 * routed * 2 * e_inter * hidden,
+                touched * 2 * e_inter * hidden * wb_experts + routed * (hidden + 2 * e_inter) * act);
     op[at(StepOp::ExpertsAct)] = elementwise(0, 3 * routed * e_inter * act);
-    op[at(StepOp::ExpertsDown)] =
-        grouped(2 * routed * hidden * e_inter, touched * hidden * e_inter * wb_experts + routed * (hidden + e_inter) * act);
+    op[at(StepOp::ExpertsDown)] = grouped(2 * routed * hidden * e_inter,
+                                          touched * hidden * e_inter * wb_experts + routed * (hidden + e_inter) * act);
     const double shared_inter = e_inter * moe.shared_experts;
     op[at(StepOp::SharedGateUp)] = linear(tokens, 2 * shared_inter, hidden, wb);
     op[at(StepOp::SharedAct)] = elementwise(0, 3 * tokens * shared_inter * act);

@@ -21,9 +21,33 @@ const char* graphModeName(GraphMode m);
 // Kernel kinds of a step; the cost of each is computed once per evaluation and shared by every
 // layer that runs it.
 enum class StepOp {
-  InputNorm, QkvProj, QbProj, Rope, KvWrite, KvUpProj, QAbsorb, Attention, OAbsorb, OProj, PostNorm,
-  GateUp, Act, Down, Router, TopK, ExpertsGateUp, ExpertsAct, ExpertsDown, SharedGateUp, SharedAct, SharedDown,
-  MoeCombine, FinalNorm, LmHead, Sampling, Count
+  InputNorm,
+  QkvProj,
+  QbProj,
+  Rope,
+  KvWrite,
+  KvUpProj,
+  QAbsorb,
+  Attention,
+  OAbsorb,
+  OProj,
+  PostNorm,
+  GateUp,
+  Act,
+  Down,
+  Router,
+  TopK,
+  ExpertsGateUp,
+  ExpertsAct,
+  ExpertsDown,
+  SharedGateUp,
+  SharedAct,
+  SharedDown,
+  MoeCombine,
+  FinalNorm,
+  LmHead,
+  Sampling,
+  Count
 };
 const char* stepOpName(StepOp op);
 
@@ -52,9 +76,9 @@ class StepGraph {
 struct StepCosts {
   std::array<double, static_cast<std::size_t>(StepOp::Count)> op_us{};
   std::array<int, static_cast<std::size_t>(StepOp::Count)> op_launches{};
-  std::vector<double> attention_us;      // per attention layer type
+  std::vector<double> attention_us;  // per attention layer type
   std::vector<int> attention_launches;
-  double host_plan_us = 0;               // the attention backend's per-forward CPU work
+  double host_plan_us = 0;  // the attention backend's per-forward CPU work
 };
 
 struct LaunchCosts {
@@ -67,7 +91,7 @@ struct StepTimeline {
   double step_us = 0;
   double gpu_busy_us = 0;
   double cpu_us = 0;
-  int launches = 0;       // CPU-issued launches (kernels or graph replays)
+  int launches = 0;  // CPU-issued launches (kernels or graph replays)
   int nodes = 0;
   std::array<double, 4> by_category{};  // attention, gemm, moe, elementwise: summed kernel time
 };
@@ -79,8 +103,8 @@ struct LinearKernels {
   KernelModel gemm;
   KernelModel grouped_gemm;
   KernelModel elementwise;
-  DeviceModel device;         // activation dtype
-  DeviceModel device_weights; // peak for the weights' dtype (FP8 GEMMs)
+  DeviceModel device;          // activation dtype
+  DeviceModel device_weights;  // peak for the weights' dtype (FP8 GEMMs)
 };
 LinearKernels resolveLinearKernels(const Catalog& catalog, const HardwareProfile& hw, const ModelSpec& model);
 

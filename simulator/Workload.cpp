@@ -36,7 +36,8 @@ Workload Workload::uniform(Phase phase, std::int64_t batch, std::int64_t q_len, 
   if (phase == Phase::Decode) g.q_len = 1;
   if (g.q_len < 1) throw UsageError("--q-len must be at least 1");
   if (g.q_len > g.context) {
-    throw UsageError(fmt::format("--q-len {} exceeds --context {}: the context counts the new tokens", g.q_len, g.context));
+    throw UsageError(
+        fmt::format("--q-len {} exceeds --context {}: the context counts the new tokens", g.q_len, g.context));
   }
   return Workload{phase, {g}};
 }

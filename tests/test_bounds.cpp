@@ -2,6 +2,8 @@
 // its roofline lower bound; time never falls when context, batch or heads grow.
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include "simulator/AttentionCost.hpp"
 #include "tests/TestSupport.hpp"
 
@@ -153,7 +155,9 @@ TEST(Bounds, NeverBeatsTheRooflineLowerBound) {
       for (const Phase phase : {Phase::Prefill, Phase::Extend, Phase::Decode, Phase::Verify}) {
         for (const std::int64_t context : {17, 1024, 32768}) {
           for (const std::int64_t batch : {1, 9, 256}) {
-            const std::int64_t q = phase == Phase::Prefill ? context : phase == Phase::Decode ? 1 : std::min<std::int64_t>(context, 5);
+            const std::int64_t q = phase == Phase::Prefill  ? context
+                                   : phase == Phase::Decode ? 1
+                                                            : std::min<std::int64_t>(context, 5);
             const RequestGroup g{batch, q, context};
             const AttentionShape shape = mha(32, 8, 128);
             const auto cost = predictAttention(shape, kernel, device, phase, std::span<const RequestGroup>(&g, 1), 16);
@@ -198,6 +202,21 @@ TEST(Bounds, TimeIsMonotoneInContextBatchAndHeads) {
     }
   }
   (void)c;
+}
+
+TEST(Bounds, ABatchSplitIntoIdenticalGroupsPredictsTheSame) {
+  const Rig s = setup("h100-sxm", "fa3");
+  const AttentionShape shape = mha(32, 8, 128);
+  for (const Phase phase : {Phase::Decode, Phase::Prefill}) {
+    const std::int64_t q = phase == Phase::Decode ? 1 : 1000;
+    const RequestGroup one{6, q, 3000};
+    const std::array<RequestGroup, 2> two{RequestGroup{2, q, 3000}, RequestGroup{4, q, 3000}};
+    const auto a = predictAttention(shape, s.kernel, s.device, phase, std::span(&one, 1), 16);
+    const auto b = predictAttention(shape, s.kernel, s.device, phase, two, 16);
+    EXPECT_DOUBLE_EQ(a.time_us, b.time_us) << phaseName(phase);
+    EXPECT_DOUBLE_EQ(a.bytes, b.bytes) << phaseName(phase);
+    EXPECT_EQ(a.splits, b.splits) << phaseName(phase);
+  }
 }
 
 TEST(Bounds, SmallDecodeIsLatencyBoundLargePrefillComputeBound) {

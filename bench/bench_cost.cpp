@@ -1,0 +1,75 @@
+// Prediction rates on one core: one attention call, and one full forward step (DeepSeek-V3, 61
+// layers). Issue 4 asks for >= 2 million attention calls and >= 20 thousand steps per second.
+#include <benchmark/benchmark.h>
+
+#include "simulator/Predictor.hpp"
+#include "simulator/Selector.hpp"
+
+namespace attnsim {
+namespace {
+
+struct CallFixture {
+  AttentionShape shape;
+  KernelModel kernel;
+  DeviceModel device;
+};
+
+CallFixture callFixture(const Catalog& c, const char* hw_id, const char* kernel_id) {
+  const HardwareProfile& hw = c.hardware(hw_id);
+  return {resolveShape(c.model("llama-3.1-70b").primaryLayer(), c.kernel(kernel_id), Phase::Decode, "auto", "bf16", 1),
+          resolveKernel(c.kernel(kernel_id), hw), resolveDevice(hw, "bf16")};
+}
+
+void BM_AttentionCallDecode(benchmark::State& state) {
+  const Catalog c = Catalog::loadDefault();
+  const CallFixture f = callFixture(c, "h100-sxm", "fa3");
+  std::int64_t context = 1024;
+  const std::int64_t batch = state.range(0);
+  for (auto _ : state) {
+    const RequestGroup g{batch, 1, context};
+    benchmark::DoNotOptimize(predictAttention(f.shape, f.kernel, f.device, Phase::Decode, std::span(&g, 1), 16));
+    context = context < 131072 ? context + 7 : 1024;  // vary the input so nothing is hoisted
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_AttentionCallDecode)->Arg(1)->Arg(8)->Arg(64);
+
+void BM_AttentionCallPrefill(benchmark::State& state) {
+  const Catalog c = Catalog::loadDefault();
+  const CallFixture f = callFixture(c, "h100-sxm", "fa3");
+  const std::int64_t tokens = state.range(0);
+  for (auto _ : state) {
+    const RequestGroup g{1, tokens, tokens};
+    benchmark::DoNotOptimize(predictAttention(f.shape, f.kernel, f.device, Phase::Prefill, std::span(&g, 1), 16));
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_AttentionCallPrefill)->Arg(2048)->Arg(32768);
+
+void BM_StepDeepSeekV3Decode(benchmark::State& state) {
+  const Catalog c = Catalog::loadDefault();
+  const Engine& e = c.engine("sglang");
+  const HardwareProfile& hw = c.hardware("b200");
+  const ModelSpec& m = c.model("deepseek-v3");
+  const Selection s = Selector(c).select({&hw, &m, &e.policy, {}});
+  PredictionInput in;
+  in.hardware = &hw;
+  in.model = &m;
+  in.prefill_kernel = &c.kernel(s.prefill->caps->prefill_kernel);
+  in.decode_kernel = &c.kernel(s.decode->caps->decode_kernel);
+  in.cuda_graph_level = s.decode->caps->cuda_graph;
+  in.graphs = &*e.policy.cuda_graph;
+  in.engine_env = s.env;
+  in.page_size = 64;
+  const Predictor predictor(c, in);
+  std::int64_t batch = 1;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(predictor.predict(Workload::uniform(Phase::Decode, batch, 1, 4096)));
+    batch = batch < 256 ? batch + 1 : 1;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_StepDeepSeekV3Decode)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace attnsim
