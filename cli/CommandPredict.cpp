@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "backends/KernelFamily.hpp"
@@ -19,7 +20,7 @@ using nlohmann::json;
 
 // Flags of predict and rank: a scenario plus the workload.
 struct PredictFlags {
-  std::string hardware, model, engines, backend, kernel, phase = "decode";
+  std::string hardware, model, engines, backend, kernel, phase = "decode", mix;
   std::int64_t batch = 1, q_len = 1, context = 4096;
   std::optional<std::int64_t> page_size, spec_topk, tp;
   std::optional<std::string> kv_dtype;
@@ -46,6 +47,9 @@ struct PredictFlags {
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 24));
     cmd.add_option("--context", context, "tokens each request attends to, new ones included")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 26));
+    cmd.add_option("--mix", mix,
+                   "a mixed batch COUNTxQ_LEN@CONTEXT,... (e.g. 1x2048@2048,31x1@4096: a prefill chunk and 31 "
+                   "decodes); replaces --phase/--batch/--q-len/--context");
     cmd.add_option("--page-size", page_size, "KV page size (default: the engine's)");
     cmd.add_option("--kv-dtype", kv_dtype, "KV-cache dtype as the engine spells it");
     cmd.add_option("--spec-topk", spec_topk, "verify: draft tree branching (1 = chain)");
@@ -64,7 +68,28 @@ struct PredictFlags {
   }
 
   [[nodiscard]] Workload workload() const {
-    return Workload::uniform(parsePhase(phase), batch, q_len, context, spec_topk.value_or(1));
+    if (mix.empty()) return Workload::uniform(parsePhase(phase), batch, q_len, context, spec_topk.value_or(1));
+    return parseMix(mix);
+  }
+
+  // "1x2048@2048,31x1@4096": all single-token groups make a decode batch; anything else runs as a
+  // mixed (varlen) batch through the prefill path.
+  static Workload parseMix(const std::string& text) {
+    Workload w;
+    w.phase = Phase::Decode;
+    for (const auto& item : splitList(text)) {
+      RequestGroup g;
+      char x = 0, at = 0;
+      std::istringstream in(item);
+      if (!(in >> g.count >> x >> g.q_len >> at >> g.context) || x != 'x' || at != '@' || !in.eof() || g.count < 1 ||
+          g.q_len < 1 || g.context < g.q_len) {
+        throw UsageError("--mix " + item + ": expected COUNTxQ_LEN@CONTEXT with 1 <= Q_LEN <= CONTEXT, e.g. 31x1@4096");
+      }
+      if (g.q_len > 1) w.phase = Phase::Extend;
+      w.groups.push_back(g);
+    }
+    if (w.groups.empty()) throw UsageError("--mix needs at least one COUNTxQ_LEN@CONTEXT group");
+    return w;
   }
 
   // The catalog model, or one built from the geometry flags.
@@ -106,7 +131,7 @@ struct PredictFlags {
     o.spec_topk = spec_topk;
     if (parsePhase(phase) == Phase::Verify) o.spec_draft_tokens = q_len;
     o.tp = tp.value_or(1);
-    o.has_prefix = parsePhase(phase) == Phase::Extend;
+    o.has_prefix = parsePhase(phase) == Phase::Extend || (!mix.empty() && parseMix(mix).phase == Phase::Extend);
     for (const auto& kv : engine_options) {
       const auto eq = kv.find('=');
       if (eq == std::string::npos || eq == 0) throw UsageError("--option " + kv + ": expected name=value");
@@ -247,9 +272,14 @@ json predictionJson(const Prediction& p, const HardwareProfile& hw, bool graphs_
           {"parameters", parametersJson(p, hw)}};
 }
 
+std::string describe(const Workload& w) {
+  std::vector<std::string> parts;
+  for (const auto& g : w.groups) parts.push_back(fmt::format("{} × (q_len {}, context {})", g.count, g.q_len, g.context));
+  return fmt::format("{} {}", w.isUniform() ? phaseName(w.phase) : "mixed", join(parts, " + "));
+}
+
 void printPrediction(const std::string& what, const Prediction& p, const Workload& w, bool graphs_on) {
-  const auto& g = w.groups.front();
-  fmt::print("{}\n{} batch {}, q_len {}, context {}\n\n", what, phaseName(w.phase), g.count, g.q_len, g.context);
+  fmt::print("{}\n{}\n\n", what, describe(w));
   for (const auto& a : p.attention) {
     const AttentionCost& c = a.cost;
     fmt::print("attention [{} ×{} layers, kernel {}]: {:.2f} µs, {}-bound\n", a.layer->name, a.layers, a.kernel->id,
@@ -327,9 +357,13 @@ Runner addPredictCommand(CLI::App& app, const GlobalOptions& global) {
     if (global.json) {
       json out = predictionJson(p, hw, graphs_on);
       out["selection"] = selection;
-      out["scenario"] = {{"hardware", hw.id},          {"model", model.id},          {"phase", phaseName(w.phase)},
-                         {"batch", w.groups[0].count}, {"q_len", w.groups[0].q_len}, {"context", w.groups[0].context},
-                         {"page_size", in.page_size},  {"kv_dtype", in.kv_dtype},    {"tp", in.tp}};
+      json groups = json::array();
+      for (const auto& g : w.groups) {
+        groups.push_back({{"count", g.count}, {"q_len", g.q_len}, {"context", g.context}, {"tree_topk", g.tree_topk}});
+      }
+      out["scenario"] = {{"hardware", hw.id},       {"model", model.id},  {"phase", phaseName(w.phase)},
+                         {"mixed", !w.isUniform()}, {"requests", groups}, {"page_size", in.page_size},
+                         {"kv_dtype", in.kv_dtype}, {"tp", in.tp}};
       out["catalog_hash"] = c.contentHash();
       std::cout << out.dump(2) << "\n";
     } else {
@@ -385,8 +419,7 @@ Runner addRankCommand(CLI::App& app, const GlobalOptions& global) {
     const double best = rows.front().step_us;
     json ranked = json::array();
     if (!global.json) {
-      fmt::print("{} · {} · {} batch {} q_len {} context {} · step time with CUDA graphs {}\n\n", hw.id, model.id,
-                 phaseName(w.phase), w.groups[0].count, w.groups[0].q_len, w.groups[0].context,
+      fmt::print("{} · {} · {} · step time with CUDA graphs {}\n\n", hw.id, model.id, describe(w),
                  graphs_on ? "on" : "off");
       fmt::print("{:>4}  {:<34} {:>12} {:>10} {:>12}  {}\n", "rank", "backend", "step µs", "vs next", "attention µs",
                  "bound");

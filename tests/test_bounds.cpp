@@ -59,6 +59,22 @@ TEST(Bounds, ExtendAndDecodeFlopsEqualClosedForms) {
   EXPECT_DOUBLE_EQ(predict(s, shape, Phase::Decode, {16, 1, 8192}).flops, 2.0 * 16 * 64 * 8192 * 256);
 }
 
+TEST(Bounds, GqaAndWindowDecodeBytesEqualClosedForms) {
+  const Rig s = setup("h100-sxm", "fa3");
+  const AttentionShape gqa = mha(32, 8, 128);
+  // 128 requests fill the machine (no KV split): Q + O + whole pages of K and V + int32 page table.
+  const auto cost = predict(s, gqa, Phase::Decode, {128, 1, 1000}, 16);
+  ASSERT_EQ(cost.splits, 1);
+  const double qo = 2.0 * 128 * 32 * 128 * 2;
+  EXPECT_DOUBLE_EQ(cost.bytes, qo + 128.0 * 1008 * 8 * 256 * 2 + 128.0 * 63 * 4);
+  EXPECT_DOUBLE_EQ(cost.bytes_min, qo + 128.0 * 1000 * 8 * 256 * 2);
+  // A 4096-token window over a 50000-token context reads only the window.
+  AttentionShape window = gqa;
+  window.window = 4096;
+  const auto w = predict(s, window, Phase::Decode, {128, 1, 50000}, 16);
+  EXPECT_DOUBLE_EQ(w.bytes, qo + 128.0 * 4096 * 8 * 256 * 2 + 128.0 * 256 * 4);
+}
+
 TEST(Bounds, SlidingWindowCapsAttendedKeys) {
   AttentionShape shape = mha(32, 8, 128);
   shape.window = 4096;

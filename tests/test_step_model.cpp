@@ -189,6 +189,22 @@ TEST(PredictCli, InvalidBackendRefusesAndKernelOrGeometryNeedNoEngine) {
   EXPECT_NE(r.output.find("did you mean 'fa4'"), std::string::npos) << r.output;
 }
 
+TEST(PredictCli, MixedBatchesRunPiecewiseAndCostEveryGroup) {
+  const auto mixed = runAttnsim("--json predict --hardware h100-sxm --model llama-3.1-8b --engine vllm --mix 1x2048@2048,31x1@4096");
+  ASSERT_EQ(mixed.exit_code, 0) << mixed.output;
+  const auto j = nlohmann::json::parse(mixed.output);
+  EXPECT_TRUE(j["scenario"]["mixed"].get<bool>());
+  EXPECT_EQ(j["graph_mode"], "eager");  // 2079 tokens is above vLLM's largest piecewise size (512)
+  // FLOPs: the chunk's causal 2048 rows plus 31 decode rows over 4096 keys.
+  const double expected = 2.0 * 32 * (2048.0 * 2049 / 2 + 31.0 * 4096) * 256;
+  EXPECT_DOUBLE_EQ(j["flops"].get<double>(), expected);
+  const auto small = runAttnsim("--json predict --hardware h100-sxm --model llama-3.1-8b --engine vllm --mix 1x64@64,31x1@4096");
+  EXPECT_EQ(nlohmann::json::parse(small.output)["graph_mode"], "piecewise");
+  const auto bad = runAttnsim("predict --hardware h100-sxm --model llama-3.1-8b --engine vllm --mix 3x9@4");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("COUNTxQ_LEN@CONTEXT"), std::string::npos) << bad.output;
+}
+
 TEST(RankCli, RanksFastestFirstWithTheDefaultsRegret) {
   const auto r =
       runAttnsim("--json rank --hardware h100-sxm --model llama-3.1-8b --phase decode --batch 64 --context 8192");
