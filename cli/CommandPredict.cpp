@@ -141,38 +141,6 @@ struct PredictFlags {
   }
 };
 
-const char* stageOf(Phase p) { return p == Phase::Prefill || p == Phase::Extend ? "prefill" : "decode"; }
-
-// A backend as an engine runs it: the selection's choice for the phase, with the engine's rules applied.
-struct EngineRun {
-  Selection selection;
-  std::optional<BackendChoice> choice;  // the phase's backend; empty when the engine refuses
-};
-
-// Runs the engine's selection with `backend` asked for. Engines that choose per phase first get
-// the backend for both phases (as --attention-backend does), then for the predicted phase only.
-EngineRun runEngine(const Catalog& c, const HardwareProfile& hw, const ModelSpec& m, const Engine& e,
-                    const ServingOptions& options, const std::optional<std::string>& backend, Phase phase) {
-  const bool prefill = std::string(stageOf(phase)) == "prefill";
-  auto attempt = [&](bool both_phases) {
-    ServingOptions o = options;
-    if (backend && (both_phases || !e.policy.per_stage)) {
-      o.backend = backend;
-    } else if (backend) {
-      (prefill ? o.prefill_backend : o.decode_backend) = backend;
-    }
-    EngineRun run{Selector(c).select({&hw, &m, &e.policy, o}), std::nullopt};
-    if (!run.selection.refusal) run.choice = prefill ? run.selection.prefill : run.selection.decode;
-    return run;
-  };
-  EngineRun run = attempt(true);
-  if (run.selection.refusal && backend && e.policy.per_stage) {
-    EngineRun single = attempt(false);
-    if (!single.selection.refusal) return single;
-  }
-  return run;
-}
-
 PredictionInput inputFor(const HardwareProfile& hw, const ModelSpec& m, const Engine& e, const EngineRun& run,
                          const Catalog& c, bool graphs_on) {
   PredictionInput in;
@@ -305,6 +273,33 @@ void printPrediction(const std::string& what, const Prediction& p, const Workloa
 }
 
 }  // namespace
+
+const char* stageOf(Phase p) { return p == Phase::Prefill || p == Phase::Extend ? "prefill" : "decode"; }
+
+
+// Runs the engine's selection with `backend` asked for. Engines that choose per phase first get
+// the backend for both phases (as --attention-backend does), then for the predicted phase only.
+EngineRun runEngine(const Catalog& c, const HardwareProfile& hw, const ModelSpec& m, const Engine& e,
+                    const ServingOptions& options, const std::optional<std::string>& backend, Phase phase) {
+  const bool prefill = std::string(stageOf(phase)) == "prefill";
+  auto attempt = [&](bool both_phases) {
+    ServingOptions o = options;
+    if (backend && (both_phases || !e.policy.per_stage)) {
+      o.backend = backend;
+    } else if (backend) {
+      (prefill ? o.prefill_backend : o.decode_backend) = backend;
+    }
+    EngineRun run{Selector(c).select({&hw, &m, &e.policy, o}), std::nullopt};
+    if (!run.selection.refusal) run.choice = prefill ? run.selection.prefill : run.selection.decode;
+    return run;
+  };
+  EngineRun run = attempt(true);
+  if (run.selection.refusal && backend && e.policy.per_stage) {
+    EngineRun single = attempt(false);
+    if (!single.selection.refusal) return single;
+  }
+  return run;
+}
 
 Runner addPredictCommand(CLI::App& app, const GlobalOptions& global) {
   auto flags = std::make_shared<PredictFlags>();

@@ -7,6 +7,8 @@
 
 #include "simulator/Catalog.hpp"
 #include "simulator/Scenario.hpp"
+#include "simulator/Selector.hpp"
+#include "simulator/Workload.hpp"
 
 namespace attnsim::cli {
 
@@ -50,5 +52,16 @@ struct ScenarioFlags {
 };
 
 std::vector<std::string> splitList(const std::string& text);
+
+// A backend as an engine runs it: the selection's choice for the phase, with the engine's rules applied.
+struct EngineRun {
+  Selection selection;
+  std::optional<BackendChoice> choice;  // the phase's backend; empty when the engine refuses
+};
+const char* stageOf(Phase p);
+// Runs the engine's selection with `backend` asked for (nullopt: the engine's own choice).
+EngineRun runEngine(const Catalog& c, const HardwareProfile& hw, const ModelSpec& m, const Engine& e,
+                    const ServingOptions& options, const std::optional<std::string>& backend, Phase phase);
+Runner addCheckCommand(CLI::App& app, const GlobalOptions& global);
 
 }  // namespace attnsim::cli

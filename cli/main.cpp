@@ -27,6 +27,8 @@ int main(int argc, char** argv) {
   add("predict", "predict one backend's attention call and forward step, eager and with CUDA graphs",
       cli::addPredictCommand);
   add("rank", "rank every valid backend of one or all engines by predicted step time", cli::addRankCommand);
+  add("check", "run a backend's attention algorithm on real numbers against the golden attention",
+      cli::addCheckCommand);
 
   try {
     app.parse(argc, argv);
