@@ -111,6 +111,23 @@ TEST(Cli, DocsOutWritesTheFileOrNothing) {
   EXPECT_FALSE(std::filesystem::exists(missing.string() + ".tmp"));
 }
 
+TEST(Cli, CheckReportsErrorsAgainstTheToleranceAndRefusesInvalidBackends) {
+  auto r = runAttnsim("--json check --backend sglang:trtllm_mha --model gpt-oss-20b --kv-dtype fp8_e4m3 --hardware b200");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json j = json::parse(r.output);
+  EXPECT_TRUE(j["passed"].get<bool>());
+  EXPECT_LE(j["max_rel_err"].get<double>(), j["tolerance"].get<double>());
+  EXPECT_GT(j["max_abs_err"].get<double>(), 0.0);
+  EXPECT_EQ(j["layers"].size(), 2U);  // gpt-oss: sliding and full layer types
+  EXPECT_EQ(j["shape"]["heads"], 64);
+  EXPECT_NE(j["pipeline"].get<std::string>().find("fp8_e4m3 KV cache round trip"), std::string::npos);
+  r = runAttnsim("check --backend vllm:FLASHMLA --model deepseek-v3 --hardware a100-sxm-80g");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("FlashMLA Dense is only supported on Hopper devices."), std::string::npos) << r.output;
+  r = runAttnsim("check --backend vllm:FLASHMLA");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+}
+
 TEST(Cli, ListCommandsAnswer) {
   for (const char* what : {"hardware", "models", "backends", "kernels", "engines"}) {
     const auto r = runAttnsim(std::string("--json list ") + what);
