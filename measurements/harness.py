@@ -1,0 +1,322 @@
+#!/usr/bin/env python3
+"""attnsim GPU measurement harness.
+
+Measures, on the one GPU it runs on, every attention implementation PyTorch offers there (SDPA's
+flash, cuDNN, memory-efficient and math backends; FlexAttention compiled) for prefill, extend
+and decode over head dims, MHA and GQA, batches and context lengths; plus the device's copy
+bandwidth, GEMM throughput, kernel-launch cost, CUDA-graph capture and replay costs, and a
+synthetic decoder step eager versus graph replay. One CSV row per measurement.
+
+Timing: triton.testing.do_bench (CUDA events, L2 flushed before every run, warm-up first),
+median and 20th/80th percentiles of at least 20 runs. Usage:
+    python3 measurements/harness.py --out FILE.csv [--quick]
+"""
+import argparse
+import csv
+import datetime
+import math
+import platform
+import sys
+import time
+import traceback
+
+import torch
+import triton
+import triton.testing
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.nn.attention.bias import causal_lower_right
+
+COLUMNS = ["device", "date", "torch", "triton", "cuda", "kind", "impl", "phase", "batch", "q_len", "kv_len",
+           "heads", "kv_heads", "head_dim", "causal", "dtype", "median_us", "p20_us", "p80_us", "runs", "flops",
+           "bytes", "note"]
+
+SDPA_BACKENDS = {
+    "sdpa_flash": SDPBackend.FLASH_ATTENTION,
+    "sdpa_efficient": SDPBackend.EFFICIENT_ATTENTION,
+    "sdpa_cudnn": SDPBackend.CUDNN_ATTENTION,
+    "sdpa_math": SDPBackend.MATH,
+}
+
+
+class Recorder:
+    def __init__(self, path):
+        props = torch.cuda.get_device_properties(0)
+        self.common = {
+            "device": props.name,
+            "date": datetime.date.today().isoformat(),
+            "torch": torch.__version__,
+            "triton": triton.__version__,
+            "cuda": torch.version.cuda,
+        }
+        self.file = open(path, "w", newline="")
+        self.writer = csv.DictWriter(self.file, fieldnames=COLUMNS)
+        self.writer.writeheader()
+        self.count = 0
+
+    def add(self, **row):
+        full = dict(self.common)
+        full.update(row)
+        for c in COLUMNS:
+            full.setdefault(c, "")
+        self.writer.writerow(full)
+        self.file.flush()
+        self.count += 1
+
+
+def timed(fn):
+    """Median, p20, p80 in microseconds and the number of timed runs (at least 20)."""
+    fn()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    fn()
+    torch.cuda.synchronize()
+    estimate_ms = max((time.perf_counter() - start) * 1e3, 1e-3)
+    rep_ms = max(100.0, 25 * estimate_ms)
+    med, p20, p80 = triton.testing.do_bench(fn, warmup=max(25.0, 3 * estimate_ms), rep=rep_ms,
+                                            quantiles=[0.5, 0.2, 0.8])
+    runs = max(20, int(rep_ms / estimate_ms))
+    return med * 1e3, p20 * 1e3, p80 * 1e3, runs
+
+
+def attention_work(batch, q_len, kv_len, heads, kv_heads, head_dim, phase):
+    """Exact FLOPs and the bytes each input is read and each output written once (bf16)."""
+    if phase == "prefill":
+        attended = q_len * (q_len + 1) / 2
+    elif phase == "extend":
+        prefix = kv_len - q_len
+        attended = q_len * prefix + q_len * (q_len + 1) / 2
+    else:
+        attended = q_len * kv_len
+    flops = 2.0 * batch * heads * attended * 2 * head_dim
+    elems = batch * (2 * q_len * heads * head_dim + 2 * kv_len * kv_heads * head_dim)
+    return flops, 2.0 * elems
+
+
+def make_qkv(batch, q_len, kv_len, heads, kv_heads, head_dim):
+    q = torch.randn(batch, heads, q_len, head_dim, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(batch, kv_heads, kv_len, head_dim, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn(batch, kv_heads, kv_len, head_dim, device="cuda", dtype=torch.bfloat16)
+    return q, k, v
+
+
+def sdpa_call(backend, q, k, v, phase):
+    gqa = q.shape[1] != k.shape[1]
+    if phase == "prefill":
+        kwargs = {"is_causal": True}
+    elif phase == "extend":
+        kwargs = {"attn_mask": causal_lower_right(q.shape[2], k.shape[2])}
+    else:
+        kwargs = {}
+
+    def run():
+        with sdpa_kernel(backend):
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=gqa, **kwargs)
+
+    return run
+
+
+def measure_attention(rec, quick):
+    shapes = []
+    head_dims = [64, 128, 256]
+    groups = [(32, 32), (32, 8)]
+    decode_batches = [1, 8, 32] if not quick else [1, 32]
+    contexts = [512, 2048, 8192, 32768] if not quick else [2048, 8192]
+    for d in head_dims:
+        for heads, kv_heads in groups:
+            for b in decode_batches:
+                for ctx in contexts:
+                    shapes.append(("decode", b, 1, ctx, heads, kv_heads, d))
+            for b in ([1, 4] if not quick else [1]):
+                for L in ([512, 1024, 2048, 4096, 8192] if not quick else [1024, 4096]):
+                    shapes.append(("prefill", b, L, L, heads, kv_heads, d))
+            for ctx in ([2048, 8192] if not quick else [4096]):
+                shapes.append(("extend", 1, 512, ctx, heads, kv_heads, d))
+    for phase, b, q_len, kv_len, heads, kv_heads, d in shapes:
+        kv_bytes = 2 * 2 * b * kv_len * kv_heads * d
+        if kv_bytes > 16e9:
+            continue
+        q, k, v = make_qkv(b, q_len, kv_len, heads, kv_heads, d)
+        flops, nbytes = attention_work(b, q_len, kv_len, heads, kv_heads, d, phase)
+        for impl, backend in SDPA_BACKENDS.items():
+            if impl == "sdpa_math" and (q_len * kv_len * heads * b > 2 ** 31 or q_len > 4096):
+                continue  # the full score matrix would not fit or take minutes
+            fn = sdpa_call(backend, q, k, v, phase)
+            try:
+                fn()
+                torch.cuda.synchronize()
+            except Exception as e:  # the backend does not take this shape
+                print(f"skip {impl} {phase} b{b} q{q_len} kv{kv_len} h{heads}/{kv_heads} d{d}: {type(e).__name__}",
+                      file=sys.stderr)
+                continue
+            med, p20, p80, runs = timed(fn)
+            rec.add(kind="attention", impl=impl, phase=phase, batch=b, q_len=q_len, kv_len=kv_len, heads=heads,
+                    kv_heads=kv_heads, head_dim=d, causal=int(phase != "decode"), dtype="bf16", median_us=f"{med:.3f}",
+                    p20_us=f"{p20:.3f}", p80_us=f"{p80:.3f}", runs=runs, flops=f"{flops:.6g}", bytes=f"{nbytes:.6g}")
+        del q, k, v
+        torch.cuda.empty_cache()
+
+
+def measure_flex(rec, quick):
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    compiled = torch.compile(flex_attention, dynamic=False)
+    cases = [("prefill", 1, L, L) for L in ([1024, 4096] if quick else [1024, 2048, 4096, 8192])]
+    cases += [("decode", b, 1, ctx) for b in ([8] if quick else [1, 8, 32]) for ctx in ([4096] if quick else [2048, 8192])]
+    for phase, b, q_len, kv_len in cases:
+        for heads, kv_heads in [(32, 32), (32, 8)]:
+            d = 128
+            q, k, v = make_qkv(b, q_len, kv_len, heads, kv_heads, d)
+            offset = kv_len - q_len
+
+            def causal(bi, h, qi, ki):
+                return qi + offset >= ki
+
+            mask = create_block_mask(causal, None, None, q_len, kv_len, device="cuda")
+            fn = lambda: compiled(q, k, v, block_mask=mask, enable_gqa=heads != kv_heads)
+            try:
+                fn()
+                torch.cuda.synchronize()
+            except Exception as e:
+                print(f"skip flex {phase} b{b} q{q_len}: {type(e).__name__}: {e}", file=sys.stderr)
+                continue
+            flops, nbytes = attention_work(b, q_len, kv_len, heads, kv_heads, d, phase)
+            med, p20, p80, runs = timed(fn)
+            rec.add(kind="attention", impl="flex", phase=phase, batch=b, q_len=q_len, kv_len=kv_len, heads=heads,
+                    kv_heads=kv_heads, head_dim=d, causal=1, dtype="bf16", median_us=f"{med:.3f}", p20_us=f"{p20:.3f}",
+                    p80_us=f"{p80:.3f}", runs=runs, flops=f"{flops:.6g}", bytes=f"{nbytes:.6g}")
+
+
+def measure_device(rec):
+    # Copy bandwidth: bytes read plus bytes written.
+    for mib in [64, 1024]:
+        src = torch.empty(mib * 2 ** 20 // 2, dtype=torch.bfloat16, device="cuda").normal_()
+        dst = torch.empty_like(src)
+        med, p20, p80, runs = timed(lambda: dst.copy_(src))
+        rec.add(kind="copy", impl="copy", batch=1, q_len=mib, median_us=f"{med:.3f}", p20_us=f"{p20:.3f}",
+                p80_us=f"{p80:.3f}", runs=runs, bytes=2 * src.numel() * 2, dtype="bf16", note="q_len = MiB copied")
+    # GEMM: square and the skinny shapes of decode.
+    for m, n, kdim in [(8192, 8192, 8192), (4096, 4096, 4096), (1, 4096, 4096), (16, 4096, 4096), (64, 4096, 4096),
+                       (256, 4096, 4096), (1024, 14336, 4096), (1, 14336, 4096)]:
+        a = torch.randn(m, kdim, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(kdim, n, device="cuda", dtype=torch.bfloat16)
+        med, p20, p80, runs = timed(lambda: a @ w)
+        rec.add(kind="gemm", impl="torch_matmul", batch=m, q_len=n, kv_len=kdim, dtype="bf16", median_us=f"{med:.3f}",
+                p20_us=f"{p20:.3f}", p80_us=f"{p80:.3f}", runs=runs, flops=2.0 * m * n * kdim,
+                bytes=2.0 * (m * kdim + kdim * n + m * n), note="batch=M q_len=N kv_len=K")
+    # Launch cost: back-to-back tiny kernels issued from the CPU, and the same work as one graph.
+    x = torch.zeros(1, device="cuda")
+    for n in [100, 1000]:
+        for _ in range(3):
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            for _ in range(n):
+                x.add_(1.0)
+            torch.cuda.synchronize()
+        eager_us = (time.perf_counter() - start) * 1e6
+        rec.add(kind="launch", impl="eager", batch=n, median_us=f"{eager_us:.3f}", runs=3,
+                note="batch = kernels launched back to back; median_us = their total wall time")
+        graph = torch.cuda.CUDAGraph()
+        stream = torch.cuda.Stream()
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        with torch.cuda.graph(graph, stream=stream):
+            for _ in range(n):
+                x.add_(1.0)
+        torch.cuda.synchronize()
+        capture_us = (time.perf_counter() - start) * 1e6
+        rec.add(kind="graph_capture", impl="cuda_graph", batch=n, median_us=f"{capture_us:.3f}", runs=1,
+                note="batch = nodes; median_us = capture wall time")
+        med, p20, p80, runs = timed(graph.replay)
+        rec.add(kind="graph_replay", impl="cuda_graph", batch=n, median_us=f"{med:.3f}", p20_us=f"{p20:.3f}",
+                p80_us=f"{p80:.3f}", runs=runs, note="batch = nodes; device time of one replay")
+        torch.cuda.synchronize()
+        reps = 50
+        start = time.perf_counter()
+        for _ in range(reps):
+            graph.replay()
+        torch.cuda.synchronize()
+        rec.add(kind="graph_launch", impl="cuda_graph", batch=n, median_us=f"{(time.perf_counter() - start) * 1e6 / reps:.3f}",
+                runs=reps, note="batch = nodes; wall time per replay issued back to back")
+
+
+def measure_step(rec, quick):
+    """A synthetic decoder (8 layers: norm, QKV, SDPA decode, O, norm, MLP) eager vs graph replay."""
+    hidden, heads, kv_heads, d, inter, layers = 2048, 16, 4, 128, 5632, 8
+    ctx = 2048
+    weights = []
+    for _ in range(layers):
+        weights.append({
+            "qkv": torch.randn(hidden, (heads + 2 * kv_heads) * d, device="cuda", dtype=torch.bfloat16) * 0.02,
+            "o": torch.randn(heads * d, hidden, device="cuda", dtype=torch.bfloat16) * 0.02,
+            "up": torch.randn(hidden, 2 * inter, device="cuda", dtype=torch.bfloat16) * 0.02,
+            "down": torch.randn(inter, hidden, device="cuda", dtype=torch.bfloat16) * 0.02,
+        })
+    for b in ([1, 8, 32] if quick else [1, 2, 4, 8, 16, 32, 64]):
+        x = torch.randn(b, hidden, device="cuda", dtype=torch.bfloat16)
+        caches = [(torch.randn(b, kv_heads, ctx, d, device="cuda", dtype=torch.bfloat16),
+                   torch.randn(b, kv_heads, ctx, d, device="cuda", dtype=torch.bfloat16)) for _ in range(layers)]
+
+        def step():
+            h = x
+            for w, (kc, vc) in zip(weights, caches):
+                n = torch.nn.functional.rms_norm(h, (hidden,))
+                qkv = n @ w["qkv"]
+                q = qkv[:, : heads * d].view(b, heads, 1, d)
+                a = torch.nn.functional.scaled_dot_product_attention(q, kc, vc, enable_gqa=True)
+                h = h + a.reshape(b, heads * d) @ w["o"]
+                n = torch.nn.functional.rms_norm(h, (hidden,))
+                gate, up = (n @ w["up"]).chunk(2, dim=-1)
+                h = h + (torch.nn.functional.silu(gate) * up) @ w["down"]
+            return h
+
+        step()
+        torch.cuda.synchronize()
+        reps = 30
+        start = time.perf_counter()
+        for _ in range(reps):
+            step()
+        torch.cuda.synchronize()
+        eager = (time.perf_counter() - start) * 1e6 / reps
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            step()
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(reps):
+            graph.replay()
+        torch.cuda.synchronize()
+        replay = (time.perf_counter() - start) * 1e6 / reps
+        note = f"synthetic decoder: {layers} layers, hidden {hidden}, heads {heads}/{kv_heads}, d {d}, mlp {inter}, context {ctx}"
+        rec.add(kind="step", impl="eager", batch=b, kv_len=ctx, heads=heads, kv_heads=kv_heads, head_dim=d,
+                median_us=f"{eager:.3f}", runs=reps, note=note)
+        rec.add(kind="step", impl="cuda_graph", batch=b, kv_len=ctx, heads=heads, kv_heads=kv_heads, head_dim=d,
+                median_us=f"{replay:.3f}", runs=reps, note=note)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--quick", action="store_true", help="a small subset (for a smoke run)")
+    parser.add_argument("--skip", default="", help="comma list of: attention, flex, device, step")
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    rec = Recorder(args.out)
+    skip = set(filter(None, args.skip.split(",")))
+    props = torch.cuda.get_device_properties(0)
+    print(f"{props.name}: {props.multi_processor_count} SMs, torch {torch.__version__}, triton {triton.__version__}, "
+          f"CUDA {torch.version.cuda}, python {platform.python_version()}", flush=True)
+    for name, fn in [("device", lambda: measure_device(rec)), ("attention", lambda: measure_attention(rec, args.quick)),
+                     ("step", lambda: measure_step(rec, args.quick)), ("flex", lambda: measure_flex(rec, args.quick))]:
+        if name in skip:
+            continue
+        start = time.perf_counter()
+        before = rec.count
+        try:
+            fn()
+        except Exception:  # keep what was measured; the other sections still run
+            traceback.print_exc()
+        print(f"{name}: {rec.count - before} rows in {time.perf_counter() - start:.0f} s", flush=True)
+    print(f"wrote {rec.count} rows to {args.out}")
+
+
+if __name__ == "__main__":
+    main()
