@@ -73,6 +73,7 @@ KernelFamily parseKernelFamily(const YamlReader& r) {
   k.gqa_packing = r.get<bool>("gqa_packing");
   k.kv_dtypes = r.getListOf("kv_dtypes", kKvFormats);
   parsePerformance(r.map("performance"), k);
+  k.measured_as = r.get<std::vector<std::string>>("measured_as", {});
   r.finish();
   return k;
 }

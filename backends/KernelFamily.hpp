@@ -35,6 +35,7 @@ struct KernelFamily {
   bool gqa_packing = false;            // query heads of one KV head share one KV read
   std::vector<std::string> kv_dtypes;  // KV-cache element formats the kernel reads
   std::string math = "tensor";         // tensor (MMA units) or vector (CUDA cores / SIMD)
+  std::vector<std::string> measured_as;  // implementation names in measurement files that run this family
   int ctas_per_sm = 1;                 // resident work units per SM / CU
   int max_splits = 32;                 // split-KV cap (vLLM caps FA3 at 32 for CUDA graphs)
   KernelEfficiency efficiency;         // default

@@ -63,5 +63,8 @@ const char* stageOf(Phase p);
 EngineRun runEngine(const Catalog& c, const HardwareProfile& hw, const ModelSpec& m, const Engine& e,
                     const ServingOptions& options, const std::optional<std::string>& backend, Phase phase);
 Runner addCheckCommand(CLI::App& app, const GlobalOptions& global);
+Runner addMeasurementsCommand(CLI::App& app, const GlobalOptions& global);
+Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global);
+Runner addReportCommand(CLI::App& app, const GlobalOptions& global);
 
 }  // namespace attnsim::cli

@@ -29,6 +29,9 @@ int main(int argc, char** argv) {
   add("rank", "rank every valid backend of one or all engines by predicted step time", cli::addRankCommand);
   add("check", "run a backend's attention algorithm on real numbers against the golden attention",
       cli::addCheckCommand);
+  add("measurements", "import GPU measurements into a study database", cli::addMeasurementsCommand);
+  add("calibrate", "fit kernel-family efficiencies to imported measurements", cli::addCalibrateCommand);
+  add("report", "write a report from a study database (validation)", cli::addReportCommand);
 
   try {
     app.parse(argc, argv);

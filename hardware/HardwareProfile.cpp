@@ -75,6 +75,7 @@ HardwareProfile parseHardwareProfile(const YamlReader& r) {
   h.source = r.get<std::string>("source");
   h.confidence = r.getOneOf("confidence", kGrades);
   h.notes = r.get<std::string>("notes", "");
+  h.device_names = r.get<std::vector<std::string>>("device_names", {});
   r.finish();
   return h;
 }

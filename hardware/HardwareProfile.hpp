@@ -1,9 +1,11 @@
 #pragma once
 // One accelerator (or CPU socket) as the cost model and the selectors see it.
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "backends/KernelFamily.hpp"
 #include "core/YamlReader.hpp"
 
 namespace attnsim {
@@ -46,6 +48,10 @@ struct HardwareProfile {
   std::string source;
   std::string confidence;  // A primary, B primary via transcription, C secondary/estimated
   std::string notes;
+  std::vector<std::string> device_names;  // names the device reports (torch, nvidia-smi), for imported measurements
+  // Kernel-family efficiencies fitted to this device's measurements (hardware/calibrations/<id>.yaml),
+  // per phase class: they take precedence over the family's defaults.
+  std::map<std::string, KernelEfficiency, std::less<>> calibrated_prefill, calibrated_decode;
 
   [[nodiscard]] int ccMajor() const { return compute_capability ? static_cast<int>(*compute_capability) : 0; }
   [[nodiscard]] bool hasFeature(const std::string& f) const;

@@ -244,7 +244,11 @@ AttentionCost predictAttention(const AttentionShape& shape, const KernelModel& k
                     device.bytes_per_us * kernel.memory_efficiency / slots, slots};
   const int group = shape.groupSize();
   const double miss = t.kv_read > 0 ? std::clamp(1.0 - device.l2_bytes / t.kv_read, 0.0, 1.0) : 0.0;
-  const double reread = kernel.gqa_packing ? 1.0 : 1.0 + (group - 1) * miss;
+  // A kernel that does not pack GQA heads re-reads KV per query head, less what L2 keeps; an unfused
+  // path materializes K and V expanded to every query head (written, then read).
+  const double reread = kernel.gqa_packing ? 1.0
+                        : kernel.unfused   ? 1.0 + 2.0 * (group > 1 ? group : 0)
+                                           : 1.0 + (group - 1) * miss;
   const double sinks = shape.sinks ? shape.num_heads * 4.0 : 0.0;
   const double base_bytes = t.q_bytes + t.o_bytes + t.kv_read * reread + t.page_tables + t.scores + sinks;
 
@@ -347,7 +351,7 @@ AttentionShape resolveShape(const AttentionLayerSpec& layer, const KernelFamily&
   return s;
 }
 
-KernelModel resolveKernel(const KernelFamily& kernel, const HardwareProfile& hw) {
+KernelModel resolveKernel(const KernelFamily& kernel, const HardwareProfile& hw, bool decode) {
   KernelModel k;
   k.family = &kernel;
   k.tile_q = kernel.tile_q > 0 ? kernel.tile_q : 64;
@@ -360,7 +364,9 @@ KernelModel resolveKernel(const KernelFamily& kernel, const HardwareProfile& hw)
   k.tensor_math = kernel.math == "tensor";
   k.ctas_per_sm = kernel.ctas_per_sm;
   k.max_splits = kernel.max_splits;
-  const KernelEfficiency& e = kernel.efficiencyFor(hw.architecture);
+  const auto& calibrated = decode ? hw.calibrated_decode : hw.calibrated_prefill;
+  const auto found = calibrated.find(kernel.id);
+  const KernelEfficiency& e = found != calibrated.end() ? found->second : kernel.efficiencyFor(hw.architecture);
   k.compute_efficiency = e.compute_efficiency;
   k.memory_efficiency = e.memory_efficiency;
   k.fixed_us = e.fixed_us;

@@ -94,7 +94,9 @@ AttentionCost predictAttention(const AttentionShape& shape, const KernelModel& k
 // Resolution from the catalog (done once per scenario, outside the hot path).
 AttentionShape resolveShape(const AttentionLayerSpec& layer, const KernelFamily& kernel, Phase phase,
                             const std::string& kv_dtype, const std::string& dtype, int tp);
-KernelModel resolveKernel(const KernelFamily& kernel, const HardwareProfile& hw);
+// The family's parameters on a device: the device's calibration for the phase class when it has
+// one, else the family's figure for the architecture, else its default.
+KernelModel resolveKernel(const KernelFamily& kernel, const HardwareProfile& hw, bool decode = false);
 DeviceModel resolveDevice(const HardwareProfile& hw, const std::string& dtype);
 double kvElementBytes(const std::string& kv_dtype, const std::string& dtype);
 

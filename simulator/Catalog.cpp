@@ -117,6 +117,44 @@ void crossCheck(const Catalog& c, const CatalogSource& source) {
   }
 }
 
+KernelEfficiency parseCalibration(const YamlReader& r, const std::string& source) {
+  KernelEfficiency e;
+  e.compute_efficiency = r.getNumber("compute_efficiency", 0.01, 1.0);
+  e.memory_efficiency = r.getNumber("memory_efficiency", 0.01, 1.0);
+  e.fixed_us = r.getNumber("fixed_us", 0, 1e6);
+  const auto points = r.getInt("points", 1, 1 << 30);
+  const double mape = r.getNumber("fit_mape", 0, 100);
+  e.source = fmt::format("calibrated on {} points (fit MAPE {:.1f}%): {}", points, 100 * mape, source);
+  r.finish();
+  return e;
+}
+
+// hardware/calibrations/<hardware>.yaml: fitted efficiencies per kernel family and phase class.
+void loadCalibrations(const CatalogSource& source, std::vector<HardwareProfile>& hardware,
+                      const std::vector<KernelFamily>& kernels) {
+  for (const auto* f : source.filesUnder("hardware/calibrations/")) {
+    const YamlReader r = YamlReader::parseDocument(f->content, f->display);
+    const std::string id = r.get<std::string>("hardware");
+    auto hw = std::find_if(hardware.begin(), hardware.end(), [&](const HardwareProfile& h) { return h.id == id; });
+    if (hw == hardware.end()) r.fail("hardware", "no hardware profile '" + id + "'");
+    if (id != stem(f->path)) r.fail("hardware", fmt::format("'{}' must match the file name '{}'", id, stem(f->path)));
+    const std::string origin = r.get<std::string>("source");
+    (void)r.get<std::string>("created");
+    const YamlReader families = r.map("kernels");
+    for (const auto& name : families.keysOf()) {
+      if (std::none_of(kernels.begin(), kernels.end(), [&](const KernelFamily& k) { return k.id == name; })) {
+        families.fail(name, "no kernel family '" + name + "'");
+      }
+      const YamlReader phases = families.map(name);
+      if (auto p = phases.findMap("prefill")) hw->calibrated_prefill[name] = parseCalibration(*p, origin);
+      if (auto d = phases.findMap("decode")) hw->calibrated_decode[name] = parseCalibration(*d, origin);
+      phases.finish();
+    }
+    families.finish();
+    r.finish();
+  }
+}
+
 }  // namespace
 
 std::vector<const Backend*> findBackends(const Engine& engine, std::string_view name) {
@@ -167,6 +205,7 @@ Catalog Catalog::load(const CatalogSource& source) {
   c.hardware_ = loadAll<HardwareProfile>(source, "hardware/profiles/", parseHardwareProfile);
   c.models_ = loadAll<ModelSpec>(source, "model/configs/", parseModelSpec);
   c.kernels_ = loadAll<KernelFamily>(source, "backends/kernels/", parseKernelFamily);
+  loadCalibrations(source, c.hardware_, c.kernels_);
   std::set<std::string> engine_folders;
   for (const auto& f : source.files()) {
     const std::filesystem::path p(f.path);

@@ -26,7 +26,7 @@ Predictor::Predictor(const Catalog& catalog, PredictionInput input)
   if (!input_.decode_kernel) input_.decode_kernel = input_.prefill_kernel;
   device_ = resolveDevice(hw, input_.model_dtype);
   prefill_model_ = resolveKernel(*input_.prefill_kernel, hw);
-  decode_model_ = resolveKernel(*input_.decode_kernel, hw);
+  decode_model_ = resolveKernel(*input_.decode_kernel, hw, true);
   layer_types_ = model.layerCounts();
   for (const auto& [layer, count] : layer_types_) {
     prefill_shapes_.push_back(
@@ -116,7 +116,7 @@ Prediction Predictor::predict(const Workload& workload) const {
   const StepGraph& graph = decode ? decode_graph_ : prefill_graph_;
   const KernelFamily& kernel = decode ? *input_.decode_kernel : *input_.prefill_kernel;
   StepCosts costs;
-  costs.host_plan_us = kernel.efficiencyFor(input_.hardware->architecture).host_plan_us;
+  costs.host_plan_us = kernel.efficiencyFor(input_.hardware->architecture).host_plan_us;  // not calibrated yet
   auto fillAttention = [&costs](const std::vector<LayerAttention>& layers) {
     costs.attention_us.assign(layers.size(), 0);
     costs.attention_launches.assign(layers.size(), 1);

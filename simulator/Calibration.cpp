@@ -1,0 +1,136 @@
+#include "simulator/Calibration.hpp"
+
+#include <Eigen/Dense>
+
+#include <algorithm>
+#include <cmath>
+
+#include "backends/KernelFamily.hpp"
+#include "simulator/Catalog.hpp"
+
+namespace attnsim {
+
+namespace {
+
+constexpr double kMinEfficiency = 0.01;
+constexpr double kMaxEfficiency = 1.0;
+constexpr double kMinFixed = 0.1;
+constexpr double kMaxFixed = 20000.0;
+
+FitParams fromLog(const Eigen::Vector3d& theta) {
+  return {std::clamp(std::exp(theta(0)), kMinEfficiency, kMaxEfficiency),
+          std::clamp(std::exp(theta(1)), kMinEfficiency, kMaxEfficiency), std::clamp(std::exp(theta(2)), kMinFixed, kMaxFixed)};
+}
+
+Eigen::Vector3d toLog(const FitParams& p) {
+  return {std::log(p.compute_efficiency), std::log(p.memory_efficiency), std::log(p.fixed_us)};
+}
+
+Eigen::VectorXd residuals(const std::vector<FitPoint>& points, const KernelModel& base, const DeviceModel& device,
+                          const FitParams& params) {
+  Eigen::VectorXd r(static_cast<Eigen::Index>(points.size()));
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    r(static_cast<Eigen::Index>(i)) = std::log(predictPoint(points[i], base, device, params) / points[i].measured_us);
+  }
+  return r;
+}
+
+}  // namespace
+
+double predictPoint(const FitPoint& p, const KernelModel& base, const DeviceModel& device, const FitParams& params) {
+  KernelModel k = base;
+  k.compute_efficiency = params.compute_efficiency;
+  k.memory_efficiency = params.memory_efficiency;
+  k.fixed_us = params.fixed_us;
+  return predictAttention(p.shape, k, device, p.phase, std::span(&p.group, 1), 1).time_us;
+}
+
+FitResult fitKernel(const std::vector<FitPoint>& points, const KernelModel& base, const DeviceModel& device,
+                    FitParams start) {
+  FitResult result;
+  result.points = static_cast<int>(points.size());
+  Eigen::Vector3d theta = toLog(start);
+  Eigen::VectorXd r = residuals(points, base, device, fromLog(theta));
+  double cost = r.squaredNorm();
+  double lambda = 1e-3;
+  for (int it = 0; it < 100; ++it) {
+    result.iterations = it + 1;
+    // Forward-difference Jacobian in log-parameter space.
+    Eigen::MatrixXd J(r.size(), 3);
+    for (int j = 0; j < 3; ++j) {
+      Eigen::Vector3d t = theta;
+      const double h = 1e-5;
+      t(j) += h;
+      J.col(j) = (residuals(points, base, device, fromLog(t)) - r) / h;
+    }
+    const Eigen::Matrix3d JtJ = J.transpose() * J;
+    const Eigen::Vector3d g = J.transpose() * r;
+    bool improved = false;
+    for (int tries = 0; tries < 12 && !improved; ++tries) {
+      Eigen::Matrix3d A = JtJ;
+      A.diagonal() += lambda * (JtJ.diagonal().array() + 1e-12).matrix();
+      const Eigen::Vector3d step = A.ldlt().solve(-g);
+      Eigen::Vector3d candidate = theta + step;
+      candidate = toLog(fromLog(candidate));  // respect the bounds
+      const Eigen::VectorXd rc = residuals(points, base, device, fromLog(candidate));
+      const double c = rc.squaredNorm();
+      if (c < cost) {
+        const double gain = cost - c;
+        theta = candidate;
+        r = rc;
+        cost = c;
+        lambda = std::max(lambda / 3, 1e-9);
+        improved = true;
+        if (gain < 1e-14 * (1 + cost)) it = 1000;  // converged
+      } else {
+        lambda *= 4;
+      }
+    }
+    if (!improved) break;
+  }
+  result.params = fromLog(theta);
+  result.mape = meanAbsolutePercentageError(points, base, device, result.params);
+  return result;
+}
+
+double meanAbsolutePercentageError(const std::vector<FitPoint>& points, const KernelModel& base,
+                                   const DeviceModel& device, const FitParams& params) {
+  if (points.empty()) return 0;
+  double sum = 0;
+  for (const auto& p : points) sum += std::fabs(predictPoint(p, base, device, params) - p.measured_us) / p.measured_us;
+  return sum / static_cast<double>(points.size());
+}
+
+FitPoint fitPointFrom(const MeasurementRow& row) {
+  FitPoint p;
+  p.row = &row;
+  p.measured_us = row.median_us;
+  p.phase = row.phase == "prefill" ? Phase::Prefill : row.phase == "extend" ? Phase::Extend
+                                                    : row.phase == "verify" ? Phase::Verify : Phase::Decode;
+  p.shape.num_heads = static_cast<int>(row.heads);
+  p.shape.num_kv_heads = static_cast<int>(row.kv_heads);
+  p.shape.d_qk = static_cast<int>(row.head_dim);
+  p.shape.d_v = static_cast<int>(row.head_dim);
+  p.shape.kv_token_width = 2 * p.shape.d_qk;
+  p.shape.causal = true;  // decode rows see every key, as a causal last row does
+  p.shape.act_bytes = row.dtype == "fp32" ? 4 : 2;
+  p.shape.kv_elem_bytes = p.shape.act_bytes;
+  p.group = {row.batch, row.q_len, row.kv_len, 1};
+  return p;
+}
+
+KernelModel measuredKernelModel(const Catalog& catalog, const std::string& kernel, const std::string& hardware,
+                                bool decode) {
+  KernelModel k = resolveKernel(catalog.kernel(kernel), catalog.hardware(hardware), decode);
+  k.paged_native = false;  // measured on contiguous K and V
+  k.paged_emulated = false;
+  return k;
+}
+
+bool decodeLike(const MeasurementRow& row) { return row.phase == "decode" || row.phase == "verify"; }
+
+bool isHeldOut(const MeasurementRow& row, const std::vector<std::int64_t>& holdout_contexts) {
+  return std::find(holdout_contexts.begin(), holdout_contexts.end(), row.kv_len) != holdout_contexts.end();
+}
+
+}  // namespace attnsim

@@ -1,0 +1,54 @@
+#pragma once
+// Fits a kernel family's efficiency parameters (compute and memory efficiency, fixed time) on one
+// device to measured attention calls: Levenberg-Marquardt on the log of predicted over measured
+// time, the normal equations solved with Eigen.
+#include <string>
+#include <vector>
+
+#include "simulator/AttentionCost.hpp"
+#include "simulator/Store.hpp"
+
+namespace attnsim {
+
+class Catalog;
+
+struct FitParams {
+  double compute_efficiency = 0.5;
+  double memory_efficiency = 0.75;
+  double fixed_us = 3.0;
+};
+
+struct FitPoint {
+  AttentionShape shape;
+  Phase phase = Phase::Decode;
+  RequestGroup group;
+  double measured_us = 0;
+  const MeasurementRow* row = nullptr;
+};
+
+struct FitResult {
+  FitParams params;
+  int points = 0;
+  int iterations = 0;
+  double mape = 0;  // on the points fitted
+};
+
+// The model's time for a measured point with the given parameters (contiguous KV, as measured).
+double predictPoint(const FitPoint& p, const KernelModel& base, const DeviceModel& device, const FitParams& params);
+FitResult fitKernel(const std::vector<FitPoint>& points, const KernelModel& base, const DeviceModel& device,
+                    FitParams start);
+double meanAbsolutePercentageError(const std::vector<FitPoint>& points, const KernelModel& base,
+                                   const DeviceModel& device, const FitParams& params);
+
+// A measured attention row as a point of the model.
+FitPoint fitPointFrom(const MeasurementRow& row);
+// The kernel model used to predict measured (contiguous, unpaged) calls of a family on a device.
+KernelModel measuredKernelModel(const Catalog& catalog, const std::string& kernel, const std::string& hardware,
+                                bool decode);
+// Decode and verify run a family's decode kernel; prefill and extend its prefill kernel.
+bool decodeLike(const MeasurementRow& row);
+
+// The held-out rule: rows whose context length is in `holdout` are test points.
+bool isHeldOut(const MeasurementRow& row, const std::vector<std::int64_t>& holdout_contexts);
+
+}  // namespace attnsim

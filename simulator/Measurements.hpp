@@ -1,0 +1,22 @@
+#pragma once
+// Reading the measurement harness's CSV: every row is validated (line, column, what is wrong)
+// and mapped to the catalog (device name -> hardware profile, implementation -> kernel family)
+// before anything is stored.
+#include <string>
+#include <vector>
+
+#include "simulator/Store.hpp"
+
+namespace attnsim {
+
+class Catalog;
+
+// Parses and validates a whole file. Throws InputError listing the bad rows (up to 20) when any is bad.
+std::vector<MeasurementRow> readMeasurementCsv(const std::string& path, const Catalog& catalog);
+std::vector<MeasurementRow> parseMeasurementCsv(const std::string& text, const std::string& source,
+                                                const Catalog& catalog);
+
+// Splits one CSV record (RFC 4180 quoting).
+std::vector<std::string> splitCsvLine(const std::string& line);
+
+}  // namespace attnsim

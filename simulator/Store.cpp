@@ -1,0 +1,183 @@
+#include "simulator/Store.hpp"
+
+#include <fmt/format.h>
+
+#include "core/Error.hpp"
+
+namespace attnsim {
+
+namespace {
+
+constexpr int kSchemaVersion = 1;
+
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) {
+      throw InputError(fmt::format("SQLite: {}", sqlite3_errmsg(db)));
+    }
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  void bind(int i, const std::string& v) { sqlite3_bind_text(stmt_, i, v.c_str(), -1, SQLITE_TRANSIENT); }
+  void bind(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
+  void bind(int i, std::int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  bool step() {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc != SQLITE_DONE) throw InputError(fmt::format("SQLite: {}", sqlite3_errmsg(db_)));
+    return false;
+  }
+  void reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  [[nodiscard]] std::string text(int i) const {
+    const auto* t = sqlite3_column_text(stmt_, i);
+    return t ? reinterpret_cast<const char*>(t) : "";
+  }
+  [[nodiscard]] double real(int i) const { return sqlite3_column_double(stmt_, i); }
+  [[nodiscard]] std::int64_t integer(int i) const { return sqlite3_column_int64(stmt_, i); }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+}  // namespace
+
+Store::Store(const std::string& path) : path_(path) {
+  if (sqlite3_open(path.c_str(), &db_) != SQLITE_OK) {
+    const std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    throw UsageError(fmt::format("--db {}: cannot open: {}", path, msg));
+  }
+  exec("PRAGMA journal_mode=WAL;");
+  exec(R"(CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+          CREATE TABLE IF NOT EXISTS measurements (
+            id INTEGER PRIMARY KEY, source TEXT, line INTEGER, device TEXT, hardware TEXT, date TEXT, torch TEXT,
+            triton TEXT, cuda TEXT, kind TEXT, impl TEXT, kernel TEXT, phase TEXT, batch INTEGER, q_len INTEGER,
+            kv_len INTEGER, heads INTEGER, kv_heads INTEGER, head_dim INTEGER, causal INTEGER, dtype TEXT,
+            median_us REAL, p20_us REAL, p80_us REAL, runs INTEGER, flops REAL, bytes REAL, note TEXT,
+            UNIQUE (source, line));
+          CREATE TABLE IF NOT EXISTS calibrations (
+            id INTEGER PRIMARY KEY, hardware TEXT, kernel TEXT, phase TEXT, compute_efficiency REAL, memory_efficiency REAL,
+            fixed_us REAL, points INTEGER, fit_mape REAL, source TEXT, created TEXT, catalog_hash TEXT);)");
+  exec(fmt::format("INSERT OR IGNORE INTO meta VALUES ('schema_version', '{}');", kSchemaVersion).c_str());
+}
+
+Store::~Store() { sqlite3_close(db_); }
+
+void Store::exec(const char* sql) const {
+  char* error = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &error) != SQLITE_OK) {
+    const std::string msg = error ? error : "unknown error";
+    sqlite3_free(error);
+    throw InputError(fmt::format("SQLite ({}): {}", path_, msg));
+  }
+}
+
+void Store::insertMeasurements(const std::vector<MeasurementRow>& rows) {
+  exec("BEGIN IMMEDIATE;");
+  try {
+    Statement s(db_, R"(INSERT OR REPLACE INTO measurements (source, line, device, hardware, date, torch, triton, cuda,
+        kind, impl, kernel, phase, batch, q_len, kv_len, heads, kv_heads, head_dim, causal, dtype, median_us, p20_us,
+        p80_us, runs, flops, bytes, note) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?))");
+    for (const auto& r : rows) {
+      int i = 1;
+      s.bind(i++, r.source);
+      s.bind(i++, static_cast<std::int64_t>(r.line));
+      for (const auto* t : {&r.device, &r.hardware, &r.date, &r.torch, &r.triton, &r.cuda, &r.kind, &r.impl, &r.kernel,
+                            &r.phase}) {
+        s.bind(i++, *t);
+      }
+      for (const auto v : {r.batch, r.q_len, r.kv_len, r.heads, r.kv_heads, r.head_dim}) s.bind(i++, v);
+      s.bind(i++, static_cast<std::int64_t>(r.causal));
+      s.bind(i++, r.dtype);
+      for (const auto v : {r.median_us, r.p20_us, r.p80_us}) s.bind(i++, v);
+      s.bind(i++, r.runs);
+      s.bind(i++, r.flops);
+      s.bind(i++, r.bytes);
+      s.bind(i++, r.note);
+      s.step();
+      s.reset();
+    }
+    exec("COMMIT;");
+  } catch (...) {
+    exec("ROLLBACK;");
+    throw;
+  }
+}
+
+std::vector<MeasurementRow> Store::measurements(const std::string& kind) const {
+  Statement s(db_, R"(SELECT source, line, device, hardware, date, torch, triton, cuda, kind, impl, kernel, phase, batch,
+      q_len, kv_len, heads, kv_heads, head_dim, causal, dtype, median_us, p20_us, p80_us, runs, flops, bytes, note
+      FROM measurements WHERE (?1 = '' OR kind = ?1) ORDER BY source, line)");
+  s.bind(1, kind);
+  std::vector<MeasurementRow> out;
+  while (s.step()) {
+    MeasurementRow r;
+    int i = 0;
+    r.source = s.text(i++);
+    r.line = static_cast<int>(s.integer(i++));
+    for (auto* t : {&r.device, &r.hardware, &r.date, &r.torch, &r.triton, &r.cuda, &r.kind, &r.impl, &r.kernel, &r.phase}) {
+      *t = s.text(i++);
+    }
+    for (auto* v : {&r.batch, &r.q_len, &r.kv_len, &r.heads, &r.kv_heads, &r.head_dim}) *v = s.integer(i++);
+    r.causal = s.integer(i++) != 0;
+    r.dtype = s.text(i++);
+    r.median_us = s.real(i++);
+    r.p20_us = s.real(i++);
+    r.p80_us = s.real(i++);
+    r.runs = s.integer(i++);
+    r.flops = s.real(i++);
+    r.bytes = s.real(i++);
+    r.note = s.text(i++);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+void Store::insertCalibration(const CalibrationRow& c) {
+  Statement s(db_, R"(INSERT INTO calibrations (hardware, kernel, phase, compute_efficiency, memory_efficiency, fixed_us,
+      points, fit_mape, source, created, catalog_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?))");
+  s.bind(1, c.hardware);
+  s.bind(2, c.kernel);
+  s.bind(3, c.phase);
+  s.bind(4, c.compute_efficiency);
+  s.bind(5, c.memory_efficiency);
+  s.bind(6, c.fixed_us);
+  s.bind(7, static_cast<std::int64_t>(c.points));
+  s.bind(8, c.fit_mape);
+  s.bind(9, c.source);
+  s.bind(10, c.created);
+  s.bind(11, c.catalog_hash);
+  s.step();
+}
+
+std::vector<CalibrationRow> Store::latestCalibrations() const {
+  Statement s(db_, R"(SELECT hardware, kernel, phase, compute_efficiency, memory_efficiency, fixed_us, points, fit_mape,
+      source, created, catalog_hash FROM calibrations c WHERE id = (SELECT MAX(id) FROM calibrations d
+      WHERE d.hardware = c.hardware AND d.kernel = c.kernel AND d.phase = c.phase) ORDER BY hardware, kernel, phase)");
+  std::vector<CalibrationRow> out;
+  while (s.step()) {
+    CalibrationRow c;
+    c.hardware = s.text(0);
+    c.kernel = s.text(1);
+    c.phase = s.text(2);
+    c.compute_efficiency = s.real(3);
+    c.memory_efficiency = s.real(4);
+    c.fixed_us = s.real(5);
+    c.points = static_cast<int>(s.integer(6));
+    c.fit_mape = s.real(7);
+    c.source = s.text(8);
+    c.created = s.text(9);
+    c.catalog_hash = s.text(10);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace attnsim

@@ -1,0 +1,54 @@
+#pragma once
+// One SQLite file per study: measurements and calibrations, each row with its source.
+#include <sqlite3.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attnsim {
+
+// A measured point as imported (see measurements/README.md for the columns).
+struct MeasurementRow {
+  std::string source;   // file it came from
+  int line = 0;
+  std::string device, hardware, date, torch, triton, cuda;
+  std::string kind, impl, kernel, phase, dtype, note;
+  std::int64_t batch = 0, q_len = 0, kv_len = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  bool causal = false;
+  double median_us = 0, p20_us = 0, p80_us = 0, flops = 0, bytes = 0;
+  std::int64_t runs = 0;
+};
+
+struct CalibrationRow {
+  std::string hardware, kernel;
+  std::string phase;  // prefill (prefill, extend) or decode (decode, verify)
+  double compute_efficiency = 0, memory_efficiency = 0, fixed_us = 0;
+  int points = 0;
+  double fit_mape = 0;
+  std::string source;   // measurement files and holdout rule
+  std::string created;  // ISO date
+  std::string catalog_hash;
+};
+
+class Store {
+ public:
+  explicit Store(const std::string& path);  // creates the schema when new
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // Inserts all rows in one transaction: all or none.
+  void insertMeasurements(const std::vector<MeasurementRow>& rows);
+  [[nodiscard]] std::vector<MeasurementRow> measurements(const std::string& kind = "") const;
+  void insertCalibration(const CalibrationRow& row);
+  // The newest calibration of each (hardware, kernel, phase).
+  [[nodiscard]] std::vector<CalibrationRow> latestCalibrations() const;
+
+ private:
+  void exec(const char* sql) const;
+  sqlite3* db_ = nullptr;
+  std::string path_;
+};
+
+}  // namespace attnsim
