@@ -25,6 +25,7 @@ struct PredictFlags {
   std::optional<std::int64_t> page_size, spec_topk, tp;
   std::optional<std::string> kv_dtype;
   std::string cuda_graph = "on";
+  std::string db;  // a study whose calibrations take over the catalog's
   std::vector<std::string> engine_options;
   // Geometry of a model outside the catalog.
   std::optional<int> num_heads, num_kv_heads, head_dim, head_dim_v, num_layers, hidden_size, intermediate_size,
@@ -56,6 +57,7 @@ struct PredictFlags {
     cmd.add_option("--tp", tp, "tensor-parallel size");
     cmd.add_option("--cuda-graph", cuda_graph, "on or off")->check(CLI::IsMember({"on", "off"}));
     cmd.add_option("--option", engine_options, "engine flag name=value (repeatable)");
+    cmd.add_option("--db", db, "use this study's calibrations (attnsim calibrate --db) instead of the catalog's");
     cmd.add_option("--num-heads", num_heads, "custom model: query heads");
     cmd.add_option("--num-kv-heads", num_kv_heads, "custom model: KV heads");
     cmd.add_option("--head-dim", head_dim, "custom model: head dimension");
@@ -122,6 +124,12 @@ struct PredictFlags {
     m.max_context = 1 << 30;
     m.source = "command-line geometry";
     return m;
+  }
+
+  [[nodiscard]] Catalog catalog(const GlobalOptions& global) const {
+    Catalog c = global.loadCatalog();
+    if (!db.empty()) c.applyCalibrations(Store(db).latestCalibrations());
+    return c;
   }
 
   [[nodiscard]] ServingOptions serving() const {
@@ -194,22 +202,23 @@ json timelineJson(const StepTimeline& t) {
           {"elementwise_us", t.by_category[3]}};
 }
 
-json parametersJson(const Prediction& p, const HardwareProfile& hw) {
+// The parameters each attention call used, and where they came from (calibration, figure, default).
+json parametersJson(const Prediction& p, const HardwareProfile& hw, Phase phase) {
   json params = json::array();
+  const bool decode = phase == Phase::Decode || phase == Phase::Verify;
   for (const auto& a : p.attention) {
-    const KernelEfficiency& e = a.kernel->efficiencyFor(hw.architecture);
+    const KernelModel k = resolveKernel(*a.kernel, hw, decode);
     params.push_back({{"kernel", a.kernel->id},
-                      {"compute_efficiency", e.compute_efficiency},
-                      {"memory_efficiency", e.memory_efficiency},
-                      {"fixed_us", e.fixed_us},
-                      {"host_plan_us", e.host_plan_us},
-                      {"source", e.source}});
+                      {"compute_efficiency", k.compute_efficiency},
+                      {"memory_efficiency", k.memory_efficiency},
+                      {"fixed_us", k.fixed_us},
+                      {"source", *k.efficiency_source}});
   }
   params.push_back({{"hardware", hw.id}, {"launch_overheads_source", hw.overheads.source}, {"source", hw.source}});
   return params;
 }
 
-json predictionJson(const Prediction& p, const HardwareProfile& hw, bool graphs_on) {
+json predictionJson(const Prediction& p, const HardwareProfile& hw, bool graphs_on, Phase phase) {
   const LayerAttention& first = p.attention.front();
   double flops = 0, bytes = 0;
   for (const auto& a : p.attention) {
@@ -237,7 +246,7 @@ json predictionJson(const Prediction& p, const HardwareProfile& hw, bool graphs_
           {"capture_sizes", p.graph_decision.capture_sizes},
           {"capture_ms", p.graph_decision.capture_ms},
           {"capture_mib", p.graph_decision.capture_mib},
-          {"parameters", parametersJson(p, hw)}};
+          {"parameters", parametersJson(p, hw, phase)}};
 }
 
 std::string describe(const Workload& w) {
@@ -305,7 +314,7 @@ Runner addPredictCommand(CLI::App& app, const GlobalOptions& global) {
   auto flags = std::make_shared<PredictFlags>();
   flags->addTo(app, false);
   return [&global, flags]() {
-    const Catalog c = global.loadCatalog();
+    const Catalog c = flags->catalog(global);
     const HardwareProfile& hw = c.hardware(flags->hardware);
     const ModelSpec model = flags->resolveModel(c);
     const Workload w = flags->workload();
@@ -350,7 +359,7 @@ Runner addPredictCommand(CLI::App& app, const GlobalOptions& global) {
     const Predictor predictor(c, in);
     const Prediction p = predictor.predict(w);
     if (global.json) {
-      json out = predictionJson(p, hw, graphs_on);
+      json out = predictionJson(p, hw, graphs_on, w.phase);
       out["selection"] = selection;
       json groups = json::array();
       for (const auto& g : w.groups) {
@@ -372,7 +381,7 @@ Runner addRankCommand(CLI::App& app, const GlobalOptions& global) {
   auto flags = std::make_shared<PredictFlags>();
   flags->addTo(app, true);
   return [&global, flags]() {
-    const Catalog c = global.loadCatalog();
+    const Catalog c = flags->catalog(global);
     const HardwareProfile& hw = c.hardware(flags->hardware);
     const ModelSpec model = flags->resolveModel(c);
     const Workload w = flags->workload();

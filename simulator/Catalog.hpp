@@ -11,6 +11,7 @@
 #include "core/CatalogSource.hpp"
 #include "hardware/HardwareProfile.hpp"
 #include "model/ModelSpec.hpp"
+#include "simulator/Store.hpp"
 
 namespace attnsim {
 
@@ -36,6 +37,8 @@ class Catalog {
   [[nodiscard]] const std::vector<KernelFamily>& kernels() const { return kernels_; }
   [[nodiscard]] const std::vector<Engine>& engines() const { return engines_; }
   [[nodiscard]] const std::string& contentHash() const { return hash_; }
+  // Lets a study's own calibrations (attnsim calibrate --db) take over the catalog's.
+  void applyCalibrations(const std::vector<CalibrationRow>& rows);
 
  private:
   std::vector<HardwareProfile> hardware_;

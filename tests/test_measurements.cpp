@@ -1,0 +1,153 @@
+// unit: measurement import (validation, all or nothing), calibration on synthetic data with known
+// parameters, the validation report on a small committed sample, and calibrations in the catalog.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <random>
+
+#include "core/Error.hpp"
+#include "reports/ValidationReport.hpp"
+#include "simulator/Measurements.hpp"
+#include "tests/TestSupport.hpp"
+
+namespace attnsim::test {
+namespace {
+
+const std::string kSample = std::string(ATTNSIM_TEST_DATA) + "/measurements_sample.csv";
+
+TEST(Measurements, ImportsAndMapsTheCommittedSample) {
+  const auto rows = readMeasurementCsv(kSample, defaultCatalog());
+  ASSERT_GT(rows.size(), 50U);
+  int attention = 0;
+  for (const auto& r : rows) {
+    EXPECT_EQ(r.hardware, "h100-sxm");
+    if (r.kind == "attention") {
+      ++attention;
+      EXPECT_TRUE(r.kernel == "fa2" || r.kernel == "cudnn-fmha" || r.kernel == "unfused-attention") << r.impl;
+      EXPECT_GE(r.runs, 20);
+    }
+  }
+  EXPECT_GT(attention, 40);
+  OverlayDir dir;
+  const std::string db = (dir.path() / "study.db").string();
+  {
+    Store store(db);
+    store.insertMeasurements(rows);
+    store.insertMeasurements(rows);  // re-importing the same file replaces, never duplicates
+  }
+  Store reopened(db);
+  EXPECT_EQ(reopened.measurements().size(), rows.size());
+  EXPECT_EQ(reopened.measurements("attention").size(), static_cast<std::size_t>(attention));
+}
+
+TEST(Measurements, BadRowsAreReportedWithTheirLinesAndNothingIsImported) {
+  std::string text = readFile(kSample);
+  const auto header_end = text.find('\n');
+  text = text.substr(0, header_end + 1) +
+         "NVIDIA H100 80GB HBM3,2026-11-22,2.11,3.6,13.0,attention,sdpa_flsh,decode,1,1,512,32,32,128,0,bf16,16.5,16,17,100,1,1,\n"
+         "NVIDIA B300,2026-11-22,2.11,3.6,13.0,attention,sdpa_flash,decode,1,1,512,32,32,128,0,bf16,16.5,16,17,100,1,1,\n"
+         "NVIDIA H100 80GB HBM3,2026-11-22,2.11,3.6,13.0,attention,sdpa_flash,decode,1,9,4,32,32,128,0,bf16,x,16,17,100,1,1,\n";
+  try {
+    (void)parseMeasurementCsv(text, "bad.csv", defaultCatalog());
+    FAIL() << "expected the bad rows to be refused";
+  } catch (const InputError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("bad.csv:2: column 'impl': 'sdpa_flsh' is no kernel family's measured_as"), std::string::npos) << m;
+    EXPECT_NE(m.find("did you mean 'sdpa_flash'"), std::string::npos) << m;
+    EXPECT_NE(m.find("bad.csv:3: column 'device': 'NVIDIA B300'"), std::string::npos) << m;
+    EXPECT_NE(m.find("bad.csv:4: column 'median_us': 'x' is not a non-negative number"), std::string::npos) << m;
+    EXPECT_NE(m.find("bad.csv:4: column 'q_len': needs 1 <= q_len <= kv_len"), std::string::npos) << m;
+  }
+  // Through the program: exit 2 and an empty study.
+  OverlayDir dir;
+  const auto bad = dir.path() / "bad.csv";
+  std::ofstream(bad) << text;
+  const std::string db = (dir.path() / "study.db").string();
+  const auto r = runAttnsim("measurements import " + kSample + " " + bad.string() + " --db " + db);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(db)) << "nothing half-imported";
+}
+
+TEST(Measurements, CsvQuotingFollowsRfc4180) {
+  EXPECT_EQ(splitCsvLine(R"(a,"b, c","say ""hi""",)"), (std::vector<std::string>{"a", "b, c", "say \"hi\"", ""}));
+}
+
+TEST(Calibration, RecoversKnownParametersFromSyntheticData) {
+  const Catalog& c = defaultCatalog();
+  const KernelModel base = measuredKernelModel(c, "fa2", "h100-sxm", false);
+  const DeviceModel device = resolveDevice(c.hardware("h100-sxm"), "bf16");
+  const FitParams truth{0.62, 0.83, 6.5};
+  std::vector<FitPoint> points;
+  std::vector<MeasurementRow> rows;
+  rows.reserve(64);
+  for (const char* phase : {"prefill", "decode"}) {
+    for (const std::int64_t batch : {1, 4, 32}) {
+      for (const std::int64_t ctx : {64, 512, 2048, 8192}) {
+        MeasurementRow r;
+        r.phase = phase;
+        r.batch = batch;
+        r.q_len = std::string(phase) == "prefill" ? ctx : 1;
+        r.kv_len = ctx;
+        r.heads = 32;
+        r.kv_heads = 8;
+        r.head_dim = 128;
+        r.dtype = "bf16";
+        rows.push_back(r);
+      }
+    }
+  }
+  for (auto& r : rows) {
+    FitPoint p = fitPointFrom(r);
+    p.measured_us = predictPoint(p, base, device, truth);
+    points.push_back(p);
+  }
+  const FitResult fit = fitKernel(points, base, device, FitParams{0.5, 0.75, 3.0});
+  EXPECT_NEAR(fit.params.compute_efficiency, truth.compute_efficiency, 0.01 * truth.compute_efficiency);
+  EXPECT_NEAR(fit.params.memory_efficiency, truth.memory_efficiency, 0.01 * truth.memory_efficiency);
+  EXPECT_NEAR(fit.params.fixed_us, truth.fixed_us, 0.01 * truth.fixed_us);
+  EXPECT_LT(fit.mape, 1e-3);
+}
+
+TEST(Calibration, ReportOnTheCommittedSample) {
+  const auto rows = readMeasurementCsv(kSample, defaultCatalog());
+  const ValidationSummary s = validationReport(defaultCatalog(), rows, {{2048, 8192}});
+  ASSERT_FALSE(s.fits.empty());
+  for (const auto& f : s.fits) {
+    EXPECT_GT(f.train, 0) << f.kernel;
+    EXPECT_TRUE(std::isfinite(f.fit.mape)) << f.kernel;
+    EXPECT_GE(f.fit.params.memory_efficiency, 0.01);
+    EXPECT_LE(f.fit.params.memory_efficiency, 1.0);
+  }
+  EXPECT_NE(s.markdown.find("## Held-out error per implementation and phase"), std::string::npos);
+  EXPECT_NE(s.markdown.find("## Ranking agreement"), std::string::npos);
+  EXPECT_GE(s.top1_agreement, 0.0);
+  EXPECT_LE(s.top1_agreement, 1.0);
+  EXPECT_NE(s.svg.find("<circle"), std::string::npos);
+}
+
+TEST(Calibration, ExportedFitsLoadIntoTheCatalogAndDbTakesOver) {
+  // The committed calibrations are in the default catalog.
+  const KernelModel calibrated = resolveKernel(defaultCatalog().kernel("fa2"), defaultCatalog().hardware("h100-sxm"), true);
+  EXPECT_EQ(calibrated.efficiency_source->rfind("calibrated on", 0), 0U) << *calibrated.efficiency_source;
+  const KernelModel other = resolveKernel(defaultCatalog().kernel("fa3"), defaultCatalog().hardware("h100-sxm"), true);
+  EXPECT_EQ(other.efficiency_source->rfind("calibrated on", 0), std::string::npos);
+  // A study's own fit, exported and overlaid, or taken over with --db.
+  OverlayDir dir;
+  const std::string db = (dir.path() / "study.db").string();
+  ASSERT_EQ(runAttnsim("measurements import " + kSample + " --db " + db).exit_code, 0);
+  const auto fit = runAttnsim("calibrate --db " + db + " --export " + (dir.path() / "hardware" / "calibrations").string());
+  ASSERT_EQ(fit.exit_code, 0) << fit.output;
+  const Catalog overlaid = [&] {
+    CatalogSource source = CatalogSource::embedded();
+    source.overlayDirectory(dir.path());
+    return Catalog::load(source);
+  }();
+  EXPECT_NE(resolveKernel(overlaid.kernel("fa2"), overlaid.hardware("h100-sxm"), true).compute_efficiency, 0);
+  const auto with_db = runAttnsim("--json predict --hardware h100-sxm --kernel fa2 --num-heads 32 --num-kv-heads 8 "
+                                  "--head-dim 128 --batch 8 --context 4096 --db " + db);
+  ASSERT_EQ(with_db.exit_code, 0) << with_db.output;
+  EXPECT_NE(with_db.output.find("measurements_sample.csv"), std::string::npos) << "the study's fit is the one used";
+}
+
+}  // namespace
+}  // namespace attnsim::test
