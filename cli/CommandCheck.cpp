@@ -19,8 +19,8 @@ using nlohmann::json;
 
 // Hardware tried, in order, when --hardware is not given: the first on which the engine accepts
 // the backend for this model.
-const std::vector<std::string> kCheckHardware{"h100-sxm", "b200", "a100-sxm-80g", "l40s", "mi300x", "mi355x",
-                                              "ascend-910b", "intel-max-1550", "xeon-spr-amx"};
+const std::vector<std::string> kCheckHardware{"h100-sxm", "b200",        "a100-sxm-80g",   "l40s",        "mi300x",
+                                              "mi355x",   "ascend-910b", "intel-max-1550", "xeon-spr-amx"};
 
 struct CheckTarget {
   const HardwareProfile* hw = nullptr;
@@ -45,7 +45,8 @@ CheckRequest requestFor(const Catalog& c, const EngineRun& run, const AttentionL
   const BackendCaps& caps = *run.choice->caps;
   const std::string& kernel_id = std::string(stageOf(phase)) == "prefill" && !caps.prefill_kernel.empty()
                                      ? caps.prefill_kernel
-                                     : caps.decode_kernel.empty() ? caps.prefill_kernel : caps.decode_kernel;
+                                 : caps.decode_kernel.empty() ? caps.prefill_kernel
+                                                              : caps.decode_kernel;
   CheckRequest rq;
   rq.kernel = &c.kernel(kernel_id);
   rq.layer = &layer;
@@ -67,8 +68,16 @@ json outcomeJson(const CheckOutcome& o, const CheckRequest& rq) {
           {"pipeline", o.pipeline},
           {"kv_format", kernels::kvFormatName(rq.kv)},
           {"shape",
-           {{"batch", o.batch}, {"q_len", o.q_len}, {"context", o.context}, {"heads", o.heads}, {"kv_heads", o.kv_heads},
-            {"d_qk", o.d_qk}, {"d_v", o.d_v}, {"splits", o.splits}, {"window", o.window}, {"top_k", o.top_k},
+           {{"batch", o.batch},
+            {"q_len", o.q_len},
+            {"context", o.context},
+            {"heads", o.heads},
+            {"kv_heads", o.kv_heads},
+            {"d_qk", o.d_qk},
+            {"d_v", o.d_v},
+            {"splits", o.splits},
+            {"window", o.window},
+            {"top_k", o.top_k},
             {"page_size", rq.page_size}}},
           {"scaled_down", o.scaled_down},
           {"scaled_note", o.scaled_note}};
@@ -94,11 +103,10 @@ int checkAll(const Catalog& c, bool as_json, double budget) {
           for (const auto& [layer, count] : m.layerCounts()) {
             CheckRequest rq = requestFor(c, target->run, *layer, m, phase, 1);
             rq.flop_budget = budget;
-            const std::string key =
-                fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", rq.kernel->id, layer->kind, layer->num_heads,
-                            layer->num_kv_heads, layer->head_dim, layer->head_dim_v, layer->sliding_window,
-                            layer->sinks, layer->sparse_top_k, phaseName(phase), kernels::kvFormatName(rq.kv),
-                            rq.page_size, rq.dtype);
+            const std::string key = fmt::format(
+                "{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", rq.kernel->id, layer->kind, layer->num_heads,
+                layer->num_kv_heads, layer->head_dim, layer->head_dim_v, layer->sliding_window, layer->sinks,
+                layer->sparse_top_k, phaseName(phase), kernels::kvFormatName(rq.kv), rq.page_size, rq.dtype);
             auto it = done.find(key);
             if (it == done.end()) it = done.emplace(key, runCheck(rq)).first;
             const CheckOutcome& o = it->second;
@@ -113,9 +121,9 @@ int checkAll(const Catalog& c, bool as_json, double budget) {
               row["hardware"] = target->hw->id;
               rows.push_back(row);
             } else {
-              fmt::print("{:<34} {:<15} {:<8} {:<18} {:<9} {:>10.2e} {:>9.1e}  {}\n", id, m.id + (count < m.num_layers ? "/" + layer->name : ""),
-                         phaseName(phase), rq.kernel->id, kernels::kvFormatName(rq.kv), o.max_rel_err, o.tolerance,
-                         o.passed ? "pass" : "FAIL");
+              fmt::print("{:<34} {:<15} {:<8} {:<18} {:<9} {:>10.2e} {:>9.1e}  {}\n", id,
+                         m.id + (count < m.num_layers ? "/" + layer->name : ""), phaseName(phase), rq.kernel->id,
+                         kernels::kvFormatName(rq.kv), o.max_rel_err, o.tolerance, o.passed ? "pass" : "FAIL");
             }
           }
         }
@@ -124,13 +132,14 @@ int checkAll(const Catalog& c, bool as_json, double budget) {
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (as_json) {
-    std::cout << json{{"checks", rows}, {"checked", checked}, {"failed", failed}, {"distinct_runs", done.size()},
+    std::cout << json{{"checks", rows},     {"checked", checked},
+                      {"failed", failed},   {"distinct_runs", done.size()},
                       {"seconds", seconds}, {"catalog_hash", c.contentHash()}}
                      .dump(2)
               << "\n";
   } else {
-    fmt::print("\n{} valid (backend, model, phase, layer) checks, {} distinct kernel runs, {} failed, {:.1f} s\n", checked,
-               done.size(), failed, seconds);
+    fmt::print("\n{} valid (backend, model, phase, layer) checks, {} distinct kernel runs, {} failed, {:.1f} s\n",
+               checked, done.size(), failed, seconds);
   }
   return failed > 0 ? 1 : 0;
 }
@@ -156,11 +165,13 @@ Runner addCheckCommand(CLI::App& app, const GlobalOptions& global) {
   app.add_option("--spec-topk", f->spec_topk, "verify: draft tree branching (1 = chain)");
   app.add_option("--option", f->engine_options, "engine flag name=value (repeatable)");
   app.add_flag("--all", f->all, "every valid (backend, model) pair of the catalog, prefill and decode");
-  app.add_option("--flop-budget", f->budget, "golden FLOPs per check; lengths shrink to fit")->check(CLI::Range(1e5, 1e12));
+  app.add_option("--flop-budget", f->budget, "golden FLOPs per check; lengths shrink to fit")
+      ->check(CLI::Range(1e5, 1e12));
   return [&global, f]() {
     const Catalog c = global.loadCatalog();
     if (f->all) return checkAll(c, global.json, std::min(f->budget, 3e7));
-    if (f->backend.empty() || f->model.empty()) throw UsageError("check needs --backend engine:NAME and --model M (or --all)");
+    if (f->backend.empty() || f->model.empty())
+      throw UsageError("check needs --backend engine:NAME and --model M (or --all)");
     const auto colon = f->backend.find(':');
     if (colon == std::string::npos) throw UsageError("--backend needs engine:NAME, e.g. vllm:FLASH_ATTN");
     const Engine& e = c.engine(f->backend.substr(0, colon));
@@ -173,11 +184,7 @@ Runner addCheckCommand(CLI::App& app, const GlobalOptions& global) {
     o.spec_topk = f->spec_topk;
     o.has_prefix = phase == Phase::Extend;
     if (phase == Phase::Verify) o.spec_draft_tokens = f->spec_topk.value_or(1) > 1 ? 7 : 4;
-    for (const auto& kv : f->engine_options) {
-      const auto eq = kv.find('=');
-      if (eq == std::string::npos || eq == 0) throw UsageError("--option " + kv + ": expected name=value");
-      o.engine_options[kv.substr(0, eq)] = kv.substr(eq + 1);
-    }
+    parseEngineOptions(f->engine_options, o);
     std::string refusal;
     const auto target = findTarget(c, m, e, o, name, phase, f->hardware, &refusal);
     if (!target) throw EngineRefusal(refusal);

@@ -51,7 +51,8 @@ void writeFile(const std::filesystem::path& path, const std::string& text) {
 std::string sourcesOf(const std::vector<MeasurementRow>& rows, const std::string& hardware) {
   std::vector<std::string> files;
   for (const auto& r : rows) {
-    if (r.hardware == hardware && std::find(files.begin(), files.end(), r.source) == files.end()) files.push_back(r.source);
+    if (r.hardware == hardware && std::find(files.begin(), files.end(), r.source) == files.end())
+      files.push_back(r.source);
   }
   return join(files, ", ");
 }
@@ -94,7 +95,8 @@ Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global) {
   app.add_option("--db", *db, "study file with imported measurements")->required();
   app.add_option("--hardware", *hardware, "only this hardware profile");
   app.add_option("--holdout-contexts", *holdout, "context lengths kept out of the fit (comma list)");
-  app.add_option("--export", *export_dir, "write the fits as catalog YAML into this folder (hardware/calibrations layout)");
+  app.add_option("--export", *export_dir,
+                 "write the fits as catalog YAML into this folder (hardware/calibrations layout)");
   return [&global, db, hardware, holdout, export_dir]() {
     const Catalog c = global.loadCatalog();
     Store store(*db);
@@ -114,10 +116,18 @@ Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global) {
                  "compute", "memory", "fixed µs", "MAPE dflt", "MAPE fit");
     }
     for (const auto& f : fits) {
-      CalibrationRow row{f.hardware, f.kernel, f.phase, f.fit.params.compute_efficiency, f.fit.params.memory_efficiency,
-                         f.fit.params.fixed_us, f.fit.points, f.fit.mape,
-                         fmt::format("attnsim calibrate: {} (held out contexts {})", sourcesOf(rows, f.hardware), *holdout),
-                         today(), c.contentHash()};
+      CalibrationRow row{
+          f.hardware,
+          f.kernel,
+          f.phase,
+          f.fit.params.compute_efficiency,
+          f.fit.params.memory_efficiency,
+          f.fit.params.fixed_us,
+          f.fit.points,
+          f.fit.mape,
+          fmt::format("attnsim calibrate: {} (held out contexts {})", sourcesOf(rows, f.hardware), *holdout),
+          today(),
+          c.contentHash()};
       store.insertCalibration(row);
       std::vector<FitPoint> points;
       for (const auto& r : rows) {
@@ -130,24 +140,29 @@ Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global) {
       const DeviceModel device = resolveDevice(c.hardware(f.hardware), "bf16");
       const double before = meanAbsolutePercentageError(points, base, device, f.defaults);
       if (global.json) {
-        out.push_back({{"hardware", f.hardware}, {"kernel", f.kernel}, {"phase", f.phase}, {"points", f.fit.points},
+        out.push_back({{"hardware", f.hardware},
+                       {"kernel", f.kernel},
+                       {"phase", f.phase},
+                       {"points", f.fit.points},
                        {"compute_efficiency", f.fit.params.compute_efficiency},
-                       {"memory_efficiency", f.fit.params.memory_efficiency}, {"fixed_us", f.fit.params.fixed_us},
-                       {"train_mape_default", before}, {"train_mape_fit", f.fit.mape}});
+                       {"memory_efficiency", f.fit.params.memory_efficiency},
+                       {"fixed_us", f.fit.params.fixed_us},
+                       {"train_mape_default", before},
+                       {"train_mape_fit", f.fit.mape}});
       } else {
-        fmt::print("{:<10} {:<18} {:<8} {:>6} {:>9.3f} {:>9.3f} {:>9.2f} {:>9.1f}% {:>9.1f}%\n", f.hardware, f.kernel, f.phase, f.fit.points,
-                   f.fit.params.compute_efficiency, f.fit.params.memory_efficiency, f.fit.params.fixed_us, 100 * before,
-                   100 * f.fit.mape);
+        fmt::print("{:<10} {:<18} {:<8} {:>6} {:>9.3f} {:>9.3f} {:>9.2f} {:>9.1f}% {:>9.1f}%\n", f.hardware, f.kernel,
+                   f.phase, f.fit.points, f.fit.params.compute_efficiency, f.fit.params.memory_efficiency,
+                   f.fit.params.fixed_us, 100 * before, 100 * f.fit.mape);
       }
-      yaml_header[f.hardware] =
-          fmt::format("# Written by `attnsim calibrate --export`; refit and rewrite rather than edit.\nhardware: {}\n"
-                      "source: \"{}\"\ncreated: \"{}\"\nkernels:\n",
-                      f.hardware, row.source, row.created);
-      yaml_kernels[f.hardware][f.kernel] +=
-          fmt::format("    {}: {{compute_efficiency: {:.4f}, memory_efficiency: {:.4f}, fixed_us: {:.3f}, points: {}, "
-                      "fit_mape: {:.4f}}}\n",
-                      f.phase, f.fit.params.compute_efficiency, f.fit.params.memory_efficiency, f.fit.params.fixed_us,
-                      f.fit.points, f.fit.mape);
+      yaml_header[f.hardware] = fmt::format(
+          "# Written by `attnsim calibrate --export`; refit and rewrite rather than edit.\nhardware: {}\n"
+          "source: \"{}\"\ncreated: \"{}\"\nkernels:\n",
+          f.hardware, row.source, row.created);
+      yaml_kernels[f.hardware][f.kernel] += fmt::format(
+          "    {}: {{compute_efficiency: {:.4f}, memory_efficiency: {:.4f}, fixed_us: {:.3f}, points: {}, "
+          "fit_mape: {:.4f}}}\n",
+          f.phase, f.fit.params.compute_efficiency, f.fit.params.memory_efficiency, f.fit.params.fixed_us, f.fit.points,
+          f.fit.mape);
     }
     if (!export_dir->empty()) {
       std::filesystem::create_directories(*export_dir);
@@ -181,8 +196,10 @@ Runner addReportCommand(CLI::App& app, const GlobalOptions& global) {
     writeFile(std::filesystem::path(*out_dir) / "validation.md", s.markdown);
     writeFile(std::filesystem::path(*out_dir) / "scatter.svg", s.svg);
     if (global.json) {
-      std::cout << json{{"worst_family_phase_mape", s.worst_test_mape}, {"top1_agreement", s.top1_agreement},
-                        {"mean_kendall_tau", s.mean_kendall_tau}, {"report", *out_dir + "/validation.md"}}
+      std::cout << json{{"worst_family_phase_mape", s.worst_test_mape},
+                        {"top1_agreement", s.top1_agreement},
+                        {"mean_kendall_tau", s.mean_kendall_tau},
+                        {"report", *out_dir + "/validation.md"}}
                        .dump(2)
                 << "\n";
     } else {

@@ -52,6 +52,8 @@ struct ScenarioFlags {
 };
 
 std::vector<std::string> splitList(const std::string& text);
+// --option name=value items into the serving options (exit 2 on a malformed item).
+void parseEngineOptions(const std::vector<std::string>& items, ServingOptions& o);
 
 // A backend as an engine runs it: the selection's choice for the phase, with the engine's rules applied.
 struct EngineRun {

@@ -75,12 +75,16 @@ ServingOptions ScenarioFlags::servingOptions(const std::string& engine) const {
   o.prefill_backend = stripEngine(prefill_backend, engine, "--prefill-backend");
   o.decode_backend = stripEngine(decode_backend, engine, "--decode-backend");
   o.speculative_attention_mode = speculative_attention_mode;
-  for (const auto& kv : engine_options) {
+  parseEngineOptions(engine_options, o);
+  return o;
+}
+
+void parseEngineOptions(const std::vector<std::string>& items, ServingOptions& o) {
+  for (const auto& kv : items) {
     const auto eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) throw UsageError("--option " + kv + ": expected name=value");
     o.engine_options[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
-  return o;
 }
 
 }  // namespace attnsim::cli

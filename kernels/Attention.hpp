@@ -3,7 +3,6 @@
 // directly in double precision; the variants compute the way backends do (tiled online softmax,
 // paged KV, split-KV with a log-sum-exp merge, ...) in float, and tests hold them to golden.
 #include <Eigen/Core>
-
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -33,11 +32,11 @@ struct MaskSpec {
 // node then sees the prefix and its own path. Sparse attention gives each row its key set.
 struct RequestData {
   std::int64_t prefix = 0;
-  Matrix q;  // q_len × (num_heads × d_qk)
-  Matrix k;  // kv_len × (num_kv_heads × d_qk)
-  Matrix v;  // kv_len × (num_kv_heads × d_v)
-  std::vector<int> tree_parent;             // empty: a chain (plain causal)
-  std::vector<std::vector<int>> key_sets;   // empty: dense
+  Matrix q;                                // q_len × (num_heads × d_qk)
+  Matrix k;                                // kv_len × (num_kv_heads × d_qk)
+  Matrix v;                                // kv_len × (num_kv_heads × d_v)
+  std::vector<int> tree_parent;            // empty: a chain (plain causal)
+  std::vector<std::vector<int>> key_sets;  // empty: dense
   [[nodiscard]] std::int64_t qLen() const { return q.rows(); }
   [[nodiscard]] std::int64_t kvLen() const { return k.rows(); }
 };
@@ -72,15 +71,15 @@ Result goldenAttention(const Problem& p);
 
 // Where a kernel reads K and V from.
 enum class KvLayout {
-  Contiguous,   // each request's rows in order
-  PagedNative,  // a shared page pool of page_size-token pages, read through a page table
-  PagedPerToken // the same pool read through a per-token index table (SGLang's page size 1 emulation)
+  Contiguous,    // each request's rows in order
+  PagedNative,   // a shared page pool of page_size-token pages, read through a page table
+  PagedPerToken  // the same pool read through a per-token index table (SGLang's page size 1 emulation)
 };
 
 struct TiledOptions {
   int tile_q = 64;
   int tile_kv = 64;
-  int splits = 1;             // split-KV: independent partial softmaxes merged by log-sum-exp
+  int splits = 1;  // split-KV: independent partial softmaxes merged by log-sum-exp
   KvLayout layout = KvLayout::Contiguous;
   int page_size = 16;
   bool round_p_to_bf16 = true;  // FlashAttention feeds P to the second GEMM in the input dtype

@@ -17,10 +17,10 @@ struct MlaProblem {
   Matrix w_uv;  // (heads × v_dim) × kv_lora: latent -> per-head value
   struct Request {
     std::int64_t prefix = 0;
-    Matrix q_nope;  // q_len × (heads × nope)
-    Matrix q_rope;  // q_len × (heads × rope)
-    Matrix c_kv;    // kv_len × kv_lora (the cached latent)
-    Matrix k_rope;  // kv_len × rope (shared by all heads)
+    Matrix q_nope;                           // q_len × (heads × nope)
+    Matrix q_rope;                           // q_len × (heads × rope)
+    Matrix c_kv;                             // kv_len × kv_lora (the cached latent)
+    Matrix k_rope;                           // kv_len × rope (shared by all heads)
     std::vector<std::vector<int>> key_sets;  // sparse MLA: each row's top-k keys
   };
   std::vector<Request> requests;

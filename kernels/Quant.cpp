@@ -1,7 +1,6 @@
 #include "kernels/Quant.hpp"
 
 #include <Eigen/Core>
-
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -25,8 +24,10 @@ const Table& tableOf(MiniFloat f) {
     for (const MiniFloat fmt : {MiniFloat::E4M3, MiniFloat::E5M2, MiniFloat::E2M1}) {
       Table& table = t[static_cast<std::size_t>(fmt)];
       const int half = 1 << (formatOf(fmt).bits() - 1);
-      for (int code = 0; code < half; ++code) table.magnitude[static_cast<std::size_t>(code)] = decode(fmt, static_cast<std::uint8_t>(code));
-      while (table.finite < half && std::isfinite(table.magnitude[static_cast<std::size_t>(table.finite)])) ++table.finite;
+      for (int code = 0; code < half; ++code)
+        table.magnitude[static_cast<std::size_t>(code)] = decode(fmt, static_cast<std::uint8_t>(code));
+      while (table.finite < half && std::isfinite(table.magnitude[static_cast<std::size_t>(table.finite)]))
+        ++table.finite;
     }
     return t;
   }();
@@ -85,7 +86,8 @@ std::uint8_t encode(MiniFloat f, float value, bool saturate) {
   const int exp_mask = (1 << fmt.exponent_bits) - 1;
   const int mant_mask = (1 << fmt.mantissa_bits) - 1;
   const auto nan_code = static_cast<std::uint8_t>((exp_mask << fmt.mantissa_bits) | mant_mask);
-  if (std::isnan(value)) return fmt.has_nan ? static_cast<std::uint8_t>(sign | nan_code) : static_cast<std::uint8_t>(sign | (t.finite - 1));
+  if (std::isnan(value))
+    return fmt.has_nan ? static_cast<std::uint8_t>(sign | nan_code) : static_cast<std::uint8_t>(sign | (t.finite - 1));
   const float a = std::fabs(value);
   const float max = t.magnitude[static_cast<std::size_t>(t.finite - 1)];
   if (a > max) {
@@ -188,7 +190,8 @@ std::size_t roundTripKv(std::span<float> values, int rows, int heads, int width,
         for (int c = c0; c < c1; ++c) amax = std::max(amax, std::fabs(at(r, h, c)));
         const float block = decode(MiniFloat::E4M3, encode(MiniFloat::E4M3, amax / fp4_max / global));
         const float scale = block > 0 ? block * global : 1.0f;
-        for (int c = c0; c < c1; ++c) at(r, h, c) = decode(MiniFloat::E2M1, encode(MiniFloat::E2M1, at(r, h, c) / scale)) * scale;
+        for (int c = c0; c < c1; ++c)
+          at(r, h, c) = decode(MiniFloat::E2M1, encode(MiniFloat::E2M1, at(r, h, c) / scale)) * scale;
         ++scales;
       }
     }

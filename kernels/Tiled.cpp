@@ -33,7 +33,8 @@ class KvCache {
       std::vector<int> table;
       for (std::int64_t j0 = 0; j0 < r.kvLen(); j0 += page_) table.push_back(ids[next++]);
       for (std::int64_t j = 0; j < r.kvLen(); ++j) {
-        const std::int64_t slot = static_cast<std::int64_t>(table[static_cast<std::size_t>(j / page_)]) * page_ + j % page_;
+        const std::int64_t slot =
+            static_cast<std::int64_t>(table[static_cast<std::size_t>(j / page_)]) * page_ + j % page_;
         k_pool_.row(slot) = r.k.row(j);
         v_pool_.row(slot) = r.v.row(j);
       }
@@ -41,7 +42,8 @@ class KvCache {
         // The emulation: the page table expanded to one pool index per token (page size 1).
         std::vector<std::int64_t> index(static_cast<std::size_t>(r.kvLen()));
         for (std::int64_t j = 0; j < r.kvLen(); ++j) {
-          index[static_cast<std::size_t>(j)] = static_cast<std::int64_t>(table[static_cast<std::size_t>(j / page_)]) * page_ + j % page_;
+          index[static_cast<std::size_t>(j)] =
+              static_cast<std::int64_t>(table[static_cast<std::size_t>(j / page_)]) * page_ + j % page_;
         }
         token_index_.push_back(std::move(index));
       }
@@ -61,9 +63,10 @@ class KvCache {
       return;
     }
     for (std::int64_t j = j0; j < j1; ++j) {
-      const std::int64_t slot = layout_ == KvLayout::PagedNative
-                                    ? static_cast<std::int64_t>(page_tables_[ri][static_cast<std::size_t>(j / page_)]) * page_ + j % page_
-                                    : token_index_[ri][static_cast<std::size_t>(j)];
+      const std::int64_t slot =
+          layout_ == KvLayout::PagedNative
+              ? static_cast<std::int64_t>(page_tables_[ri][static_cast<std::size_t>(j / page_)]) * page_ + j % page_
+              : token_index_[ri][static_cast<std::size_t>(j)];
       k_tile.row(j - j0) = k_pool_.row(slot).segment(kv_head * g.d_qk, g.d_qk);
       v_tile.row(j - j0) = v_pool_.row(slot).segment(kv_head * g.d_v, g.d_v);
     }
@@ -106,7 +109,7 @@ void attendHead(const Problem& p, const RequestData& r, std::size_t ri, const Kv
     for (std::int64_t j0 = k_begin; j0 < k_end; j0 += tile_kv) {
       const std::int64_t j1 = std::min(k_end, j0 + tile_kv);
       if (simple) {
-        if (j0 > last_pos) break;  // above the causal diagonal
+        if (j0 > last_pos) break;                                                // above the causal diagonal
         if (p.mask.window > 0 && j1 - 1 <= first_pos - p.mask.window) continue;  // left of every window
       }
       cache.gather(r, ri, kvh, g, j0, j1, k_tile, v_tile);

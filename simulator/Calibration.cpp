@@ -1,7 +1,6 @@
 #include "simulator/Calibration.hpp"
 
 #include <Eigen/Dense>
-
 #include <algorithm>
 #include <cmath>
 
@@ -19,7 +18,8 @@ constexpr double kMaxFixed = 20000.0;
 
 FitParams fromLog(const Eigen::Vector3d& theta) {
   return {std::clamp(std::exp(theta(0)), kMinEfficiency, kMaxEfficiency),
-          std::clamp(std::exp(theta(1)), kMinEfficiency, kMaxEfficiency), std::clamp(std::exp(theta(2)), kMinFixed, kMaxFixed)};
+          std::clamp(std::exp(theta(1)), kMinEfficiency, kMaxEfficiency),
+          std::clamp(std::exp(theta(2)), kMinFixed, kMaxFixed)};
 }
 
 Eigen::Vector3d toLog(const FitParams& p) {
@@ -105,8 +105,10 @@ FitPoint fitPointFrom(const MeasurementRow& row) {
   FitPoint p;
   p.row = &row;
   p.measured_us = row.median_us;
-  p.phase = row.phase == "prefill" ? Phase::Prefill : row.phase == "extend" ? Phase::Extend
-                                                    : row.phase == "verify" ? Phase::Verify : Phase::Decode;
+  p.phase = row.phase == "prefill"  ? Phase::Prefill
+            : row.phase == "extend" ? Phase::Extend
+            : row.phase == "verify" ? Phase::Verify
+                                    : Phase::Decode;
   p.shape.num_heads = static_cast<int>(row.heads);
   p.shape.num_kv_heads = static_cast<int>(row.kv_heads);
   p.shape.d_qk = static_cast<int>(row.head_dim);

@@ -222,13 +222,15 @@ Catalog Catalog::load(const CatalogSource& source) {
 
 void Catalog::applyCalibrations(const std::vector<CalibrationRow>& rows) {
   for (const auto& r : rows) {
-    auto hw = std::find_if(hardware_.begin(), hardware_.end(), [&](const HardwareProfile& h) { return h.id == r.hardware; });
+    auto hw =
+        std::find_if(hardware_.begin(), hardware_.end(), [&](const HardwareProfile& h) { return h.id == r.hardware; });
     if (hw == hardware_.end() || !findKernel(r.kernel)) continue;  // a study of hardware this catalog lacks
     KernelEfficiency e;
     e.compute_efficiency = r.compute_efficiency;
     e.memory_efficiency = r.memory_efficiency;
     e.fixed_us = r.fixed_us;
-    e.source = fmt::format("calibrated on {} points (fit MAPE {:.1f}%) on {}: {}", r.points, 100 * r.fit_mape, r.created, r.source);
+    e.source = fmt::format("calibrated on {} points (fit MAPE {:.1f}%) on {}: {}", r.points, 100 * r.fit_mape,
+                           r.created, r.source);
     (r.phase == "decode" ? hw->calibrated_decode : hw->calibrated_prefill)[r.kernel] = e;
   }
 }

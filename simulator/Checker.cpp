@@ -41,7 +41,8 @@ float roundTo(const std::string& dtype, float x) {
   return x;
 }
 
-Matrix randomMatrix(std::mt19937& rng, Eigen::Index rows, Eigen::Index cols, const std::string& dtype, float sd = 1.0f) {
+Matrix randomMatrix(std::mt19937& rng, Eigen::Index rows, Eigen::Index cols, const std::string& dtype,
+                    float sd = 1.0f) {
   std::normal_distribution<float> n(0.0f, sd);
   Matrix m(rows, cols);
   for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = roundTo(dtype, n(rng));
@@ -66,7 +67,10 @@ Lengths lengthsFor(Phase phase, std::int64_t tree_nodes, double flops_per_pair, 
     double total = 0;
     for (const auto c : base) {
       const double ctx = std::max(24.0, std::floor(static_cast<double>(c) * f));
-      const double rows = phase == Phase::Prefill ? ctx : phase == Phase::Extend ? std::ceil(ctx / 8) : phase == Phase::Verify ? static_cast<double>(tree_nodes) : 1.0;
+      const double rows = phase == Phase::Prefill  ? ctx
+                          : phase == Phase::Extend ? std::ceil(ctx / 8)
+                          : phase == Phase::Verify ? static_cast<double>(tree_nodes)
+                                                   : 1.0;
       total += rows * ctx * flops_per_pair;
     }
     return total;
@@ -78,7 +82,10 @@ Lengths lengthsFor(Phase phase, std::int64_t tree_nodes, double flops_per_pair, 
   for (int r = 0; r < 2; ++r) {
     const auto ctx = static_cast<std::int64_t>(std::max(24.0, std::floor(static_cast<double>(base[r]) * f)));
     l.context[r] = ctx;
-    l.q_len[r] = phase == Phase::Prefill ? ctx : phase == Phase::Extend ? (ctx + 7) / 8 : phase == Phase::Verify ? tree_nodes : 1;
+    l.q_len[r] = phase == Phase::Prefill  ? ctx
+                 : phase == Phase::Extend ? (ctx + 7) / 8
+                 : phase == Phase::Verify ? tree_nodes
+                                          : 1;
   }
   return l;
 }
@@ -123,13 +130,16 @@ CheckOutcome runCheck(const CheckRequest& rq) {
   const bool mla = layer.isMla();
   const bool absorbed = mla && (k.algorithm == "mla_absorbed" || k.algorithm == "mla_sparse");
   const int heads = layer.num_heads;
-  const int d_pair = mla ? (absorbed ? 576 + 512 : layer.head_dim + layer.head_dim_v) : layer.head_dim + layer.head_dim_v;
+  const int d_pair =
+      mla ? (absorbed ? 576 + 512 : layer.head_dim + layer.head_dim_v) : layer.head_dim + layer.head_dim_v;
   const Lengths len = lengthsFor(rq.phase, tree_nodes, 2.0 * heads * d_pair, rq.flop_budget);
 
   TiledOptions o;
   o.tile_q = k.algorithm == "paged_decode" ? 16 : std::max(1, k.tile_q);
   o.tile_kv = std::max(16, k.tile_kv);
-  o.layout = k.paging == "native" ? KvLayout::PagedNative : k.paging == "emulated" ? KvLayout::PagedPerToken : KvLayout::Contiguous;
+  o.layout = k.paging == "native"     ? KvLayout::PagedNative
+             : k.paging == "emulated" ? KvLayout::PagedPerToken
+                                      : KvLayout::Contiguous;
   o.page_size = static_cast<int>(std::max<std::int64_t>(1, rq.page_size));
   o.unfused = k.algorithm == "unfused";
   o.round_p_to_bf16 = rq.dtype != "fp32" && !o.unfused;
@@ -200,7 +210,8 @@ CheckOutcome runCheck(const CheckRequest& rq) {
     }
     if (absorbed) {
       compare(unabsorb(m, tiledAttention(absorbedMla(cached), o)), ref);
-      steps.emplace_back(fmt::format("MLA weight-absorbed ({}-wide keys, {}-wide values, one latent KV head)", m.kv_lora + m.rope, m.kv_lora));
+      steps.emplace_back(fmt::format("MLA weight-absorbed ({}-wide keys, {}-wide values, one latent KV head)",
+                                     m.kv_lora + m.rope, m.kv_lora));
     } else {
       compare(tiledAttention(naiveMla(cached), o), ref);
       steps.emplace_back("MLA naive (latent up-projected to per-head K and V)");
@@ -211,7 +222,8 @@ CheckOutcome runCheck(const CheckRequest& rq) {
     out.d_v = absorbed ? m.kv_lora : m.v_dim;
   } else {
     Problem p;
-    p.geo = {heads, layer.num_kv_heads, layer.head_dim, layer.head_dim_v, 1.0 / std::sqrt(static_cast<double>(layer.head_dim))};
+    p.geo = {heads, layer.num_kv_heads, layer.head_dim, layer.head_dim_v,
+             1.0 / std::sqrt(static_cast<double>(layer.head_dim))};
     p.mask = mask;
     if (layer.sinks) {
       std::normal_distribution<float> n(0.0f, 1.0f);
@@ -222,7 +234,8 @@ CheckOutcome runCheck(const CheckRequest& rq) {
       d.prefix = len.context[r] - len.q_len[r];
       d.q = randomMatrix(rng, len.q_len[r], static_cast<Eigen::Index>(heads) * layer.head_dim, rq.dtype);
       d.k = randomMatrix(rng, len.context[r], static_cast<Eigen::Index>(layer.num_kv_heads) * layer.head_dim, rq.dtype);
-      d.v = randomMatrix(rng, len.context[r], static_cast<Eigen::Index>(layer.num_kv_heads) * layer.head_dim_v, rq.dtype);
+      d.v =
+          randomMatrix(rng, len.context[r], static_cast<Eigen::Index>(layer.num_kv_heads) * layer.head_dim_v, rq.dtype);
       if (rq.phase == Phase::Verify && rq.tree_topk > 1) d.tree_parent = treeParents(len.q_len[r], rq.tree_topk);
       d.key_sets = keySets(len.q_len[r], d.prefix, len.context[r]);
       p.requests.push_back(std::move(d));
@@ -238,14 +251,17 @@ CheckOutcome runCheck(const CheckRequest& rq) {
     out.kv_heads = layer.num_kv_heads;
     out.d_qk = layer.head_dim;
     out.d_v = layer.head_dim_v;
-    if (heads != layer.num_kv_heads) steps.emplace_back(fmt::format("GQA {} query heads per KV head", heads / layer.num_kv_heads));
+    if (heads != layer.num_kv_heads)
+      steps.emplace_back(fmt::format("GQA {} query heads per KV head", heads / layer.num_kv_heads));
     if (layer.sinks) steps.emplace_back("attention sinks");
-    if (rq.phase == Phase::Verify) steps.emplace_back(rq.tree_topk > 1 ? fmt::format("draft tree (topk {}) mask", rq.tree_topk) : "draft chain");
+    if (rq.phase == Phase::Verify)
+      steps.emplace_back(rq.tree_topk > 1 ? fmt::format("draft tree (topk {}) mask", rq.tree_topk) : "draft chain");
   }
   steps.insert(steps.begin(), o.unfused ? std::string("unfused (full score matrix)")
                                         : fmt::format("tiled online softmax {}x{}", o.tile_q, o.tile_kv));
   if (o.layout == KvLayout::PagedNative) steps.push_back(fmt::format("paged KV, native pages of {}", o.page_size));
-  if (o.layout == KvLayout::PagedPerToken) steps.push_back(fmt::format("paged KV emulated by per-token indices (pages of {})", o.page_size));
+  if (o.layout == KvLayout::PagedPerToken)
+    steps.push_back(fmt::format("paged KV emulated by per-token indices (pages of {})", o.page_size));
   if (o.splits > 1) steps.push_back(fmt::format("split-KV x{} + log-sum-exp merge", o.splits));
   if (mask.window > 0) steps.push_back(fmt::format("sliding window {}", mask.window));
   if (top_k > 0) steps.push_back(fmt::format("sparse top-{}", top_k));
@@ -263,8 +279,9 @@ CheckOutcome runCheck(const CheckRequest& rq) {
   out.top_k = top_k;
   out.scaled_down = len.scaled || top_k != layer.sparse_top_k;
   if (out.scaled_down) {
-    out.scaled_note = fmt::format("lengths scaled to contexts {} and {}{} to fit the time budget", len.context[0], len.context[1],
-                                  top_k != layer.sparse_top_k ? fmt::format(", top-k {} instead of {}", top_k, layer.sparse_top_k) : "");
+    out.scaled_note = fmt::format(
+        "lengths scaled to contexts {} and {}{} to fit the time budget", len.context[0], len.context[1],
+        top_k != layer.sparse_top_k ? fmt::format(", top-k {} instead of {}", top_k, layer.sparse_top_k) : "");
   }
   out.max_abs_err = max_abs;
   out.max_rel_err = max_ref > 0 ? max_abs / max_ref : max_abs;

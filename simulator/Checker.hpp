@@ -19,9 +19,9 @@ struct CheckRequest {
   kernels::KvFormat kv = kernels::KvFormat::BF16;
   std::string dtype = "bf16";
   std::int64_t page_size = 16;
-  std::int64_t tree_topk = 1;   // verify: > 1 checks a draft tree
+  std::int64_t tree_topk = 1;  // verify: > 1 checks a draft tree
   unsigned seed = 7;
-  double flop_budget = 4e8;     // golden FLOPs allowed; lengths shrink to fit
+  double flop_budget = 4e8;  // golden FLOPs allowed; lengths shrink to fit
 };
 
 struct CheckOutcome {

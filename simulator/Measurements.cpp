@@ -16,12 +16,12 @@ namespace attnsim {
 
 namespace {
 
-const std::vector<std::string> kColumns{"device", "date",   "torch",    "triton",    "cuda",   "kind",    "impl",
-                                        "phase",  "batch",  "q_len",    "kv_len",    "heads",  "kv_heads", "head_dim",
-                                        "causal", "dtype",  "median_us", "p20_us",   "p80_us", "runs",    "flops",
-                                        "bytes",  "note"};
-const std::vector<std::string> kKinds{"attention", "copy", "gemm", "launch", "graph_capture", "graph_replay",
-                                      "graph_launch", "step"};
+const std::vector<std::string> kColumns{"device",   "date",     "torch",  "triton", "cuda",      "kind",
+                                        "impl",     "phase",    "batch",  "q_len",  "kv_len",    "heads",
+                                        "kv_heads", "head_dim", "causal", "dtype",  "median_us", "p20_us",
+                                        "p80_us",   "runs",     "flops",  "bytes",  "note"};
+const std::vector<std::string> kKinds{"attention",     "copy",         "gemm",         "launch",
+                                      "graph_capture", "graph_replay", "graph_launch", "step"};
 const std::vector<std::string> kPhases{"prefill", "extend", "decode", "verify"};
 
 }  // namespace
@@ -100,7 +100,8 @@ std::vector<MeasurementRow> parseMeasurementCsv(const std::string& text, const s
       }
       std::int64_t v = 0;
       const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-      if (ec != std::errc{} || end != s.data() + s.size() || v < 0) fail(name, "'" + s + "' is not a non-negative integer");
+      if (ec != std::errc{} || end != s.data() + s.size() || v < 0)
+        fail(name, "'" + s + "' is not a non-negative integer");
       return v;
     };
     auto real = [&](const std::string& name, bool required) -> double {
@@ -111,7 +112,8 @@ std::vector<MeasurementRow> parseMeasurementCsv(const std::string& text, const s
       }
       double v = 0;
       const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-      if (ec != std::errc{} || end != s.data() + s.size() || !(v >= 0)) fail(name, "'" + s + "' is not a non-negative number");
+      if (ec != std::errc{} || end != s.data() + s.size() || !(v >= 0))
+        fail(name, "'" + s + "' is not a non-negative number");
       return v;
     };
     if (cells.size() != header.size()) {

@@ -89,8 +89,8 @@ void Store::insertMeasurements(const std::vector<MeasurementRow>& rows) {
       int i = 1;
       s.bind(i++, r.source);
       s.bind(i++, static_cast<std::int64_t>(r.line));
-      for (const auto* t : {&r.device, &r.hardware, &r.date, &r.torch, &r.triton, &r.cuda, &r.kind, &r.impl, &r.kernel,
-                            &r.phase}) {
+      for (const auto* t :
+           {&r.device, &r.hardware, &r.date, &r.torch, &r.triton, &r.cuda, &r.kind, &r.impl, &r.kernel, &r.phase}) {
         s.bind(i++, *t);
       }
       for (const auto v : {r.batch, r.q_len, r.kv_len, r.heads, r.kv_heads, r.head_dim}) s.bind(i++, v);
@@ -112,7 +112,8 @@ void Store::insertMeasurements(const std::vector<MeasurementRow>& rows) {
 }
 
 std::vector<MeasurementRow> Store::measurements(const std::string& kind) const {
-  Statement s(db_, R"(SELECT source, line, device, hardware, date, torch, triton, cuda, kind, impl, kernel, phase, batch,
+  Statement s(db_,
+              R"(SELECT source, line, device, hardware, date, torch, triton, cuda, kind, impl, kernel, phase, batch,
       q_len, kv_len, heads, kv_heads, head_dim, causal, dtype, median_us, p20_us, p80_us, runs, flops, bytes, note
       FROM measurements WHERE (?1 = '' OR kind = ?1) ORDER BY source, line)");
   s.bind(1, kind);
@@ -122,7 +123,8 @@ std::vector<MeasurementRow> Store::measurements(const std::string& kind) const {
     int i = 0;
     r.source = s.text(i++);
     r.line = static_cast<int>(s.integer(i++));
-    for (auto* t : {&r.device, &r.hardware, &r.date, &r.torch, &r.triton, &r.cuda, &r.kind, &r.impl, &r.kernel, &r.phase}) {
+    for (auto* t :
+         {&r.device, &r.hardware, &r.date, &r.torch, &r.triton, &r.cuda, &r.kind, &r.impl, &r.kernel, &r.phase}) {
       *t = s.text(i++);
     }
     for (auto* v : {&r.batch, &r.q_len, &r.kv_len, &r.heads, &r.kv_heads, &r.head_dim}) *v = s.integer(i++);
@@ -141,7 +143,8 @@ std::vector<MeasurementRow> Store::measurements(const std::string& kind) const {
 }
 
 void Store::insertCalibration(const CalibrationRow& c) {
-  Statement s(db_, R"(INSERT INTO calibrations (hardware, kernel, phase, compute_efficiency, memory_efficiency, fixed_us,
+  Statement s(db_,
+              R"(INSERT INTO calibrations (hardware, kernel, phase, compute_efficiency, memory_efficiency, fixed_us,
       points, fit_mape, source, created, catalog_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?))");
   s.bind(1, c.hardware);
   s.bind(2, c.kernel);

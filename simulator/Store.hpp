@@ -10,7 +10,7 @@ namespace attnsim {
 
 // A measured point as imported (see measurements/README.md for the columns).
 struct MeasurementRow {
-  std::string source;   // file it came from
+  std::string source;  // file it came from
   int line = 0;
   std::string device, hardware, date, torch, triton, cuda;
   std::string kind, impl, kernel, phase, dtype, note;

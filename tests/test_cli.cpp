@@ -112,7 +112,8 @@ TEST(Cli, DocsOutWritesTheFileOrNothing) {
 }
 
 TEST(Cli, CheckReportsErrorsAgainstTheToleranceAndRefusesInvalidBackends) {
-  auto r = runAttnsim("--json check --backend sglang:trtllm_mha --model gpt-oss-20b --kv-dtype fp8_e4m3 --hardware b200");
+  auto r =
+      runAttnsim("--json check --backend sglang:trtllm_mha --model gpt-oss-20b --kv-dtype fp8_e4m3 --hardware b200");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const json j = json::parse(r.output);
   EXPECT_TRUE(j["passed"].get<bool>());

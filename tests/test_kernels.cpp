@@ -68,7 +68,8 @@ TiledOptions exact(int tq, int tkv) {
 
 // Odd lengths, lengths not multiples of pages or tiles, empty prefixes, q_len > 1 decodes.
 const std::vector<std::vector<Shape>> kShapes{
-    {{0, 1}}, {{0, 37}, {0, 64}}, {{100, 1}, {7, 1}, {255, 1}}, {{63, 3}, {200, 5}}, {{0, 130}, {129, 17}}, {{1000, 1}}};
+    {{0, 1}},   {{0, 37}, {0, 64}}, {{100, 1}, {7, 1}, {255, 1}}, {{63, 3}, {200, 5}}, {{0, 130}, {129, 17}},
+    {{1000, 1}}};
 
 TEST(Kernels, TiledEqualsGoldenOverShapesTilesAndGqa) {
   unsigned seed = 1;
@@ -112,7 +113,8 @@ TEST(Kernels, SplitKvWithLseMergeEqualsGolden) {
 
 TEST(Kernels, MasksWindowChunkAndNonCausal) {
   unsigned seed = 300;
-  const std::vector<MaskSpec> masks{{true, 32, 0}, {true, 500, 0}, {true, 1, 0}, {true, 0, 24}, {true, 16, 24}, {false, 0, 0}};
+  const std::vector<MaskSpec> masks{{true, 32, 0}, {true, 500, 0}, {true, 1, 0},
+                                    {true, 0, 24}, {true, 16, 24}, {false, 0, 0}};
   for (const MaskSpec& mask : masks) {
     for (const auto& shapes : kShapes) {
       const Problem p = makeProblem(seed++, {4, 2, 32, 32, 0.2}, mask, shapes);
@@ -146,7 +148,8 @@ TEST(Kernels, SpeculativeChainAndTreeVerification) {
     for (auto& r : p.requests) {
       r.tree_parent.assign(static_cast<std::size_t>(r.qLen()), -1);
       // Levels of topk children: node n's parent is on the level above.
-      for (std::int64_t n = 1; n < r.qLen(); ++n) r.tree_parent[static_cast<std::size_t>(n)] = static_cast<int>((n - 1) / topk);
+      for (std::int64_t n = 1; n < r.qLen(); ++n)
+        r.tree_parent[static_cast<std::size_t>(n)] = static_cast<int>((n - 1) / topk);
     }
     TiledOptions o = exact(16, 16);
     o.splits = 2;
@@ -226,7 +229,7 @@ TEST(Kernels, UnfusedAndBf16RoundedPathsStayClose) {
   TiledOptions bf16 = exact(64, 64);
   bf16.round_p_to_bf16 = true;
   const double err = normalizedError(tiledAttention(p, bf16), goldenAttention(p));
-  EXPECT_GT(err, kFp32Tolerance);     // rounding P is visible
+  EXPECT_GT(err, kFp32Tolerance);           // rounding P is visible
   EXPECT_LT(err, 3 * std::ldexp(1.0, -8));  // and within three bf16 roundoffs
 }
 
@@ -240,7 +243,8 @@ TEST(Kernels, APlantedMergeBugIsCaught) {
     for (auto& r : half.requests) {
       const std::int64_t mid = r.kvLen() / 2;
       std::vector<std::vector<int>> sets(static_cast<std::size_t>(r.qLen()));
-      for (std::int64_t j = s == 0 ? 0 : mid; j < (s == 0 ? mid : r.kvLen()); ++j) sets[0].push_back(static_cast<int>(j));
+      for (std::int64_t j = s == 0 ? 0 : mid; j < (s == 0 ? mid : r.kvLen()); ++j)
+        sets[0].push_back(static_cast<int>(j));
       r.key_sets = sets;
     }
     parts.push_back(tiledAttention(half, o));

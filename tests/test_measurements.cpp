@@ -43,16 +43,20 @@ TEST(Measurements, ImportsAndMapsTheCommittedSample) {
 TEST(Measurements, BadRowsAreReportedWithTheirLinesAndNothingIsImported) {
   std::string text = readFile(kSample);
   const auto header_end = text.find('\n');
-  text = text.substr(0, header_end + 1) +
-         "NVIDIA H100 80GB HBM3,2026-11-22,2.11,3.6,13.0,attention,sdpa_flsh,decode,1,1,512,32,32,128,0,bf16,16.5,16,17,100,1,1,\n"
-         "NVIDIA B300,2026-11-22,2.11,3.6,13.0,attention,sdpa_flash,decode,1,1,512,32,32,128,0,bf16,16.5,16,17,100,1,1,\n"
-         "NVIDIA H100 80GB HBM3,2026-11-22,2.11,3.6,13.0,attention,sdpa_flash,decode,1,9,4,32,32,128,0,bf16,x,16,17,100,1,1,\n";
+  text =
+      text.substr(0, header_end + 1) +
+      "NVIDIA H100 80GB "
+      "HBM3,2026-11-22,2.11,3.6,13.0,attention,sdpa_flsh,decode,1,1,512,32,32,128,0,bf16,16.5,16,17,100,1,1,\n"
+      "NVIDIA B300,2026-11-22,2.11,3.6,13.0,attention,sdpa_flash,decode,1,1,512,32,32,128,0,bf16,16.5,16,17,100,1,1,\n"
+      "NVIDIA H100 80GB "
+      "HBM3,2026-11-22,2.11,3.6,13.0,attention,sdpa_flash,decode,1,9,4,32,32,128,0,bf16,x,16,17,100,1,1,\n";
   try {
     (void)parseMeasurementCsv(text, "bad.csv", defaultCatalog());
     FAIL() << "expected the bad rows to be refused";
   } catch (const InputError& e) {
     const std::string m = e.what();
-    EXPECT_NE(m.find("bad.csv:2: column 'impl': 'sdpa_flsh' is no kernel family's measured_as"), std::string::npos) << m;
+    EXPECT_NE(m.find("bad.csv:2: column 'impl': 'sdpa_flsh' is no kernel family's measured_as"), std::string::npos)
+        << m;
     EXPECT_NE(m.find("did you mean 'sdpa_flash'"), std::string::npos) << m;
     EXPECT_NE(m.find("bad.csv:3: column 'device': 'NVIDIA B300'"), std::string::npos) << m;
     EXPECT_NE(m.find("bad.csv:4: column 'median_us': 'x' is not a non-negative number"), std::string::npos) << m;
@@ -127,7 +131,8 @@ TEST(Calibration, ReportOnTheCommittedSample) {
 
 TEST(Calibration, ExportedFitsLoadIntoTheCatalogAndDbTakesOver) {
   // The committed calibrations are in the default catalog.
-  const KernelModel calibrated = resolveKernel(defaultCatalog().kernel("fa2"), defaultCatalog().hardware("h100-sxm"), true);
+  const KernelModel calibrated =
+      resolveKernel(defaultCatalog().kernel("fa2"), defaultCatalog().hardware("h100-sxm"), true);
   EXPECT_EQ(calibrated.efficiency_source->rfind("calibrated on", 0), 0U) << *calibrated.efficiency_source;
   const KernelModel other = resolveKernel(defaultCatalog().kernel("fa3"), defaultCatalog().hardware("h100-sxm"), true);
   EXPECT_EQ(other.efficiency_source->rfind("calibrated on", 0), std::string::npos);
@@ -135,7 +140,8 @@ TEST(Calibration, ExportedFitsLoadIntoTheCatalogAndDbTakesOver) {
   OverlayDir dir;
   const std::string db = (dir.path() / "study.db").string();
   ASSERT_EQ(runAttnsim("measurements import " + kSample + " --db " + db).exit_code, 0);
-  const auto fit = runAttnsim("calibrate --db " + db + " --export " + (dir.path() / "hardware" / "calibrations").string());
+  const auto fit =
+      runAttnsim("calibrate --db " + db + " --export " + (dir.path() / "hardware" / "calibrations").string());
   ASSERT_EQ(fit.exit_code, 0) << fit.output;
   const Catalog overlaid = [&] {
     CatalogSource source = CatalogSource::embedded();
@@ -143,8 +149,10 @@ TEST(Calibration, ExportedFitsLoadIntoTheCatalogAndDbTakesOver) {
     return Catalog::load(source);
   }();
   EXPECT_NE(resolveKernel(overlaid.kernel("fa2"), overlaid.hardware("h100-sxm"), true).compute_efficiency, 0);
-  const auto with_db = runAttnsim("--json predict --hardware h100-sxm --kernel fa2 --num-heads 32 --num-kv-heads 8 "
-                                  "--head-dim 128 --batch 8 --context 4096 --db " + db);
+  const auto with_db = runAttnsim(
+      "--json predict --hardware h100-sxm --kernel fa2 --num-heads 32 --num-kv-heads 8 "
+      "--head-dim 128 --batch 8 --context 4096 --db " +
+      db);
   ASSERT_EQ(with_db.exit_code, 0) << with_db.output;
   EXPECT_NE(with_db.output.find("measurements_sample.csv"), std::string::npos) << "the study's fit is the one used";
 }

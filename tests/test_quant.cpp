@@ -12,10 +12,10 @@ namespace attnsim::kernels {
 namespace {
 
 TEST(Fp8E4M3, DecodeTableMatchesTheFormat) {
-  EXPECT_EQ(decode(MiniFloat::E4M3, 0x38), 1.0f);               // 0 0111 000
-  EXPECT_EQ(decode(MiniFloat::E4M3, 0x7E), 448.0f);             // largest finite: 1.75 * 2^8
-  EXPECT_TRUE(std::isnan(decode(MiniFloat::E4M3, 0x7F)));       // S.1111.111 is the only NaN
-  EXPECT_EQ(decode(MiniFloat::E4M3, 0x78), 256.0f);             // exponent 1111 is finite (no infinities)
+  EXPECT_EQ(decode(MiniFloat::E4M3, 0x38), 1.0f);                  // 0 0111 000
+  EXPECT_EQ(decode(MiniFloat::E4M3, 0x7E), 448.0f);                // largest finite: 1.75 * 2^8
+  EXPECT_TRUE(std::isnan(decode(MiniFloat::E4M3, 0x7F)));          // S.1111.111 is the only NaN
+  EXPECT_EQ(decode(MiniFloat::E4M3, 0x78), 256.0f);                // exponent 1111 is finite (no infinities)
   EXPECT_EQ(decode(MiniFloat::E4M3, 0x08), std::ldexp(1.0f, -6));  // smallest normal
   EXPECT_EQ(decode(MiniFloat::E4M3, 0x01), std::ldexp(1.0f, -9));  // smallest subnormal
   EXPECT_EQ(decode(MiniFloat::E4M3, 0x07), 7 * std::ldexp(1.0f, -9));
@@ -24,14 +24,14 @@ TEST(Fp8E4M3, DecodeTableMatchesTheFormat) {
 }
 
 TEST(Fp8E4M3, EncodeRoundsToNearestEvenAndSaturates) {
-  EXPECT_EQ(encode(MiniFloat::E4M3, 1.0625f), 0x38);   // tie between 1 (even) and 1.125
-  EXPECT_EQ(encode(MiniFloat::E4M3, 1.1875f), 0x3A);   // tie between 1.125 and 1.25 (even)
+  EXPECT_EQ(encode(MiniFloat::E4M3, 1.0625f), 0x38);  // tie between 1 (even) and 1.125
+  EXPECT_EQ(encode(MiniFloat::E4M3, 1.1875f), 0x3A);  // tie between 1.125 and 1.25 (even)
   EXPECT_EQ(encode(MiniFloat::E4M3, 1.07f), 0x39);
-  EXPECT_EQ(encode(MiniFloat::E4M3, std::ldexp(1.0f, -10)), 0x00);  // half the smallest subnormal: ties to zero
+  EXPECT_EQ(encode(MiniFloat::E4M3, std::ldexp(1.0f, -10)), 0x00);      // half the smallest subnormal: ties to zero
   EXPECT_EQ(encode(MiniFloat::E4M3, 3 * std::ldexp(1.0f, -10)), 0x02);  // 1.5 subnormal ulps: ties to even
-  EXPECT_EQ(encode(MiniFloat::E4M3, 500.0f), 0x7E);    // saturates
-  EXPECT_EQ(encode(MiniFloat::E4M3, 460.0f, false), 0x7E);  // below 448 + half an ulp (464)
-  EXPECT_EQ(encode(MiniFloat::E4M3, 500.0f, false), 0x7F);  // no infinity: NaN
+  EXPECT_EQ(encode(MiniFloat::E4M3, 500.0f), 0x7E);                     // saturates
+  EXPECT_EQ(encode(MiniFloat::E4M3, 460.0f, false), 0x7E);              // below 448 + half an ulp (464)
+  EXPECT_EQ(encode(MiniFloat::E4M3, 500.0f, false), 0x7F);              // no infinity: NaN
   EXPECT_EQ(encode(MiniFloat::E4M3, -2.0f), 0xC0);
   for (int code = 0; code < 256; ++code) {
     const float v = decode(MiniFloat::E4M3, static_cast<std::uint8_t>(code));
@@ -95,7 +95,7 @@ TEST(KvRoundTrip, ScalesAndBlocks) {
 }
 
 TEST(InputRounding, Bf16AndFp16RoundToNearestEven) {
-  EXPECT_EQ(roundToBf16(1.00390625f), 1.0f);     // exactly half a bf16 ulp above 1: ties to even
+  EXPECT_EQ(roundToBf16(1.00390625f), 1.0f);       // exactly half a bf16 ulp above 1: ties to even
   EXPECT_EQ(roundToBf16(1.01171875f), 1.015625f);  // 1.5 ulps: ties to even (up)
   EXPECT_EQ(roundToFp16(1.0f + std::ldexp(1.0f, -11)), 1.0f);
   EXPECT_EQ(roundToFp16(70000.0f), std::numeric_limits<float>::infinity());

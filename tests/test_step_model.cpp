@@ -190,7 +190,8 @@ TEST(PredictCli, InvalidBackendRefusesAndKernelOrGeometryNeedNoEngine) {
 }
 
 TEST(PredictCli, MixedBatchesRunPiecewiseAndCostEveryGroup) {
-  const auto mixed = runAttnsim("--json predict --hardware h100-sxm --model llama-3.1-8b --engine vllm --mix 1x2048@2048,31x1@4096");
+  const auto mixed =
+      runAttnsim("--json predict --hardware h100-sxm --model llama-3.1-8b --engine vllm --mix 1x2048@2048,31x1@4096");
   ASSERT_EQ(mixed.exit_code, 0) << mixed.output;
   const auto j = nlohmann::json::parse(mixed.output);
   EXPECT_TRUE(j["scenario"]["mixed"].get<bool>());
@@ -198,7 +199,8 @@ TEST(PredictCli, MixedBatchesRunPiecewiseAndCostEveryGroup) {
   // FLOPs: the chunk's causal 2048 rows plus 31 decode rows over 4096 keys.
   const double expected = 2.0 * 32 * (2048.0 * 2049 / 2 + 31.0 * 4096) * 256;
   EXPECT_DOUBLE_EQ(j["flops"].get<double>(), expected);
-  const auto small = runAttnsim("--json predict --hardware h100-sxm --model llama-3.1-8b --engine vllm --mix 1x64@64,31x1@4096");
+  const auto small =
+      runAttnsim("--json predict --hardware h100-sxm --model llama-3.1-8b --engine vllm --mix 1x64@64,31x1@4096");
   EXPECT_EQ(nlohmann::json::parse(small.output)["graph_mode"], "piecewise");
   const auto bad = runAttnsim("predict --hardware h100-sxm --model llama-3.1-8b --engine vllm --mix 3x9@4");
   EXPECT_EQ(bad.exit_code, 2);
