@@ -90,7 +90,7 @@ Runner addMeasurementsCommand(CLI::App& app, const GlobalOptions& global) {
 Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global) {
   auto db = std::make_shared<std::string>();
   auto hardware = std::make_shared<std::string>();
-  auto holdout = std::make_shared<std::string>("2048,8192");
+  auto holdout = std::make_shared<std::string>("1024,8192");
   auto export_dir = std::make_shared<std::string>();
   app.add_option("--db", *db, "study file with imported measurements")->required();
   app.add_option("--hardware", *hardware, "only this hardware profile");
@@ -131,12 +131,12 @@ Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global) {
       store.insertCalibration(row);
       std::vector<FitPoint> points;
       for (const auto& r : rows) {
-        if (r.hardware == f.hardware && r.kernel == f.kernel && (decodeLike(r) == (f.phase == "decode")) &&
+        if (r.hardware == f.hardware && r.kernel == f.kernel && phaseClassOf(r) == f.phase &&
             !isHeldOut(r, options.holdout_contexts)) {
           points.push_back(fitPointFrom(r));
         }
       }
-      const KernelModel base = measuredKernelModel(c, f.kernel, f.hardware, f.phase == "decode");
+      const KernelModel base = measuredKernelModel(c, f.kernel, f.hardware, phaseOfClass(f.phase));
       const DeviceModel device = resolveDevice(c.hardware(f.hardware), "bf16");
       const double before = meanAbsolutePercentageError(points, base, device, f.defaults);
       if (global.json) {
@@ -181,7 +181,7 @@ Runner addReportCommand(CLI::App& app, const GlobalOptions& global) {
   auto what = std::make_shared<std::string>();
   auto db = std::make_shared<std::string>();
   auto out_dir = std::make_shared<std::string>();
-  auto holdout = std::make_shared<std::string>("2048,8192");
+  auto holdout = std::make_shared<std::string>("1024,8192");
   app.add_option("what", *what, "validation")->required()->check(CLI::IsMember({"validation"}));
   app.add_option("--db", *db, "study file")->required();
   app.add_option("--out", *out_dir, "folder for validation.md and scatter.svg")->required();

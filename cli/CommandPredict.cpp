@@ -49,9 +49,8 @@ json timelineJson(const StepTimeline& t) {
 // The parameters each attention call used, and where they came from (calibration, figure, default).
 json parametersJson(const Prediction& p, const HardwareProfile& hw, Phase phase) {
   json params = json::array();
-  const bool decode = phase == Phase::Decode || phase == Phase::Verify;
   for (const auto& a : p.attention) {
-    const KernelModel k = resolveKernel(*a.kernel, hw, decode);
+    const KernelModel k = resolveKernel(*a.kernel, hw, phase);
     params.push_back({{"kernel", a.kernel->id},
                       {"compute_efficiency", k.compute_efficiency},
                       {"memory_efficiency", k.memory_efficiency},

@@ -50,8 +50,9 @@ struct HardwareProfile {
   std::string notes;
   std::vector<std::string> device_names;  // names the device reports (torch, nvidia-smi), for imported measurements
   // Kernel-family efficiencies fitted to this device's measurements (hardware/calibrations/<id>.yaml),
-  // per phase class: they take precedence over the family's defaults.
-  std::map<std::string, KernelEfficiency, std::less<>> calibrated_prefill, calibrated_decode;
+  // keyed by (kernel family, phase class: prefill, extend or decode); they take precedence over the
+  // family's own figures.
+  std::map<std::pair<std::string, std::string>, KernelEfficiency> calibrations;
 
   [[nodiscard]] int ccMajor() const { return compute_capability ? static_cast<int>(*compute_capability) : 0; }
   [[nodiscard]] bool hasFeature(const std::string& f) const;

@@ -12,7 +12,7 @@ namespace attnsim {
 class Catalog;
 
 struct ValidationOptions {
-  std::vector<std::int64_t> holdout_contexts{2048, 8192};
+  std::vector<std::int64_t> holdout_contexts{1024, 8192};
 };
 
 struct FamilyFit {

@@ -245,10 +245,9 @@ AttentionCost predictAttention(const AttentionShape& shape, const KernelModel& k
   const int group = shape.groupSize();
   const double miss = t.kv_read > 0 ? std::clamp(1.0 - device.l2_bytes / t.kv_read, 0.0, 1.0) : 0.0;
   // A kernel that does not pack GQA heads re-reads KV per query head, less what L2 keeps; an unfused
-  // path materializes K and V expanded to every query head (written, then read).
-  const double reread = kernel.gqa_packing ? 1.0
-                        : kernel.unfused   ? 1.0 + 2.0 * (group > 1 ? group : 0)
-                                           : 1.0 + (group - 1) * miss;
+  // path expands K and V to every query head and then reads the expanded copies (the copy itself
+  // runs at copy speed, small beside the batched products that read it).
+  const double reread = kernel.gqa_packing ? 1.0 : kernel.unfused ? static_cast<double>(group) : 1.0 + (group - 1) * miss;
   const double sinks = shape.sinks ? shape.num_heads * 4.0 : 0.0;
   const double base_bytes = t.q_bytes + t.o_bytes + t.kv_read * reread + t.page_tables + t.scores + sinks;
 
@@ -260,6 +259,22 @@ AttentionCost predictAttention(const AttentionShape& shape, const KernelModel& k
     std::int64_t min_tiles = kNoCap;
     for (const auto& g : groups) min_tiles = std::min(min_tiles, ceilDiv(uniqueKvTokens(g, shape), kernel.tile_kv));
     max_splits = static_cast<int>(std::clamp<std::int64_t>(min_tiles, 1, kernel.max_splits));
+  }
+  if (kernel.unfused) {
+    // Library GEMMs and a softmax kernel: they spread over the whole machine whatever the head count.
+    out.flops_tiled = t.flops * dequant;
+    out.bytes = base_bytes;
+    out.compute_us = out.flops_tiled / (peak * kernel.compute_efficiency);
+    out.memory_us = out.bytes / (device.bytes_per_us * kernel.memory_efficiency);
+    out.kernel_us = std::max(out.compute_us, out.memory_us);
+    out.fixed_us = kernel.fixed_us;
+    out.time_us = out.kernel_us + out.fixed_us;
+    out.ctas = slots;
+    out.utilization = 1.0;
+    out.bound = out.fixed_us >= out.kernel_us ? Bound::Latency
+                : out.compute_us >= out.memory_us ? Bound::Compute
+                                                  : Bound::Memory;
+    return out;
   }
   // The engines pick the split count that fills the machine best; take the fastest, fewest on ties.
   double best = std::numeric_limits<double>::infinity();
@@ -351,7 +366,20 @@ AttentionShape resolveShape(const AttentionLayerSpec& layer, const KernelFamily&
   return s;
 }
 
-KernelModel resolveKernel(const KernelFamily& kernel, const HardwareProfile& hw, bool decode) {
+const char* calibrationClass(Phase phase) {
+  switch (phase) {
+    case Phase::Prefill:
+      return "prefill";
+    case Phase::Extend:
+      return "extend";
+    case Phase::Decode:
+    case Phase::Verify:
+      return "decode";
+  }
+  return "prefill";
+}
+
+KernelModel resolveKernel(const KernelFamily& kernel, const HardwareProfile& hw, Phase phase) {
   KernelModel k;
   k.family = &kernel;
   k.tile_q = kernel.tile_q > 0 ? kernel.tile_q : 64;
@@ -364,9 +392,10 @@ KernelModel resolveKernel(const KernelFamily& kernel, const HardwareProfile& hw,
   k.tensor_math = kernel.math == "tensor";
   k.ctas_per_sm = kernel.ctas_per_sm;
   k.max_splits = kernel.max_splits;
-  const auto& calibrated = decode ? hw.calibrated_decode : hw.calibrated_prefill;
-  const auto found = calibrated.find(kernel.id);
-  const KernelEfficiency& e = found != calibrated.end() ? found->second : kernel.efficiencyFor(hw.architecture);
+  // The device's fit for the phase class; an extend without its own fit uses the prefill fit.
+  auto found = hw.calibrations.find({kernel.id, calibrationClass(phase)});
+  if (found == hw.calibrations.end() && phase == Phase::Extend) found = hw.calibrations.find({kernel.id, "prefill"});
+  const KernelEfficiency& e = found != hw.calibrations.end() ? found->second : kernel.efficiencyFor(hw.architecture);
   k.compute_efficiency = e.compute_efficiency;
   k.memory_efficiency = e.memory_efficiency;
   k.fixed_us = e.fixed_us;

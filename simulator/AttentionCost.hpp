@@ -96,7 +96,9 @@ AttentionShape resolveShape(const AttentionLayerSpec& layer, const KernelFamily&
                             const std::string& kv_dtype, const std::string& dtype, int tp);
 // The family's parameters on a device: the device's calibration for the phase class when it has
 // one, else the family's figure for the architecture, else its default.
-KernelModel resolveKernel(const KernelFamily& kernel, const HardwareProfile& hw, bool decode = false);
+KernelModel resolveKernel(const KernelFamily& kernel, const HardwareProfile& hw, Phase phase = Phase::Prefill);
+// The calibration class of a phase: prefill, extend, or decode (decode and verify).
+const char* calibrationClass(Phase phase);
 DeviceModel resolveDevice(const HardwareProfile& hw, const std::string& dtype);
 double kvElementBytes(const std::string& kv_dtype, const std::string& dtype);
 

@@ -105,10 +105,7 @@ FitPoint fitPointFrom(const MeasurementRow& row) {
   FitPoint p;
   p.row = &row;
   p.measured_us = row.median_us;
-  p.phase = row.phase == "prefill"  ? Phase::Prefill
-            : row.phase == "extend" ? Phase::Extend
-            : row.phase == "verify" ? Phase::Verify
-                                    : Phase::Decode;
+  p.phase = phaseOf(row);
   p.shape.num_heads = static_cast<int>(row.heads);
   p.shape.num_kv_heads = static_cast<int>(row.kv_heads);
   p.shape.d_qk = static_cast<int>(row.head_dim);
@@ -122,14 +119,27 @@ FitPoint fitPointFrom(const MeasurementRow& row) {
 }
 
 KernelModel measuredKernelModel(const Catalog& catalog, const std::string& kernel, const std::string& hardware,
-                                bool decode) {
-  KernelModel k = resolveKernel(catalog.kernel(kernel), catalog.hardware(hardware), decode);
+                                Phase phase) {
+  KernelModel k = resolveKernel(catalog.kernel(kernel), catalog.hardware(hardware), phase);
   k.paged_native = false;  // measured on contiguous K and V
   k.paged_emulated = false;
   return k;
 }
 
-bool decodeLike(const MeasurementRow& row) { return row.phase == "decode" || row.phase == "verify"; }
+Phase phaseOf(const MeasurementRow& row) {
+  if (row.phase == "prefill") return Phase::Prefill;
+  if (row.phase == "extend") return Phase::Extend;
+  if (row.phase == "verify") return Phase::Verify;
+  return Phase::Decode;
+}
+
+std::string phaseClassOf(const MeasurementRow& row) { return calibrationClass(phaseOf(row)); }
+
+Phase phaseOfClass(const std::string& phase_class) {
+  if (phase_class == "decode") return Phase::Decode;
+  if (phase_class == "extend") return Phase::Extend;
+  return Phase::Prefill;
+}
 
 bool isHeldOut(const MeasurementRow& row, const std::vector<std::int64_t>& holdout_contexts) {
   return std::find(holdout_contexts.begin(), holdout_contexts.end(), row.kv_len) != holdout_contexts.end();

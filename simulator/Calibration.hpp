@@ -44,9 +44,12 @@ double meanAbsolutePercentageError(const std::vector<FitPoint>& points, const Ke
 FitPoint fitPointFrom(const MeasurementRow& row);
 // The kernel model used to predict measured (contiguous, unpaged) calls of a family on a device.
 KernelModel measuredKernelModel(const Catalog& catalog, const std::string& kernel, const std::string& hardware,
-                                bool decode);
-// Decode and verify run a family's decode kernel; prefill and extend its prefill kernel.
-bool decodeLike(const MeasurementRow& row);
+                                Phase phase);
+// A measured row's phase and its calibration class (prefill, extend, decode).
+Phase phaseOf(const MeasurementRow& row);
+std::string phaseClassOf(const MeasurementRow& row);
+// The phase that stands for a calibration class.
+Phase phaseOfClass(const std::string& phase_class);
 
 // The held-out rule: rows whose context length is in `holdout` are test points.
 bool isHeldOut(const MeasurementRow& row, const std::vector<std::int64_t>& holdout_contexts);

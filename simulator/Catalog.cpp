@@ -146,8 +146,9 @@ void loadCalibrations(const CatalogSource& source, std::vector<HardwareProfile>&
         families.fail(name, "no kernel family '" + name + "'");
       }
       const YamlReader phases = families.map(name);
-      if (auto p = phases.findMap("prefill")) hw->calibrated_prefill[name] = parseCalibration(*p, origin);
-      if (auto d = phases.findMap("decode")) hw->calibrated_decode[name] = parseCalibration(*d, origin);
+      for (const char* phase : {"prefill", "extend", "decode"}) {
+        if (auto fit = phases.findMap(phase)) hw->calibrations[{name, phase}] = parseCalibration(*fit, origin);
+      }
       phases.finish();
     }
     families.finish();
@@ -231,7 +232,7 @@ void Catalog::applyCalibrations(const std::vector<CalibrationRow>& rows) {
     e.fixed_us = r.fixed_us;
     e.source = fmt::format("calibrated on {} points (fit MAPE {:.1f}%) on {}: {}", r.points, 100 * r.fit_mape,
                            r.created, r.source);
-    (r.phase == "decode" ? hw->calibrated_decode : hw->calibrated_prefill)[r.kernel] = e;
+    hw->calibrations[{r.kernel, r.phase}] = e;
   }
 }
 

@@ -26,7 +26,8 @@ Predictor::Predictor(const Catalog& catalog, PredictionInput input)
   if (!input_.decode_kernel) input_.decode_kernel = input_.prefill_kernel;
   device_ = resolveDevice(hw, input_.model_dtype);
   prefill_model_ = resolveKernel(*input_.prefill_kernel, hw);
-  decode_model_ = resolveKernel(*input_.decode_kernel, hw, true);
+  decode_model_ = resolveKernel(*input_.decode_kernel, hw, Phase::Decode);
+  extend_model_ = resolveKernel(*input_.prefill_kernel, hw, Phase::Extend);
   layer_types_ = model.layerCounts();
   for (const auto& [layer, count] : layer_types_) {
     prefill_shapes_.push_back(
@@ -45,7 +46,7 @@ Predictor::Predictor(const Catalog& catalog, PredictionInput input)
 
 void Predictor::predictAttention(const Workload& workload, std::vector<LayerAttention>& out) const {
   const bool decode = decodeLike(workload.phase);
-  const KernelModel& kernel = decode ? decode_model_ : prefill_model_;
+  const KernelModel& kernel = decode ? decode_model_ : workload.phase == Phase::Extend ? extend_model_ : prefill_model_;
   const auto& shapes = decode ? decode_shapes_ : prefill_shapes_;
   out.resize(layer_types_.size());
   for (std::size_t i = 0; i < layer_types_.size(); ++i) {

@@ -71,7 +71,7 @@ class Predictor {
   PredictionInput input_;
   std::vector<std::pair<const AttentionLayerSpec*, int>> layer_types_;
   DeviceModel device_;
-  KernelModel prefill_model_, decode_model_;
+  KernelModel prefill_model_, extend_model_, decode_model_;
   std::vector<AttentionShape> prefill_shapes_, decode_shapes_;
   LinearKernels linear_;
   StepGraph prefill_graph_, decode_graph_;

@@ -78,7 +78,7 @@ TEST(Measurements, CsvQuotingFollowsRfc4180) {
 
 TEST(Calibration, RecoversKnownParametersFromSyntheticData) {
   const Catalog& c = defaultCatalog();
-  const KernelModel base = measuredKernelModel(c, "fa2", "h100-sxm", false);
+  const KernelModel base = measuredKernelModel(c, "fa2", "h100-sxm", Phase::Prefill);
   const DeviceModel device = resolveDevice(c.hardware("h100-sxm"), "bf16");
   const FitParams truth{0.62, 0.83, 6.5};
   std::vector<FitPoint> points;
@@ -132,9 +132,9 @@ TEST(Calibration, ReportOnTheCommittedSample) {
 TEST(Calibration, ExportedFitsLoadIntoTheCatalogAndDbTakesOver) {
   // The committed calibrations are in the default catalog.
   const KernelModel calibrated =
-      resolveKernel(defaultCatalog().kernel("fa2"), defaultCatalog().hardware("h100-sxm"), true);
+      resolveKernel(defaultCatalog().kernel("fa2"), defaultCatalog().hardware("h100-sxm"), Phase::Decode);
   EXPECT_EQ(calibrated.efficiency_source->rfind("calibrated on", 0), 0U) << *calibrated.efficiency_source;
-  const KernelModel other = resolveKernel(defaultCatalog().kernel("fa3"), defaultCatalog().hardware("h100-sxm"), true);
+  const KernelModel other = resolveKernel(defaultCatalog().kernel("fa3"), defaultCatalog().hardware("h100-sxm"), Phase::Decode);
   EXPECT_EQ(other.efficiency_source->rfind("calibrated on", 0), std::string::npos);
   // A study's own fit, exported and overlaid, or taken over with --db.
   OverlayDir dir;
@@ -148,7 +148,7 @@ TEST(Calibration, ExportedFitsLoadIntoTheCatalogAndDbTakesOver) {
     source.overlayDirectory(dir.path());
     return Catalog::load(source);
   }();
-  EXPECT_NE(resolveKernel(overlaid.kernel("fa2"), overlaid.hardware("h100-sxm"), true).compute_efficiency, 0);
+  EXPECT_NE(resolveKernel(overlaid.kernel("fa2"), overlaid.hardware("h100-sxm"), Phase::Decode).compute_efficiency, 0);
   const auto with_db = runAttnsim(
       "--json predict --hardware h100-sxm --kernel fa2 --num-heads 32 --num-kv-heads 8 "
       "--head-dim 128 --batch 8 --context 4096 --db " +
