@@ -156,7 +156,7 @@ Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global) {
       }
       yaml_header[f.hardware] = fmt::format(
           "# Written by `attnsim calibrate --export`; refit and rewrite rather than edit.\nhardware: {}\n"
-          "source: \"{}\"\ncreated: \"{}\"\nkernels:\n",
+          "source: \"{}\"\ncreated: \"{}\"\n",
           f.hardware, row.source, row.created);
       yaml_kernels[f.hardware][f.kernel] += fmt::format(
           "    {}: {{compute_efficiency: {:.4f}, memory_efficiency: {:.4f}, fixed_us: {:.3f}, points: {}, "
@@ -164,10 +164,30 @@ Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global) {
           f.phase, f.fit.params.compute_efficiency, f.fit.params.memory_efficiency, f.fit.params.fixed_us, f.fit.points,
           f.fit.mape);
     }
+    // Launch and graph costs from the non-attention rows.
+    const auto overheads = fitOverheads(store.measurements());
+    for (const auto& o : overheads) {
+      if (!hardware->empty() && o.hardware != *hardware) continue;
+      const std::string files = sourcesOf(store.measurements(), o.hardware);
+      store.insertOverheadFit({o.hardware, o.kernel_launch_us, o.graph_replay_base_us, o.graph_node_us, o.points,
+                               "attnsim calibrate: launch and graph_launch rows of " + files, today(), c.contentHash()});
+      if (!global.json) {
+        fmt::print("{:<10} launch: {:.2f} µs per eager kernel launch, graph replay base {:.2f} µs (replay time per node "
+                   "{:.2f} µs, an upper bound of the per-node cost) from {} points\n",
+                   o.hardware, o.kernel_launch_us, o.graph_replay_base_us, o.graph_node_us, o.points);
+      }
+      auto it = yaml_header.find(o.hardware);
+      if (it != yaml_header.end()) {
+        it->second += fmt::format("overheads: {{kernel_launch_us: {:.3f}, graph_replay_base_us: {:.3f}, points: {}, "
+                                  "note: \"per-node replay cost not identifiable from tiny-kernel graphs (replay time "
+                                  "{:.2f} µs per node includes their GPU time); kept at the default\"}}\n",
+                                  o.kernel_launch_us, o.graph_replay_base_us, o.points, o.graph_node_us);
+      }
+    }
     if (!export_dir->empty()) {
       std::filesystem::create_directories(*export_dir);
       for (const auto& [hw, header] : yaml_header) {
-        std::string text = header;
+        std::string text = header + "kernels:\n";
         for (const auto& [kernel, phases] : yaml_kernels[hw]) text += "  " + kernel + ":\n" + phases;
         writeFile(std::filesystem::path(*export_dir) / (hw + ".yaml"), text);
       }

@@ -3,6 +3,7 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "backends/KernelFamily.hpp"
 #include "simulator/Catalog.hpp"
@@ -139,6 +140,40 @@ Phase phaseOfClass(const std::string& phase_class) {
   if (phase_class == "decode") return Phase::Decode;
   if (phase_class == "extend") return Phase::Extend;
   return Phase::Prefill;
+}
+
+LineFit fitLine(const std::vector<std::pair<double, double>>& xy) {
+  LineFit f;
+  f.points = static_cast<int>(xy.size());
+  if (xy.size() < 2) return f;
+  Eigen::MatrixXd a(static_cast<Eigen::Index>(xy.size()), 2);
+  Eigen::VectorXd y(static_cast<Eigen::Index>(xy.size()));
+  for (std::size_t i = 0; i < xy.size(); ++i) {
+    a(static_cast<Eigen::Index>(i), 0) = 1.0;
+    a(static_cast<Eigen::Index>(i), 1) = xy[i].first;
+    y(static_cast<Eigen::Index>(i)) = xy[i].second;
+  }
+  const Eigen::Vector2d beta = a.colPivHouseholderQr().solve(y);
+  f.intercept = beta(0);
+  f.slope = beta(1);
+  return f;
+}
+
+std::vector<OverheadFit> fitOverheads(const std::vector<MeasurementRow>& rows) {
+  std::map<std::string, std::pair<std::vector<std::pair<double, double>>, std::vector<std::pair<double, double>>>> by_hw;
+  for (const auto& r : rows) {
+    const auto n = static_cast<double>(r.batch);
+    if (r.kind == "launch") by_hw[r.hardware].first.emplace_back(n, r.median_us);
+    if (r.kind == "graph_launch") by_hw[r.hardware].second.emplace_back(n, r.median_us);
+  }
+  std::vector<OverheadFit> out;
+  for (const auto& [hw, series] : by_hw) {
+    if (series.first.size() < 2 || series.second.size() < 2) continue;
+    const LineFit eager = fitLine(series.first);
+    const LineFit graph = fitLine(series.second);
+    out.push_back({hw, eager.slope, std::max(0.0, graph.intercept), graph.slope, eager.points + graph.points});
+  }
+  return out;
 }
 
 bool isHeldOut(const MeasurementRow& row, const std::vector<std::int64_t>& holdout_contexts) {

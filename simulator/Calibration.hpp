@@ -51,6 +51,23 @@ std::string phaseClassOf(const MeasurementRow& row);
 // The phase that stands for a calibration class.
 Phase phaseOfClass(const std::string& phase_class);
 
+// Launch costs from the harness's launch and graph rows: y = intercept + slope · N by least squares.
+struct LineFit {
+  double intercept = 0, slope = 0;
+  int points = 0;
+};
+LineFit fitLine(const std::vector<std::pair<double, double>>& xy);
+
+struct OverheadFit {
+  std::string hardware;
+  double kernel_launch_us = 0;      // slope of eager wall time over back-to-back launches
+  double graph_replay_base_us = 0;  // intercept of replay wall time over graph nodes
+  double graph_node_us = 0;         // slope of replay time over nodes: bounds the per-node cost from above
+  int points = 0;
+};
+// One fit per hardware that has launch and graph_launch rows.
+std::vector<OverheadFit> fitOverheads(const std::vector<MeasurementRow>& rows);
+
 // The held-out rule: rows whose context length is in `holdout` are test points.
 bool isHeldOut(const MeasurementRow& row, const std::vector<std::int64_t>& holdout_contexts);
 

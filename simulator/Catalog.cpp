@@ -140,6 +140,14 @@ void loadCalibrations(const CatalogSource& source, std::vector<HardwareProfile>&
     if (id != stem(f->path)) r.fail("hardware", fmt::format("'{}' must match the file name '{}'", id, stem(f->path)));
     const std::string origin = r.get<std::string>("source");
     (void)r.get<std::string>("created");
+    if (auto o = r.findMap("overheads")) {
+      hw->overheads.kernel_launch_us = o->getNumber("kernel_launch_us", 0, 1000);
+      hw->overheads.graph_replay_base_us = o->getNumber("graph_replay_base_us", 0, 10000);
+      const auto points = o->getInt("points", 1, 1 << 20);
+      hw->overheads.source = fmt::format("kernel_launch_us and graph_replay_base_us calibrated on {} points: {}; {}", points,
+                                         origin, o->get<std::string>("note"));
+      o->finish();
+    }
     const YamlReader families = r.map("kernels");
     for (const auto& name : families.keysOf()) {
       if (std::none_of(kernels.begin(), kernels.end(), [&](const KernelFamily& k) { return k.id == name; })) {

@@ -64,7 +64,10 @@ Store::Store(const std::string& path) : path_(path) {
             UNIQUE (source, line));
           CREATE TABLE IF NOT EXISTS calibrations (
             id INTEGER PRIMARY KEY, hardware TEXT, kernel TEXT, phase TEXT, compute_efficiency REAL, memory_efficiency REAL,
-            fixed_us REAL, points INTEGER, fit_mape REAL, source TEXT, created TEXT, catalog_hash TEXT);)");
+            fixed_us REAL, points INTEGER, fit_mape REAL, source TEXT, created TEXT, catalog_hash TEXT);
+          CREATE TABLE IF NOT EXISTS overhead_fits (
+            id INTEGER PRIMARY KEY, hardware TEXT, kernel_launch_us REAL, graph_replay_base_us REAL,
+            graph_node_us REAL, points INTEGER, source TEXT, created TEXT, catalog_hash TEXT);)");
   exec(fmt::format("INSERT OR IGNORE INTO meta VALUES ('schema_version', '{}');", kSchemaVersion).c_str());
 }
 
@@ -157,6 +160,20 @@ void Store::insertCalibration(const CalibrationRow& c) {
   s.bind(9, c.source);
   s.bind(10, c.created);
   s.bind(11, c.catalog_hash);
+  s.step();
+}
+
+void Store::insertOverheadFit(const OverheadRow& o) {
+  Statement s(db_, R"(INSERT INTO overhead_fits (hardware, kernel_launch_us, graph_replay_base_us, graph_node_us, points,
+      source, created, catalog_hash) VALUES (?,?,?,?,?,?,?,?))");
+  s.bind(1, o.hardware);
+  s.bind(2, o.kernel_launch_us);
+  s.bind(3, o.graph_replay_base_us);
+  s.bind(4, o.graph_node_us);
+  s.bind(5, static_cast<std::int64_t>(o.points));
+  s.bind(6, o.source);
+  s.bind(7, o.created);
+  s.bind(8, o.catalog_hash);
   s.step();
 }
 

@@ -31,6 +31,13 @@ struct CalibrationRow {
   std::string catalog_hash;
 };
 
+struct OverheadRow {
+  std::string hardware;
+  double kernel_launch_us = 0, graph_replay_base_us = 0, graph_node_us = 0;
+  int points = 0;
+  std::string source, created, catalog_hash;
+};
+
 class Store {
  public:
   explicit Store(const std::string& path);  // creates the schema when new
@@ -42,6 +49,7 @@ class Store {
   void insertMeasurements(const std::vector<MeasurementRow>& rows);
   [[nodiscard]] std::vector<MeasurementRow> measurements(const std::string& kind = "") const;
   void insertCalibration(const CalibrationRow& row);
+  void insertOverheadFit(const OverheadRow& row);
   // The newest calibration of each (hardware, kernel, phase).
   [[nodiscard]] std::vector<CalibrationRow> latestCalibrations() const;
 

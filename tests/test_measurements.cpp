@@ -112,6 +112,19 @@ TEST(Calibration, RecoversKnownParametersFromSyntheticData) {
   EXPECT_LT(fit.mape, 1e-3);
 }
 
+TEST(Calibration, LaunchAndGraphCostsFromTheSample) {
+  const LineFit exact = fitLine({{1, 5}, {2, 7}, {10, 23}});
+  EXPECT_NEAR(exact.intercept, 3.0, 1e-9);
+  EXPECT_NEAR(exact.slope, 2.0, 1e-9);
+  const auto fits = fitOverheads(readMeasurementCsv(kSample, defaultCatalog()));
+  ASSERT_EQ(fits.size(), 1U);
+  // H100: 100 launches in 878 µs and 1000 in 8311 µs; graphs of 100 and 1000 nodes replay in 102 and 999 µs.
+  EXPECT_NEAR(fits[0].kernel_launch_us, (8310.760 - 878.146) / 900, 1e-6);
+  EXPECT_NEAR(fits[0].graph_replay_base_us, 102.045 - 100 * (999.416 - 102.045) / 900, 1e-6);
+  // The committed calibration carries them into the catalog's H100 profile.
+  EXPECT_NEAR(defaultCatalog().hardware("h100-sxm").overheads.kernel_launch_us, fits[0].kernel_launch_us, 1e-3);
+}
+
 TEST(Calibration, ReportOnTheCommittedSample) {
   const auto rows = readMeasurementCsv(kSample, defaultCatalog());
   const ValidationSummary s = validationReport(defaultCatalog(), rows, {{2048, 8192}});
