@@ -28,6 +28,7 @@ KernelEfficiency parseEfficiency(const YamlReader& r) {
   e.compute_efficiency = r.getNumber("compute_efficiency", 0.01, 1.0);
   e.memory_efficiency = r.getNumber("memory_efficiency", 0.01, 1.0);
   e.fixed_us = r.getNumber("fixed_us", 0, 10000);
+  e.key_ns = r.findNumber("key_ns", 0, 1000).value_or(0);
   e.host_plan_us = r.findNumber("host_plan_us", 0, 1e6).value_or(0);
   e.source = r.get<std::string>("source");
   r.finish();

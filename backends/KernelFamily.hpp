@@ -16,6 +16,7 @@ struct KernelEfficiency {
   double compute_efficiency = 0.5;
   double memory_efficiency = 0.75;
   double fixed_us = 3.0;
+  double key_ns = 0;        // per key a work unit visits: loop and softmax work that does not scale with head width
   double host_plan_us = 0;  // CPU work per forward before the first launch (plan(), scheduler metadata)
   std::string source;
 };

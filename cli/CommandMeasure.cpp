@@ -112,8 +112,8 @@ Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global) {
     std::map<std::string, std::map<std::string, std::string>> yaml_kernels;  // hardware -> kernel -> phase entries
     json out = json::array();
     if (!global.json) {
-      fmt::print("{:<10} {:<18} {:<8} {:>6} {:>9} {:>9} {:>9} {:>10} {:>10}\n", "hardware", "kernel", "phase", "points",
-                 "compute", "memory", "fixed µs", "MAPE dflt", "MAPE fit");
+      fmt::print("{:<10} {:<18} {:<8} {:>6} {:>9} {:>9} {:>9} {:>8} {:>10} {:>10}\n", "hardware", "kernel", "phase",
+                 "points", "compute", "memory", "fixed µs", "key ns", "MAPE dflt", "MAPE fit");
     }
     for (const auto& f : fits) {
       CalibrationRow row{
@@ -123,6 +123,7 @@ Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global) {
           f.fit.params.compute_efficiency,
           f.fit.params.memory_efficiency,
           f.fit.params.fixed_us,
+          f.fit.params.key_ns,
           f.fit.points,
           f.fit.mape,
           fmt::format("attnsim calibrate: {} (held out contexts {})", sourcesOf(rows, f.hardware), *holdout),
@@ -147,22 +148,23 @@ Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global) {
                        {"compute_efficiency", f.fit.params.compute_efficiency},
                        {"memory_efficiency", f.fit.params.memory_efficiency},
                        {"fixed_us", f.fit.params.fixed_us},
+                       {"key_ns", f.fit.params.key_ns},
                        {"train_mape_default", before},
                        {"train_mape_fit", f.fit.mape}});
       } else {
-        fmt::print("{:<10} {:<18} {:<8} {:>6} {:>9.3f} {:>9.3f} {:>9.2f} {:>9.1f}% {:>9.1f}%\n", f.hardware, f.kernel,
-                   f.phase, f.fit.points, f.fit.params.compute_efficiency, f.fit.params.memory_efficiency,
-                   f.fit.params.fixed_us, 100 * before, 100 * f.fit.mape);
+        fmt::print("{:<10} {:<18} {:<8} {:>6} {:>9.3f} {:>9.3f} {:>9.2f} {:>8.3f} {:>9.1f}% {:>9.1f}%\n", f.hardware,
+                   f.kernel, f.phase, f.fit.points, f.fit.params.compute_efficiency, f.fit.params.memory_efficiency,
+                   f.fit.params.fixed_us, f.fit.params.key_ns, 100 * before, 100 * f.fit.mape);
       }
       yaml_header[f.hardware] = fmt::format(
           "# Written by `attnsim calibrate --export`; refit and rewrite rather than edit.\nhardware: {}\n"
           "source: \"{}\"\ncreated: \"{}\"\n",
           f.hardware, row.source, row.created);
       yaml_kernels[f.hardware][f.kernel] += fmt::format(
-          "    {}: {{compute_efficiency: {:.4f}, memory_efficiency: {:.4f}, fixed_us: {:.3f}, points: {}, "
-          "fit_mape: {:.4f}}}\n",
-          f.phase, f.fit.params.compute_efficiency, f.fit.params.memory_efficiency, f.fit.params.fixed_us, f.fit.points,
-          f.fit.mape);
+          "    {}: {{compute_efficiency: {:.4f}, memory_efficiency: {:.4f}, fixed_us: {:.3f}, key_ns: {:.4f}, "
+          "points: {}, fit_mape: {:.4f}}}\n",
+          f.phase, f.fit.params.compute_efficiency, f.fit.params.memory_efficiency, f.fit.params.fixed_us,
+          f.fit.params.key_ns, f.fit.points, f.fit.mape);
     }
     // Launch and graph costs from the non-attention rows.
     const auto overheads = fitOverheads(store.measurements());

@@ -17,7 +17,7 @@ namespace {
 // The family's own figures, ignoring any calibration the catalog already holds: "before".
 FitParams defaultsOf(const Catalog& c, const std::string& kernel, const std::string& hardware) {
   const KernelEfficiency& e = c.kernel(kernel).efficiencyFor(c.hardware(hardware).architecture);
-  return {e.compute_efficiency, e.memory_efficiency, e.fixed_us};
+  return {e.compute_efficiency, e.memory_efficiency, e.fixed_us, e.key_ns};
 }
 
 std::string phaseClass(const MeasurementRow& r) { return phaseClassOf(r); }
@@ -148,11 +148,11 @@ ValidationSummary validationReport(const Catalog& c, const std::vector<Measureme
       fmt::join(o.holdout_contexts, ", "));
   md +=
       "## Fitted parameters\n\n| hardware | kernel family | phase class | train points | compute eff. | memory eff. | "
-      "fixed µs | train MAPE |\n|---|---|---|---|---|---|---|---|\n";
+      "fixed µs | key ns | train MAPE |\n|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& f : out.fits) {
-    md += fmt::format("| {} | {} | {} | {} | {:.3f} | {:.3f} | {:.2f} | {:.1f}% |\n", f.hardware, f.kernel, f.phase,
-                      f.train, f.fit.params.compute_efficiency, f.fit.params.memory_efficiency, f.fit.params.fixed_us,
-                      100 * f.fit.mape);
+    md += fmt::format("| {} | {} | {} | {} | {:.3f} | {:.3f} | {:.2f} | {:.3f} | {:.1f}% |\n", f.hardware, f.kernel,
+                      f.phase, f.train, f.fit.params.compute_efficiency, f.fit.params.memory_efficiency,
+                      f.fit.params.fixed_us, f.fit.params.key_ns, 100 * f.fit.mape);
   }
   // Per family and phase.
   std::map<std::tuple<std::string, std::string, std::string>, std::pair<std::vector<double>, std::vector<double>>>

@@ -82,12 +82,13 @@ struct Rates {
   double flop_per_slot = 0;  // FLOP per µs one slot achieves
   double byte_per_slot = 0;
   double slots = 1;
+  double key_us = 0;         // per key a unit visits
 };
 
-void addUnits(Waves& w, const Rates& r, double count, double unit_flops, double unit_bytes) {
+void addUnits(Waves& w, const Rates& r, double count, double unit_flops, double unit_bytes, double unit_keys) {
   const double c = unit_flops / r.flop_per_slot;
   const double m = unit_bytes / r.byte_per_slot;
-  const double work = std::max(c, m);
+  const double work = std::max(c, m) + unit_keys * r.key_us;
   w.sum_work_us += count * work;
   if (work > w.max_work_us) {
     w.max_work_us = work;
@@ -140,12 +141,15 @@ struct DecodeUnit {
     qo_bytes = rows_in_unit * (s.d_qk + s.d_v) * s.act_bytes;
   }
 
-  // (FLOPs, bytes) of one unit when the KV is cut into `splits` pieces.
-  [[nodiscard]] std::pair<double, double> work(const AttentionShape& s, const KernelModel& k, int splits) const {
+  struct Work {
+    double flops, bytes, keys;
+  };
+  // One unit's work when the KV is cut into `splits` pieces.
+  [[nodiscard]] Work work(const AttentionShape& s, const KernelModel& k, int splits) const {
     const double keys = static_cast<double>(ceilDiv(kv_tiles, splits) * k.tile_kv);
     double bytes = keys * kv_bytes_per_key + qo_bytes;
     if (splits > 1) bytes += rows_in_unit * (s.d_v + 1) * kPartialBytes;
-    return {2.0 * rows_padded * keys * (s.d_qk + s.d_v), bytes};
+    return {2.0 * rows_padded * keys * (s.d_qk + s.d_v), bytes, keys};
   }
 };
 
@@ -153,8 +157,8 @@ void decodeWaves(Waves& w, const AttentionShape& s, const KernelModel& k, const 
                  std::span<const RequestGroup> groups, int splits, double reread) {
   for (const auto& g : groups) {
     const DecodeUnit unit(g, s, k, reread);
-    const auto [flops, bytes] = unit.work(s, k, splits);
-    addUnits(w, r, unit.count * splits, flops, bytes);
+    const auto work = unit.work(s, k, splits);
+    addUnits(w, r, unit.count * splits, work.flops, work.bytes, work.keys);
   }
 }
 
@@ -184,7 +188,7 @@ void prefillWaves(Waves& w, const AttentionShape& s, const KernelModel& k, const
       const double rows =
           k.tensor_math ? static_cast<double>(bm) : static_cast<double>(std::min(g.q_len, (t + 1) * bm) - t * bm);
       addUnits(w, r, static_cast<double>(g.count * s.num_heads), 2.0 * rows * keys * (s.d_qk + s.d_v),
-               keys * bytes_per_key);
+               keys * bytes_per_key, keys);
     }
   }
 }
@@ -241,7 +245,7 @@ AttentionCost predictAttention(const AttentionShape& shape, const KernelModel& k
   const double peak = kernel.tensor_math ? device.tensor_flops_per_us : device.vector_flops_per_us;
   const double dequant = shape.kv_quantized ? 1.0 + kernel.quantized_kv_overhead : 1.0;
   const Rates rates{peak * kernel.compute_efficiency / dequant / slots,
-                    device.bytes_per_us * kernel.memory_efficiency / slots, slots};
+                    device.bytes_per_us * kernel.memory_efficiency / slots, slots, kernel.key_us};
   const int group = shape.groupSize();
   const double miss = t.kv_read > 0 ? std::clamp(1.0 - device.l2_bytes / t.kv_read, 0.0, 1.0) : 0.0;
   // A kernel that does not pack GQA heads re-reads KV per query head, less what L2 keeps; an unfused
@@ -288,8 +292,8 @@ AttentionCost predictAttention(const AttentionShape& shape, const KernelModel& k
     Waves w;
     w.units = uniform ? nullptr : &units;
     if (uniform) {
-      const auto [flops, bytes] = uniform->work(shape, kernel, s);
-      addUnits(w, rates, uniform->count * s, flops, bytes);
+      const auto work = uniform->work(shape, kernel, s);
+      addUnits(w, rates, uniform->count * s, work.flops, work.bytes, work.keys);
     } else if (decode_like) {
       decodeWaves(w, shape, kernel, rates, groups, s, reread);
     } else {
@@ -399,6 +403,7 @@ KernelModel resolveKernel(const KernelFamily& kernel, const HardwareProfile& hw,
   k.compute_efficiency = e.compute_efficiency;
   k.memory_efficiency = e.memory_efficiency;
   k.fixed_us = e.fixed_us;
+  k.key_us = e.key_ns / 1000.0;
   k.efficiency_source = &e.source;
   return k;
 }

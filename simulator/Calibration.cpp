@@ -17,14 +17,18 @@ constexpr double kMaxEfficiency = 1.0;
 constexpr double kMinFixed = 0.1;
 constexpr double kMaxFixed = 20000.0;
 
-FitParams fromLog(const Eigen::Vector3d& theta) {
+constexpr double kMaxKeyNs = 200.0;
+
+// The fit's coordinates: logs of the efficiencies and the fixed time (positive by construction),
+// and the per-key time itself (which may be zero).
+FitParams fromTheta(const Eigen::Vector4d& theta) {
   return {std::clamp(std::exp(theta(0)), kMinEfficiency, kMaxEfficiency),
           std::clamp(std::exp(theta(1)), kMinEfficiency, kMaxEfficiency),
-          std::clamp(std::exp(theta(2)), kMinFixed, kMaxFixed)};
+          std::clamp(std::exp(theta(2)), kMinFixed, kMaxFixed), std::clamp(theta(3), 0.0, kMaxKeyNs)};
 }
 
-Eigen::Vector3d toLog(const FitParams& p) {
-  return {std::log(p.compute_efficiency), std::log(p.memory_efficiency), std::log(p.fixed_us)};
+Eigen::Vector4d toTheta(const FitParams& p) {
+  return {std::log(p.compute_efficiency), std::log(p.memory_efficiency), std::log(p.fixed_us), p.key_ns};
 }
 
 Eigen::VectorXd residuals(const std::vector<FitPoint>& points, const KernelModel& base, const DeviceModel& device,
@@ -43,6 +47,7 @@ double predictPoint(const FitPoint& p, const KernelModel& base, const DeviceMode
   k.compute_efficiency = params.compute_efficiency;
   k.memory_efficiency = params.memory_efficiency;
   k.fixed_us = params.fixed_us;
+  k.key_us = params.key_ns / 1000.0;
   return predictAttention(p.shape, k, device, p.phase, std::span(&p.group, 1), 1).time_us;
 }
 
@@ -50,30 +55,36 @@ FitResult fitKernel(const std::vector<FitPoint>& points, const KernelModel& base
                     FitParams start) {
   FitResult result;
   result.points = static_cast<int>(points.size());
-  Eigen::Vector3d theta = toLog(start);
-  Eigen::VectorXd r = residuals(points, base, device, fromLog(theta));
+  std::vector<std::int64_t> contexts;
+  for (const auto& p : points) {
+    if (std::find(contexts.begin(), contexts.end(), p.group.context) == contexts.end()) contexts.push_back(p.group.context);
+  }
+  const int free_parameters = contexts.size() >= 3 ? 4 : 3;
+  Eigen::Vector4d theta = toTheta(start);
+  Eigen::VectorXd r = residuals(points, base, device, fromTheta(theta));
   double cost = r.squaredNorm();
   double lambda = 1e-3;
   for (int it = 0; it < 100; ++it) {
     result.iterations = it + 1;
     // Forward-difference Jacobian in log-parameter space.
-    Eigen::MatrixXd J(r.size(), 3);
-    for (int j = 0; j < 3; ++j) {
-      Eigen::Vector3d t = theta;
-      const double h = 1e-5;
+    Eigen::MatrixXd J(r.size(), 4);
+    J.setZero();
+    for (int j = 0; j < free_parameters; ++j) {
+      Eigen::Vector4d t = theta;
+      const double h = j == 3 ? 1e-3 : 1e-5;
       t(j) += h;
-      J.col(j) = (residuals(points, base, device, fromLog(t)) - r) / h;
+      J.col(j) = (residuals(points, base, device, fromTheta(t)) - r) / h;
     }
-    const Eigen::Matrix3d JtJ = J.transpose() * J;
-    const Eigen::Vector3d g = J.transpose() * r;
+    const Eigen::Matrix4d JtJ = J.transpose() * J;
+    const Eigen::Vector4d g = J.transpose() * r;
     bool improved = false;
     for (int tries = 0; tries < 12 && !improved; ++tries) {
-      Eigen::Matrix3d A = JtJ;
+      Eigen::Matrix4d A = JtJ;
       A.diagonal() += lambda * (JtJ.diagonal().array() + 1e-12).matrix();
-      const Eigen::Vector3d step = A.ldlt().solve(-g);
-      Eigen::Vector3d candidate = theta + step;
-      candidate = toLog(fromLog(candidate));  // respect the bounds
-      const Eigen::VectorXd rc = residuals(points, base, device, fromLog(candidate));
+      const Eigen::Vector4d step = A.ldlt().solve(-g);
+      Eigen::Vector4d candidate = theta + step;
+      candidate = toTheta(fromTheta(candidate));  // respect the bounds
+      const Eigen::VectorXd rc = residuals(points, base, device, fromTheta(candidate));
       const double c = rc.squaredNorm();
       if (c < cost) {
         const double gain = cost - c;
@@ -89,7 +100,7 @@ FitResult fitKernel(const std::vector<FitPoint>& points, const KernelModel& base
     }
     if (!improved) break;
   }
-  result.params = fromLog(theta);
+  result.params = fromTheta(theta);
   result.mape = meanAbsolutePercentageError(points, base, device, result.params);
   return result;
 }

@@ -1,5 +1,5 @@
 #pragma once
-// Fits a kernel family's efficiency parameters (compute and memory efficiency, fixed time) on one
+// Fits a kernel family's efficiency parameters (compute and memory efficiency, fixed time, per-key time) on one
 // device to measured attention calls: Levenberg-Marquardt on the log of predicted over measured
 // time, the normal equations solved with Eigen.
 #include <string>
@@ -16,6 +16,7 @@ struct FitParams {
   double compute_efficiency = 0.5;
   double memory_efficiency = 0.75;
   double fixed_us = 3.0;
+  double key_ns = 0;  // per key a work unit visits
 };
 
 struct FitPoint {
@@ -35,6 +36,8 @@ struct FitResult {
 
 // The model's time for a measured point with the given parameters (contiguous KV, as measured).
 double predictPoint(const FitPoint& p, const KernelModel& base, const DeviceModel& device, const FitParams& params);
+// The per-key time is fitted only when the points cover at least three context lengths; with fewer
+// it cannot be told from the fixed time, and it stays at `start`.
 FitResult fitKernel(const std::vector<FitPoint>& points, const KernelModel& base, const DeviceModel& device,
                     FitParams start);
 double meanAbsolutePercentageError(const std::vector<FitPoint>& points, const KernelModel& base,

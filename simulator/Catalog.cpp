@@ -122,6 +122,7 @@ KernelEfficiency parseCalibration(const YamlReader& r, const std::string& source
   e.compute_efficiency = r.getNumber("compute_efficiency", 0.01, 1.0);
   e.memory_efficiency = r.getNumber("memory_efficiency", 0.01, 1.0);
   e.fixed_us = r.getNumber("fixed_us", 0, 1e6);
+  e.key_ns = r.findNumber("key_ns", 0, 1000).value_or(0);
   const auto points = r.getInt("points", 1, 1 << 30);
   const double mape = r.getNumber("fit_mape", 0, 100);
   e.source = fmt::format("calibrated on {} points (fit MAPE {:.1f}%): {}", points, 100 * mape, source);
@@ -238,6 +239,7 @@ void Catalog::applyCalibrations(const std::vector<CalibrationRow>& rows) {
     e.compute_efficiency = r.compute_efficiency;
     e.memory_efficiency = r.memory_efficiency;
     e.fixed_us = r.fixed_us;
+    e.key_ns = r.key_ns;
     e.source = fmt::format("calibrated on {} points (fit MAPE {:.1f}%) on {}: {}", r.points, 100 * r.fit_mape,
                            r.created, r.source);
     hw->calibrations[{r.kernel, r.phase}] = e;

@@ -64,7 +64,7 @@ Store::Store(const std::string& path) : path_(path) {
             UNIQUE (source, line));
           CREATE TABLE IF NOT EXISTS calibrations (
             id INTEGER PRIMARY KEY, hardware TEXT, kernel TEXT, phase TEXT, compute_efficiency REAL, memory_efficiency REAL,
-            fixed_us REAL, points INTEGER, fit_mape REAL, source TEXT, created TEXT, catalog_hash TEXT);
+            fixed_us REAL, key_ns REAL, points INTEGER, fit_mape REAL, source TEXT, created TEXT, catalog_hash TEXT);
           CREATE TABLE IF NOT EXISTS overhead_fits (
             id INTEGER PRIMARY KEY, hardware TEXT, kernel_launch_us REAL, graph_replay_base_us REAL,
             graph_node_us REAL, points INTEGER, source TEXT, created TEXT, catalog_hash TEXT);)");
@@ -148,18 +148,19 @@ std::vector<MeasurementRow> Store::measurements(const std::string& kind) const {
 void Store::insertCalibration(const CalibrationRow& c) {
   Statement s(db_,
               R"(INSERT INTO calibrations (hardware, kernel, phase, compute_efficiency, memory_efficiency, fixed_us,
-      points, fit_mape, source, created, catalog_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?))");
+      key_ns, points, fit_mape, source, created, catalog_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?))");
   s.bind(1, c.hardware);
   s.bind(2, c.kernel);
   s.bind(3, c.phase);
   s.bind(4, c.compute_efficiency);
   s.bind(5, c.memory_efficiency);
   s.bind(6, c.fixed_us);
-  s.bind(7, static_cast<std::int64_t>(c.points));
-  s.bind(8, c.fit_mape);
-  s.bind(9, c.source);
-  s.bind(10, c.created);
-  s.bind(11, c.catalog_hash);
+  s.bind(7, c.key_ns);
+  s.bind(8, static_cast<std::int64_t>(c.points));
+  s.bind(9, c.fit_mape);
+  s.bind(10, c.source);
+  s.bind(11, c.created);
+  s.bind(12, c.catalog_hash);
   s.step();
 }
 
@@ -178,7 +179,7 @@ void Store::insertOverheadFit(const OverheadRow& o) {
 }
 
 std::vector<CalibrationRow> Store::latestCalibrations() const {
-  Statement s(db_, R"(SELECT hardware, kernel, phase, compute_efficiency, memory_efficiency, fixed_us, points, fit_mape,
+  Statement s(db_, R"(SELECT hardware, kernel, phase, compute_efficiency, memory_efficiency, fixed_us, key_ns, points, fit_mape,
       source, created, catalog_hash FROM calibrations c WHERE id = (SELECT MAX(id) FROM calibrations d
       WHERE d.hardware = c.hardware AND d.kernel = c.kernel AND d.phase = c.phase) ORDER BY hardware, kernel, phase)");
   std::vector<CalibrationRow> out;
@@ -190,11 +191,12 @@ std::vector<CalibrationRow> Store::latestCalibrations() const {
     c.compute_efficiency = s.real(3);
     c.memory_efficiency = s.real(4);
     c.fixed_us = s.real(5);
-    c.points = static_cast<int>(s.integer(6));
-    c.fit_mape = s.real(7);
-    c.source = s.text(8);
-    c.created = s.text(9);
-    c.catalog_hash = s.text(10);
+    c.key_ns = s.real(6);
+    c.points = static_cast<int>(s.integer(7));
+    c.fit_mape = s.real(8);
+    c.source = s.text(9);
+    c.created = s.text(10);
+    c.catalog_hash = s.text(11);
     out.push_back(std::move(c));
   }
   return out;

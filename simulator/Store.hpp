@@ -23,7 +23,7 @@ struct MeasurementRow {
 struct CalibrationRow {
   std::string hardware, kernel;
   std::string phase;  // prefill (prefill, extend) or decode (decode, verify)
-  double compute_efficiency = 0, memory_efficiency = 0, fixed_us = 0;
+  double compute_efficiency = 0, memory_efficiency = 0, fixed_us = 0, key_ns = 0;
   int points = 0;
   double fit_mape = 0;
   std::string source;   // measurement files and holdout rule

@@ -80,23 +80,25 @@ TEST(Calibration, RecoversKnownParametersFromSyntheticData) {
   const Catalog& c = defaultCatalog();
   const KernelModel base = measuredKernelModel(c, "fa2", "h100-sxm", Phase::Prefill);
   const DeviceModel device = resolveDevice(c.hardware("h100-sxm"), "bf16");
-  const FitParams truth{0.62, 0.83, 6.5};
+  const FitParams truth{0.62, 0.83, 6.5, 0.8};
   std::vector<FitPoint> points;
   std::vector<MeasurementRow> rows;
-  rows.reserve(64);
+  rows.reserve(96);
   for (const char* phase : {"prefill", "decode"}) {
     for (const std::int64_t batch : {1, 4, 32}) {
       for (const std::int64_t ctx : {64, 512, 2048, 8192}) {
-        MeasurementRow r;
-        r.phase = phase;
-        r.batch = batch;
-        r.q_len = std::string(phase) == "prefill" ? ctx : 1;
-        r.kv_len = ctx;
-        r.heads = 32;
-        r.kv_heads = 8;
-        r.head_dim = 128;
-        r.dtype = "bf16";
-        rows.push_back(r);
+        for (const std::int64_t d : {64, 256}) {
+          MeasurementRow r;
+          r.phase = phase;
+          r.batch = batch;
+          r.q_len = std::string(phase) == "prefill" ? ctx : 1;
+          r.kv_len = ctx;
+          r.heads = 32;
+          r.kv_heads = 8;
+          r.head_dim = d;
+          r.dtype = "bf16";
+          rows.push_back(r);
+        }
       }
     }
   }
@@ -105,10 +107,11 @@ TEST(Calibration, RecoversKnownParametersFromSyntheticData) {
     p.measured_us = predictPoint(p, base, device, truth);
     points.push_back(p);
   }
-  const FitResult fit = fitKernel(points, base, device, FitParams{0.5, 0.75, 3.0});
+  const FitResult fit = fitKernel(points, base, device, FitParams{0.5, 0.75, 3.0, 0.0});
   EXPECT_NEAR(fit.params.compute_efficiency, truth.compute_efficiency, 0.01 * truth.compute_efficiency);
   EXPECT_NEAR(fit.params.memory_efficiency, truth.memory_efficiency, 0.01 * truth.memory_efficiency);
   EXPECT_NEAR(fit.params.fixed_us, truth.fixed_us, 0.01 * truth.fixed_us);
+  EXPECT_NEAR(fit.params.key_ns, truth.key_ns, 0.01 * truth.key_ns);
   EXPECT_LT(fit.mape, 1e-3);
 }
 
