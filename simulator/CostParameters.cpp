@@ -1,0 +1,111 @@
+// Resolution of catalog entries into the plain structs the cost model runs on: done once per
+// scenario, outside the hot path.
+#include <algorithm>
+
+#include "backends/KernelFamily.hpp"
+#include "hardware/HardwareProfile.hpp"
+#include "model/ModelSpec.hpp"
+#include "simulator/AttentionCost.hpp"
+
+namespace attnsim {
+
+double kvElementBytes(const std::string& kv_dtype, const std::string& dtype) {
+  if (kv_dtype == "fp8_ds_mla") return 656.0 / 576.0;  // 512 fp8 + 4 fp32 scales + 64 bf16 rope per token
+  if (kv_dtype.rfind("fp8", 0) == 0 || kv_dtype == "int8") return 1.0;
+  if (kv_dtype == "fp4_e2m1" || kv_dtype == "nvfp4") return 0.5 + 1.0 / 16;  // one fp8 scale per 16 values
+  if (kv_dtype == "auto" && dtype == "fp32") return 4.0;
+  return 2.0;
+}
+
+AttentionShape resolveShape(const AttentionLayerSpec& layer, const KernelFamily& kernel, Phase phase,
+                            const std::string& kv_dtype, const std::string& dtype, int tp) {
+  AttentionShape s;
+  const int ranks = std::max(1, tp);
+  s.num_heads = std::max(1, layer.num_heads / ranks);
+  s.window = layer.sliding_window;
+  s.top_k = layer.sparse_top_k;
+  s.causal = layer.causal;
+  s.sinks = layer.sinks;
+  s.act_bytes = dtype == "fp32" ? 4.0 : 2.0;
+  s.kv_elem_bytes = kvElementBytes(kv_dtype, dtype);
+  s.kv_quantized = s.kv_elem_bytes < 2.0;
+  const bool absorbed = kernel.algorithm == "mla_absorbed" || kernel.algorithm == "mla_sparse";
+  if (layer.mla && (absorbed || phase == Phase::Decode)) {
+    // Weight-absorbed MLA: queries in the latent space against one shared latent KV head.
+    s.num_kv_heads = 1;
+    s.d_qk = layer.mla->kv_lora_rank + layer.mla->qk_rope_head_dim;
+    s.d_v = layer.mla->kv_lora_rank;
+    s.kv_token_width = s.d_qk;
+  } else if (layer.mla) {
+    // Naive MLA prefill: K and V up-projected per head.
+    s.num_kv_heads = s.num_heads;
+    s.d_qk = layer.head_dim;
+    s.d_v = layer.head_dim_v;
+    s.kv_token_width = s.d_qk + s.d_v;
+  } else {
+    s.num_kv_heads = std::max(1, layer.num_kv_heads / ranks);
+    s.d_qk = layer.head_dim;
+    s.d_v = layer.head_dim_v;
+    s.kv_token_width = s.d_qk + s.d_v;
+  }
+  return s;
+}
+
+const char* calibrationClass(Phase phase) {
+  switch (phase) {
+    case Phase::Prefill:
+      return "prefill";
+    case Phase::Extend:
+      return "extend";
+    case Phase::Decode:
+    case Phase::Verify:
+      return "decode";
+  }
+  return "prefill";
+}
+
+KernelModel resolveKernel(const KernelFamily& kernel, const HardwareProfile& hw, Phase phase) {
+  KernelModel k;
+  k.family = &kernel;
+  k.tile_q = kernel.tile_q > 0 ? kernel.tile_q : 64;
+  k.tile_kv = kernel.tile_kv > 0 ? kernel.tile_kv : 64;
+  k.split_kv = kernel.split_kv;
+  k.gqa_packing = kernel.gqa_packing;
+  k.paged_native = kernel.paging == "native";
+  k.paged_emulated = kernel.paging == "emulated";
+  k.unfused = kernel.algorithm == "unfused";
+  k.tensor_math = kernel.math == "tensor";
+  k.ctas_per_sm = kernel.ctas_per_sm;
+  k.max_splits = kernel.max_splits;
+  // The device's fit for the phase class; an extend without its own fit uses the prefill fit.
+  auto found = hw.calibrations.find({kernel.id, calibrationClass(phase)});
+  if (found == hw.calibrations.end() && phase == Phase::Extend) found = hw.calibrations.find({kernel.id, "prefill"});
+  const KernelEfficiency& e = found != hw.calibrations.end() ? found->second : kernel.efficiencyFor(hw.architecture);
+  k.compute_efficiency = e.compute_efficiency;
+  k.memory_efficiency = e.memory_efficiency;
+  k.fixed_us = e.fixed_us;
+  k.key_us = e.key_ns / 1000.0;
+  k.efficiency_source = &e.source;
+  return k;
+}
+
+DeviceModel resolveDevice(const HardwareProfile& hw, const std::string& dtype) {
+  DeviceModel d;
+  const auto& p = hw.peak;
+  double tflops = 0;
+  if (dtype == "fp32") {
+    tflops = p.tf32_tflops.value_or(p.fp32_tflops.value_or(0));
+  } else if (dtype == "fp16") {
+    tflops = p.fp16_tflops.value_or(p.bf16_tflops.value_or(0));
+  } else {
+    tflops = p.bf16_tflops.value_or(p.fp16_tflops.value_or(0));
+  }
+  d.tensor_flops_per_us = tflops * 1e6;
+  d.vector_flops_per_us = p.fp32_tflops.value_or(tflops / 8) * 1e6;
+  d.bytes_per_us = hw.memory_bandwidth_gbps * 1e3;
+  d.l2_bytes = static_cast<double>(hw.l2_bytes);
+  d.compute_units = hw.compute_units;
+  return d;
+}
+
+}  // namespace attnsim
