@@ -37,6 +37,7 @@ KernelEfficiency parseEfficiency(const YamlReader& r) {
 
 void parsePerformance(const YamlReader& r, KernelFamily& k) {
   k.math = r.getOneOf("math", {"tensor", "vector"});
+  if (r.has("working_precision")) k.working_precision = r.getOneOf("working_precision", {"native", "fp32"});
   k.ctas_per_sm = static_cast<int>(r.getInt("ctas_per_sm", 1, 64));
   k.max_splits = static_cast<int>(r.getInt("max_splits", 1, 1024));
   k.efficiency = parseEfficiency(r.map("default"));

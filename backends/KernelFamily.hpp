@@ -36,6 +36,10 @@ struct KernelFamily {
   bool gqa_packing = false;            // query heads of one KV head share one KV read
   std::vector<std::string> kv_dtypes;  // KV-cache element formats the kernel reads
   std::string math = "tensor";         // tensor (MMA units) or vector (CUDA cores / SIMD)
+  // Unfused paths only: the precision the scores and the K/V copies are held in. "fp32": PyTorch's
+  // math path, which upcasts bf16/fp16 inputs, expands K/V to every query head and scales the keys
+  // before its two batched products; "native": the activations' own precision.
+  std::string working_precision = "native";
   std::vector<std::string> measured_as;  // implementation names in measurement files that run this family
   int ctas_per_sm = 1;                 // resident work units per SM / CU
   int max_splits = 32;                 // split-KV cap (vLLM caps FA3 at 32 for CUDA graphs)

@@ -174,16 +174,24 @@ Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global) {
       store.insertOverheadFit({o.hardware, o.kernel_launch_us, o.graph_replay_base_us, o.graph_node_us, o.points,
                                "attnsim calibrate: launch and graph_launch rows of " + files, today(), c.contentHash()});
       if (!global.json) {
-        fmt::print("{:<10} launch: {:.2f} µs per eager kernel launch, graph replay base {:.2f} µs (replay time per node "
-                   "{:.2f} µs, an upper bound of the per-node cost) from {} points\n",
-                   o.hardware, o.kernel_launch_us, o.graph_replay_base_us, o.graph_node_us, o.points);
+        fmt::print("{:<10} launch: {:.2f} µs per eager kernel launch, graph replay base {:.2f} µs, {} per replayed node "
+                   "(replay time per tiny-kernel node {:.2f} µs) from {} points\n",
+                   o.hardware, o.kernel_launch_us, o.graph_replay_base_us,
+                   o.graph_node_us > 0 ? fmt::format("{:.3f} µs GPU gap", o.graph_node_us) : std::string("no gap measured"),
+                   o.replay_slope_us, o.points);
       }
       auto it = yaml_header.find(o.hardware);
       if (it != yaml_header.end()) {
-        it->second += fmt::format("overheads: {{kernel_launch_us: {:.3f}, graph_replay_base_us: {:.3f}, points: {}, "
-                                  "note: \"per-node replay cost not identifiable from tiny-kernel graphs (replay time "
-                                  "{:.2f} µs per node includes their GPU time); kept at the default\"}}\n",
-                                  o.kernel_launch_us, o.graph_replay_base_us, o.points, o.graph_node_us);
+        it->second +=
+            o.graph_node_us > 0
+                ? fmt::format("overheads: {{kernel_launch_us: {:.3f}, graph_replay_base_us: {:.3f}, "
+                              "graph_replay_per_node_us: {:.3f}, points: {}, note: \"per-node cost = the GPU's idle gap "
+                              "between replayed nodes (profiler); replay time per tiny-kernel node {:.2f} µs\"}}\n",
+                              o.kernel_launch_us, o.graph_replay_base_us, o.graph_node_us, o.points, o.replay_slope_us)
+                : fmt::format("overheads: {{kernel_launch_us: {:.3f}, graph_replay_base_us: {:.3f}, points: {}, "
+                              "note: \"no graph_node rows: per-node cost kept at the default (replay time per "
+                              "tiny-kernel node {:.2f} µs includes their GPU time)\"}}\n",
+                              o.kernel_launch_us, o.graph_replay_base_us, o.points, o.replay_slope_us);
       }
     }
     if (!export_dir->empty()) {
@@ -208,7 +216,7 @@ Runner addReportCommand(CLI::App& app, const GlobalOptions& global) {
   app.add_option("--db", *db, "study file")->required();
   app.add_option("--out", *out_dir, "folder for validation.md and scatter.svg")->required();
   app.add_option("--holdout-contexts", *holdout, "context lengths kept out of the fit (comma list)");
-  return [&global, db, out_dir, holdout]() {
+  return [&global, what, db, out_dir, holdout]() {
     const Catalog c = global.loadCatalog();
     Store store(*db);
     const auto rows = store.measurements("attention");

@@ -20,7 +20,7 @@ struct PeakThroughput {
 struct LaunchOverheads {
   double kernel_launch_us = 0;           // CPU cost to issue one kernel, eager mode
   double graph_replay_base_us = 0;       // CPU+GPU cost of one graph launch
-  double graph_replay_per_node_us = 0;   // per kernel node inside a replayed graph
+  double graph_replay_per_node_us = 0;   // GPU idle gap before each node of a replayed graph
   double graph_capture_ms_per_size = 0;  // one-time capture time of one batch size
   std::string source;                    // "default" or where the figures come from
 };

@@ -19,6 +19,7 @@ import platform
 import sys
 import time
 import traceback
+import warnings
 
 import torch
 import triton
@@ -28,7 +29,11 @@ from torch.nn.attention.bias import causal_lower_right
 
 COLUMNS = ["device", "date", "torch", "triton", "cuda", "kind", "impl", "phase", "batch", "q_len", "kv_len",
            "heads", "kv_heads", "head_dim", "causal", "dtype", "median_us", "p20_us", "p80_us", "runs", "flops",
-           "bytes", "note"]
+           "bytes", "page_size", "note"]
+
+# The math backend computes in float32 unless reduced-precision reductions are allowed (off by default).
+MATH_NOTE = ("math in " + ("bf16" if torch.backends.cuda.fp16_bf16_reduction_math_sdp_allowed() else "fp32 (inputs upcast)")
+             + f"; float32 matmul precision {torch.get_float32_matmul_precision()}")
 
 SDPA_BACKENDS = {
     "sdpa_flash": SDPBackend.FLASH_ATTENTION,
@@ -63,19 +68,68 @@ class Recorder:
         self.count += 1
 
 
-def timed(fn):
-    """Median, p20, p80 in microseconds and the number of timed runs (at least 20)."""
-    fn()
+GRAPH_TIMING = True  # --eager-timing turns it off
+
+
+def as_graph(fn):
+    """`fn` captured into a CUDA graph (after warm-up on a side stream), or None where it cannot be."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph):
+            fn()
+    except Exception as e:
+        print(f"no graph ({type(e).__name__}: {e}); timed eagerly", file=sys.stderr)
+        torch.cuda.synchronize()
+        return None
+    return graph
+
+
+def timed(fn, graph=None):
+    """Median, p20, p80 in microseconds and the number of timed runs (at least 20), and how it was
+    timed. The call is replayed from a CUDA graph where it can be, so that the figure is the GPU's
+    time and not the host's dispatch (SDPA 10-20 µs, compiled FlexAttention 50-150 µs a call), as
+    engines run decode; the harness's first data sets timed eager calls."""
+    if graph is None and GRAPH_TIMING:
+        graph = as_graph(fn)
+    run = graph.replay if graph is not None else fn
+    how = "timed as CUDA-graph replay" if graph is not None else "timed eagerly"
+    run()
     torch.cuda.synchronize()
     start = time.perf_counter()
-    fn()
+    run()
     torch.cuda.synchronize()
     estimate_ms = max((time.perf_counter() - start) * 1e3, 1e-3)
     rep_ms = max(100.0, 25 * estimate_ms)
-    med, p20, p80 = triton.testing.do_bench(fn, warmup=max(25.0, 3 * estimate_ms), rep=rep_ms,
+    med, p20, p80 = triton.testing.do_bench(run, warmup=max(25.0, 3 * estimate_ms), rep=rep_ms,
                                             quantiles=[0.5, 0.2, 0.8])
     runs = max(20, int(rep_ms / estimate_ms))
-    return med * 1e3, p20 * 1e3, p80 * 1e3, runs
+    del graph
+    return med * 1e3, p20 * 1e3, p80 * 1e3, runs, how
+
+
+def profiled_kernels(fn, reps=1):
+    """The GPU kernels `fn` runs, from the profiler's trace: (name, start µs, duration µs) in start order."""
+    from torch.profiler import ProfilerActivity, profile
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(reps):
+            fn()
+        torch.cuda.synchronize()
+    kernels = [(e.name, e.time_range.start, e.time_range.end - e.time_range.start) for e in prof.events()
+               if e.device_type == torch.autograd.DeviceType.CUDA and not e.name.startswith(("Memcpy", "Memset"))]
+    return sorted(kernels, key=lambda k: k[1])
+
+
+def quantiles(values, qs):
+    ordered = sorted(values)
+    return [ordered[min(len(ordered) - 1, int(q * len(ordered)))] for q in qs]
 
 
 def attention_work(batch, q_len, kv_len, heads, kv_heads, head_dim, phase):
@@ -120,7 +174,7 @@ def measure_attention(rec, quick):
     head_dims = [64, 128, 256]
     groups = [(32, 32), (32, 8)]
     decode_batches = [1, 8, 32] if not quick else [1, 32]
-    contexts = [512, 2048, 8192, 32768] if not quick else [2048, 8192]
+    contexts = [512, 1024, 2048, 4096, 8192, 16384, 32768] if not quick else [2048, 8192]
     for d in head_dims:
         for heads, kv_heads in groups:
             for b in decode_batches:
@@ -129,8 +183,9 @@ def measure_attention(rec, quick):
             for b in ([1, 4] if not quick else [1]):
                 for L in ([512, 1024, 2048, 4096, 8192] if not quick else [1024, 4096]):
                     shapes.append(("prefill", b, L, L, heads, kv_heads, d))
-            for ctx in ([2048, 8192] if not quick else [4096]):
-                shapes.append(("extend", 1, 512, ctx, heads, kv_heads, d))
+            extends = [(512, c) for c in (1024, 2048, 4096, 8192, 16384)] + [(2048, c) for c in (4096, 8192, 16384)]
+            for q_len, ctx in (extends if not quick else [(512, 4096)]):
+                shapes.append(("extend", 1, q_len, ctx, heads, kv_heads, d))
     for phase, b, q_len, kv_len, heads, kv_heads, d in shapes:
         kv_bytes = 2 * 2 * b * kv_len * kv_heads * d
         if kv_bytes > 16e9:
@@ -148,19 +203,34 @@ def measure_attention(rec, quick):
                 print(f"skip {impl} {phase} b{b} q{q_len} kv{kv_len} h{heads}/{kv_heads} d{d}: {type(e).__name__}",
                       file=sys.stderr)
                 continue
-            med, p20, p80, runs = timed(fn)
+            med, p20, p80, runs, how = timed(fn)
             rec.add(kind="attention", impl=impl, phase=phase, batch=b, q_len=q_len, kv_len=kv_len, heads=heads,
                     kv_heads=kv_heads, head_dim=d, causal=int(phase != "decode"), dtype="bf16", median_us=f"{med:.3f}",
-                    p20_us=f"{p20:.3f}", p80_us=f"{p80:.3f}", runs=runs, flops=f"{flops:.6g}", bytes=f"{nbytes:.6g}")
+                    p20_us=f"{p20:.3f}", p80_us=f"{p80:.3f}", runs=runs, flops=f"{flops:.6g}", bytes=f"{nbytes:.6g}",
+                    note=how + ("; " + MATH_NOTE if impl == "sdpa_math" else ""))
         del q, k, v
         torch.cuda.empty_cache()
 
 
+def allow_recompiles():
+    """Let torch.compile build one kernel per shape. Past dynamo's recompile limit (8 by default) a
+    compiled function silently falls back to eager FlexAttention, which materialises the scores:
+    the first data sets' FlexAttention decode rows (3-4 ms whatever the shape) were that fallback."""
+    import torch._dynamo
+    for name in ("recompile_limit", "cache_size_limit", "accumulated_recompile_limit", "accumulated_cache_size_limit"):
+        if hasattr(torch._dynamo.config, name):
+            setattr(torch._dynamo.config, name, 100000)
+    if hasattr(torch._dynamo.config, "fail_on_recompile_limit_hit"):
+        torch._dynamo.config.fail_on_recompile_limit_hit = True
+
+
 def measure_flex(rec, quick):
     from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    allow_recompiles()
     compiled = torch.compile(flex_attention, dynamic=False)
-    cases = [("prefill", 1, L, L) for L in ([1024, 4096] if quick else [1024, 2048, 4096, 8192])]
-    cases += [("decode", b, 1, ctx) for b in ([8] if quick else [1, 8, 32]) for ctx in ([4096] if quick else [2048, 8192])]
+    cases = [("prefill", 1, L, L) for L in ([1024, 4096] if quick else [512, 1024, 2048, 4096, 8192])]
+    decode_contexts = [4096] if quick else [512, 1024, 2048, 4096, 8192, 16384]
+    cases += [("decode", b, 1, ctx) for b in ([8] if quick else [1, 8, 32]) for ctx in decode_contexts]
     for phase, b, q_len, kv_len in cases:
         for heads, kv_heads in [(32, 32), (32, 8)]:
             d = 128
@@ -172,17 +242,56 @@ def measure_flex(rec, quick):
 
             mask = create_block_mask(causal, None, None, q_len, kv_len, device="cuda")
             fn = lambda: compiled(q, k, v, block_mask=mask, enable_gqa=heads != kv_heads)
-            try:
-                fn()
-                torch.cuda.synchronize()
-            except Exception as e:
-                print(f"skip flex {phase} b{b} q{q_len}: {type(e).__name__}: {e}", file=sys.stderr)
-                continue
-            flops, nbytes = attention_work(b, q_len, kv_len, heads, kv_heads, d, phase)
-            med, p20, p80, runs = timed(fn)
-            rec.add(kind="attention", impl="flex", phase=phase, batch=b, q_len=q_len, kv_len=kv_len, heads=heads,
-                    kv_heads=kv_heads, head_dim=d, causal=1, dtype="bf16", median_us=f"{med:.3f}", p20_us=f"{p20:.3f}",
-                    p80_us=f"{p80:.3f}", runs=runs, flops=f"{flops:.6g}", bytes=f"{nbytes:.6g}")
+            # A short query runs PyTorch's flex-decoding template (split over the keys, the query heads
+            # of one KV head in one tile); longer ones the flex-attention forward template.
+            impl = "flex_decoding" if phase == "decode" else "flex"
+            record_flex(rec, impl, fn, phase, b, q_len, kv_len, heads, kv_heads, d, "compiled, causal block mask")
+            del q, k, v
+    try:
+        from torch.nn.attention.experimental._paged_attention import PagedAttention
+    except ImportError as e:
+        print(f"skip flex_paged: {e}", file=sys.stderr)
+        return
+    page = 128  # PagedAttention needs the block mask's KV block size to equal the page size
+    for b in ([8] if quick else [1, 8, 32]):
+        for kv_len in decode_contexts:
+            for heads, kv_heads in [(32, 32), (32, 8)]:
+                d = 128
+                pages = b * kv_len // page
+                paged = PagedAttention(pages, page, b, device="cuda")
+                order = torch.randperm(pages).tolist()  # pages scattered over the pool, as after serving a while
+                paged.empty_pages = order
+                for i in range(b):
+                    paged.reserve(torch.tensor(i, device="cuda"), torch.tensor(kv_len, device="cuda"))
+                k_cache = torch.randn(1, kv_heads, pages * page, d, device="cuda", dtype=torch.bfloat16)
+                v_cache = torch.randn(1, kv_heads, pages * page, d, device="cuda", dtype=torch.bfloat16)
+                q = torch.randn(b, heads, 1, d, device="cuda", dtype=torch.bfloat16)
+                logical = create_block_mask(lambda bi, h, qi, ki: ki >= 0, b, None, 1, kv_len, device="cuda",
+                                            BLOCK_SIZE=page)
+                physical = paged.convert_logical_block_mask(logical)
+                score_mod = paged.get_score_mod(None)
+                fn = lambda: compiled(q, k_cache, v_cache, block_mask=physical, score_mod=score_mod,
+                                      enable_gqa=heads != kv_heads)
+                record_flex(rec, "flex_decoding_paged", fn, "decode", b, 1, kv_len, heads, kv_heads, d,
+                            f"page_size={page}; PagedAttention (torch experimental), pages shuffled", page)
+                del k_cache, v_cache, q
+                torch.cuda.empty_cache()
+
+
+def record_flex(rec, impl, fn, phase, b, q_len, kv_len, heads, kv_heads, d, note, page_size=0):
+    try:
+        fn()
+        torch.cuda.synchronize()
+    except Exception as e:
+        print(f"skip {impl} {phase} b{b} q{q_len} kv{kv_len} h{heads}/{kv_heads}: {type(e).__name__}: {e}",
+              file=sys.stderr)
+        return
+    flops, nbytes = attention_work(b, q_len, kv_len, heads, kv_heads, d, phase)
+    med, p20, p80, runs, how = timed(fn)
+    rec.add(kind="attention", impl=impl, phase=phase, batch=b, q_len=q_len, kv_len=kv_len, heads=heads,
+            kv_heads=kv_heads, head_dim=d, causal=int(phase != "decode"), dtype="bf16", median_us=f"{med:.3f}",
+            p20_us=f"{p20:.3f}", p80_us=f"{p80:.3f}", runs=runs, flops=f"{flops:.6g}", bytes=f"{nbytes:.6g}",
+            page_size=page_size, note=f"{how}; {note}")
 
 
 def measure_device(rec):
@@ -190,7 +299,7 @@ def measure_device(rec):
     for mib in [64, 1024]:
         src = torch.empty(mib * 2 ** 20 // 2, dtype=torch.bfloat16, device="cuda").normal_()
         dst = torch.empty_like(src)
-        med, p20, p80, runs = timed(lambda: dst.copy_(src))
+        med, p20, p80, runs, _ = timed(lambda: dst.copy_(src))
         rec.add(kind="copy", impl="copy", batch=1, q_len=mib, median_us=f"{med:.3f}", p20_us=f"{p20:.3f}",
                 p80_us=f"{p80:.3f}", runs=runs, bytes=2 * src.numel() * 2, dtype="bf16", note="q_len = MiB copied")
     # GEMM: square and the skinny shapes of decode.
@@ -198,13 +307,13 @@ def measure_device(rec):
                        (256, 4096, 4096), (1024, 14336, 4096), (1, 14336, 4096)]:
         a = torch.randn(m, kdim, device="cuda", dtype=torch.bfloat16)
         w = torch.randn(kdim, n, device="cuda", dtype=torch.bfloat16)
-        med, p20, p80, runs = timed(lambda: a @ w)
+        med, p20, p80, runs, _ = timed(lambda: a @ w)
         rec.add(kind="gemm", impl="torch_matmul", batch=m, q_len=n, kv_len=kdim, dtype="bf16", median_us=f"{med:.3f}",
                 p20_us=f"{p20:.3f}", p80_us=f"{p80:.3f}", runs=runs, flops=2.0 * m * n * kdim,
                 bytes=2.0 * (m * kdim + kdim * n + m * n), note="batch=M q_len=N kv_len=K")
     # Launch cost: back-to-back tiny kernels issued from the CPU, and the same work as one graph.
     x = torch.zeros(1, device="cuda")
-    for n in [100, 1000]:
+    for n in [10, 100, 1000, 3000]:
         for _ in range(3):
             torch.cuda.synchronize()
             start = time.perf_counter()
@@ -225,7 +334,7 @@ def measure_device(rec):
         capture_us = (time.perf_counter() - start) * 1e6
         rec.add(kind="graph_capture", impl="cuda_graph", batch=n, median_us=f"{capture_us:.3f}", runs=1,
                 note="batch = nodes; median_us = capture wall time")
-        med, p20, p80, runs = timed(graph.replay)
+        med, p20, p80, runs, _ = timed(graph.replay, graph=graph)
         rec.add(kind="graph_replay", impl="cuda_graph", batch=n, median_us=f"{med:.3f}", p20_us=f"{p20:.3f}",
                 p80_us=f"{p80:.3f}", runs=runs, note="batch = nodes; device time of one replay")
         torch.cuda.synchronize()
@@ -236,6 +345,63 @@ def measure_device(rec):
         torch.cuda.synchronize()
         rec.add(kind="graph_launch", impl="cuda_graph", batch=n, median_us=f"{(time.perf_counter() - start) * 1e6 / reps:.3f}",
                 runs=reps, note="batch = nodes; wall time per replay issued back to back")
+
+
+def measure_graph_nodes(rec):
+    """Per-node cost of a replayed graph: the idle gap between one node's end and the next node's
+    start on the GPU, from the profiler's kernel trace (a graph of tiny kernels, replayed 5 times)."""
+    x = torch.zeros(1, device="cuda")
+    nodes = 200
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(nodes):
+            x.add_(1.0)
+    kernels = profiled_kernels(graph.replay, reps=5)
+    gaps, intervals, durations = [], [], []
+    for (_, s0, d0), (_, s1, _) in zip(kernels, kernels[1:]):
+        if s1 - s0 < 50:  # consecutive nodes of one replay (replays are far apart)
+            gaps.append(max(0.0, s1 - (s0 + d0)))
+            intervals.append(s1 - s0)
+            durations.append(d0)
+    if len(gaps) < 20:
+        print(f"skip graph_node: {len(kernels)} kernels traced", file=sys.stderr)
+        return
+    med, p20, p80 = quantiles(gaps, [0.5, 0.2, 0.8])
+    rec.add(kind="graph_node", impl="cuda_graph", batch=nodes, median_us=f"{med:.3f}", p20_us=f"{p20:.3f}",
+            p80_us=f"{p80:.3f}", runs=len(gaps),
+            note=f"median_us = GPU idle gap between consecutive nodes (profiler); node duration median "
+                 f"{quantiles(durations, [0.5])[0]:.3f} us, start-to-start {quantiles(intervals, [0.5])[0]:.3f} us")
+
+
+def list_kernels(path):
+    """Which kernels each SDPA backend runs for one decode and one prefill shape (names, count, µs)."""
+    with open(path, "w") as out:
+        for phase, b, q_len, kv_len in [("decode", 8, 1, 4096), ("prefill", 1, 2048, 2048), ("extend", 1, 512, 4096)]:
+            for heads, kv_heads in [(32, 32), (32, 8)]:
+                q, k, v = make_qkv(b, q_len, kv_len, heads, kv_heads, 128)
+                for impl, backend in SDPA_BACKENDS.items():
+                    try:
+                        kernels = profiled_kernels(sdpa_call(backend, q, k, v, phase))
+                    except Exception as e:
+                        out.write(f"{impl} {phase} b{b} q{q_len} kv{kv_len} h{heads}/{kv_heads}: {type(e).__name__}\n")
+                        continue
+                    total = sum(d for _, _, d in kernels)
+                    out.write(f"{impl} {phase} b{b} q{q_len} kv{kv_len} h{heads}/{kv_heads} d128: "
+                              f"{len(kernels)} kernels, {total:.1f} us\n")
+                    for name, _, dur in kernels:
+                        out.write(f"    {dur:9.1f} us  {name[:140]}\n")
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+        compiled = torch.compile(flex_attention, dynamic=False)
+        for b, q_len, kv_len in [(8, 1, 4096), (1, 2048, 2048)]:
+            for heads, kv_heads in [(32, 32), (32, 8)]:
+                q, k, v = make_qkv(b, q_len, kv_len, heads, kv_heads, 128)
+                offset = kv_len - q_len
+                mask = create_block_mask(lambda bi, h, qi, ki: qi + offset >= ki, None, None, q_len, kv_len,
+                                         device="cuda")
+                kernels = profiled_kernels(lambda: compiled(q, k, v, block_mask=mask, enable_gqa=heads != kv_heads))
+                out.write(f"flex b{b} q{q_len} kv{kv_len} h{heads}/{kv_heads} d128: {len(kernels)} kernels\n")
+                for name, _, dur in kernels:
+                    out.write(f"    {dur:9.1f} us  {name[:140]}\n")
 
 
 def measure_step(rec, quick):
@@ -250,12 +416,13 @@ def measure_step(rec, quick):
             "up": torch.randn(hidden, 2 * inter, device="cuda", dtype=torch.bfloat16) * 0.02,
             "down": torch.randn(inter, hidden, device="cuda", dtype=torch.bfloat16) * 0.02,
         })
+    measured = []
     for b in ([1, 8, 32] if quick else [1, 2, 4, 8, 16, 32, 64]):
         x = torch.randn(b, hidden, device="cuda", dtype=torch.bfloat16)
         caches = [(torch.randn(b, kv_heads, ctx, d, device="cuda", dtype=torch.bfloat16),
                    torch.randn(b, kv_heads, ctx, d, device="cuda", dtype=torch.bfloat16)) for _ in range(layers)]
 
-        def step():
+        def step(x=x, caches=caches, b=b):
             h = x
             for w, (kc, vc) in zip(weights, caches):
                 n = torch.nn.functional.rms_norm(h, (hidden,))
@@ -285,7 +452,12 @@ def measure_step(rec, quick):
             graph.replay()
         torch.cuda.synchronize()
         replay = (time.perf_counter() - start) * 1e6 / reps
-        note = f"synthetic decoder: {layers} layers, hidden {hidden}, heads {heads}/{kv_heads}, d {d}, mlp {inter}, context {ctx}"
+        measured.append((b, step, eager, replay, reps))
+    # Kernel counts last: once the profiler has run, CUPTI stays attached and slows every launch.
+    for b, step, eager, replay, reps in measured:
+        kernels = len(profiled_kernels(step))
+        note = (f"synthetic decoder: {layers} layers, hidden {hidden}, heads {heads}/{kv_heads}, d {d}, mlp {inter}, "
+                f"context {ctx}; {kernels} kernels per step")
         rec.add(kind="step", impl="eager", batch=b, kv_len=ctx, heads=heads, kv_heads=kv_heads, head_dim=d,
                 median_us=f"{eager:.3f}", runs=reps, note=note)
         rec.add(kind="step", impl="cuda_graph", batch=b, kv_len=ctx, heads=heads, kv_heads=kv_heads, head_dim=d,
@@ -296,16 +468,27 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
     parser.add_argument("--quick", action="store_true", help="a small subset (for a smoke run)")
-    parser.add_argument("--skip", default="", help="comma list of: attention, flex, device, step")
+    parser.add_argument("--skip", default="", help="comma list of: attention, flex, device, nodes, step")
+    parser.add_argument("--eager-timing", action="store_true", help="time eager calls, not CUDA-graph replays")
+    parser.add_argument("--kernels", help="also write the kernels each SDPA backend runs to this text file")
     args = parser.parse_args()
     torch.manual_seed(0)
+    global GRAPH_TIMING
+    GRAPH_TIMING = not args.eager_timing
+    warnings.filterwarnings("ignore", category=UserWarning)  # SDPA explains every backend it refuses
     rec = Recorder(args.out)
     skip = set(filter(None, args.skip.split(",")))
     props = torch.cuda.get_device_properties(0)
     print(f"{props.name}: {props.multi_processor_count} SMs, torch {torch.__version__}, triton {triton.__version__}, "
           f"CUDA {torch.version.cuda}, python {platform.python_version()}", flush=True)
-    for name, fn in [("device", lambda: measure_device(rec)), ("attention", lambda: measure_attention(rec, args.quick)),
-                     ("step", lambda: measure_step(rec, args.quick)), ("flex", lambda: measure_flex(rec, args.quick))]:
+    # The sections that use the profiler come last: after it has run, CUPTI stays attached and every
+    # launch costs more, which would inflate the timings of short kernels and of launches.
+    sections = [("device", lambda: measure_device(rec)), ("attention", lambda: measure_attention(rec, args.quick)),
+                ("flex", lambda: measure_flex(rec, args.quick)), ("step", lambda: measure_step(rec, args.quick)),
+                ("nodes", lambda: measure_graph_nodes(rec))]
+    if args.kernels:
+        sections.append(("kernels", lambda: list_kernels(args.kernels)))
+    for name, fn in sections:
         if name in skip:
             continue
         start = time.perf_counter()

@@ -37,7 +37,6 @@ struct Traffic {
   double kv_read = 0;    // page-granular KV bytes, before GQA re-reads
   double kv_unique = 0;  // token-granular KV bytes
   double page_tables = 0;
-  double scores = 0;  // unfused kernels: the score matrix written and read
   double q_bytes = 0;
   double o_bytes = 0;
   double tokens = 0;
@@ -60,7 +59,6 @@ Traffic countTraffic(const AttentionShape& s, const KernelModel& k, std::span<co
     t.kv_read += n * static_cast<double>(k.paged_native ? pages * page : unique) * kv_token_bytes;
     if (k.paged_emulated) t.page_tables += n * static_cast<double>(unique) * kBytesPerIndex;
     if (k.paged_native) t.page_tables += n * static_cast<double>(pages) * kBytesPerIndex;
-    if (k.unfused) t.scores += n * 4.0 * s.num_heads * attended * s.act_bytes;
   }
   t.q_bytes = t.tokens * s.num_heads * s.d_qk * s.act_bytes;
   t.o_bytes = t.tokens * s.num_heads * s.d_v * s.act_bytes;
@@ -128,7 +126,10 @@ struct DecodeUnit {
   double kv_bytes_per_key = 0;
   double qo_bytes = 0;
 
-  DecodeUnit(const RequestGroup& g, const AttentionShape& s, const KernelModel& k, double reread) {
+  // index_bytes_per_key: the page-table bytes a unit reads per key (a per-token index when paging is
+  // emulated, one entry per page when native).
+  DecodeUnit(const RequestGroup& g, const AttentionShape& s, const KernelModel& k, double reread,
+             double index_bytes_per_key) {
     const int group = s.groupSize();
     const std::int64_t rows = k.gqa_packing ? group * g.q_len : g.q_len;
     const std::int64_t padded = k.tensor_math ? std::min<std::int64_t>(k.tile_q, roundUp(rows, 16)) : rows;
@@ -137,7 +138,7 @@ struct DecodeUnit {
     kv_tiles = ceilDiv(uniqueKvTokens(g, s), k.tile_kv);
     rows_padded = static_cast<double>(padded);
     rows_in_unit = static_cast<double>(rows) / static_cast<double>(row_tiles);
-    kv_bytes_per_key = s.kv_token_width * s.kv_elem_bytes * (k.gqa_packing ? 1.0 : reread / group);
+    kv_bytes_per_key = s.kv_token_width * s.kv_elem_bytes * (k.gqa_packing ? 1.0 : reread / group) + index_bytes_per_key;
     qo_bytes = rows_in_unit * (s.d_qk + s.d_v) * s.act_bytes;
   }
 
@@ -154,9 +155,9 @@ struct DecodeUnit {
 };
 
 void decodeWaves(Waves& w, const AttentionShape& s, const KernelModel& k, const Rates& r,
-                 std::span<const RequestGroup> groups, int splits, double reread) {
+                 std::span<const RequestGroup> groups, int splits, double reread, double index_bytes_per_key) {
   for (const auto& g : groups) {
-    const DecodeUnit unit(g, s, k, reread);
+    const DecodeUnit unit(g, s, k, reread, index_bytes_per_key);
     const auto work = unit.work(s, k, splits);
     addUnits(w, r, unit.count * splits, work.flops, work.bytes, work.keys);
   }
@@ -237,6 +238,55 @@ std::int64_t uniqueKvTokens(const RequestGroup& g, const AttentionShape& s) {
   return std::max<std::int64_t>(1, unique);
 }
 
+// An unfused path: separate library kernels (products, softmax, masking, copies) that each spread
+// over the whole machine and run one after another, so their times add. They materialise the whole
+// q × kv score rectangle, causal or not. With an fp32 working precision (PyTorch's math path for
+// bf16/fp16) the inputs are first upcast, K and V expanded to every query head, and the keys scaled
+// (read and written once more) before the products read them.
+static AttentionCost predictUnfused(const AttentionShape& s, const KernelModel& kernel, const DeviceModel& device, Phase phase,
+                             std::span<const RequestGroup> groups, const Traffic& t, double sinks, double dequant) {
+  AttentionCost out;
+  const double a = s.act_bytes;
+  const bool upcast = kernel.working_bytes > 0 && kernel.working_bytes != a;
+  const double w = upcast ? kernel.working_bytes : a;
+  const double g = s.groupSize();
+  double rectangle = 0;  // score elements per head
+  for (const auto& grp : groups) rectangle += static_cast<double>(grp.count * grp.q_len * grp.context);
+  const double scores = rectangle * s.num_heads;
+  const bool masked = phase != Phase::Decode;  // prefill, extend, verify apply a mask over the rectangle
+  // Products write the scores, softmax reads and writes them, PV reads them; a mask is built (1 byte)
+  // and applied (read, write, mask read).
+  const double score_bytes = scores * (4 * w + (masked ? 2 * w + 2 : 0));
+  const double kv_elems = t.kv_read / a;  // K and V elements as stored
+  double kv_bytes = 0;
+  if (upcast) {
+    const double key_elems = kv_elems * s.d_qk / (s.d_qk + s.d_v);
+    kv_bytes = kv_elems * (a + w)                     // read as stored, written upcast
+               + (g > 1 ? kv_elems * (w + g * w) : 0)  // expanded to every query head
+               + key_elems * g * 2 * w                 // keys scaled
+               + kv_elems * g * w;                     // read by the two products
+  } else {
+    kv_bytes = t.kv_read * g;  // the batched products read K and V once per query head
+  }
+  const double io_bytes = (t.q_bytes + t.o_bytes) * (upcast ? 1 + 2 * w / a : 1) + t.page_tables + sinks;
+  out.flops = t.flops;
+  out.bytes_min = t.q_bytes + t.o_bytes + t.kv_unique;
+  out.flops_tiled = rectangle * s.num_heads * 2.0 * (s.d_qk + s.d_v) * dequant;
+  out.bytes = score_bytes + kv_bytes + io_bytes;
+  const double peak = kernel.tensor_math && !upcast ? device.tensor_flops_per_us : device.vector_flops_per_us;
+  out.compute_us = out.flops_tiled / (peak * kernel.compute_efficiency);
+  out.memory_us = out.bytes / (device.bytes_per_us * kernel.memory_efficiency);
+  out.kernel_us = out.compute_us + out.memory_us;
+  out.fixed_us = kernel.fixed_us;
+  out.time_us = out.kernel_us + out.fixed_us;
+  out.ctas = std::max(1, device.compute_units * kernel.ctas_per_sm);
+  out.utilization = 1.0;
+  out.bound = out.fixed_us >= out.kernel_us     ? Bound::Latency
+              : out.compute_us >= out.memory_us ? Bound::Compute
+                                                : Bound::Memory;
+  return out;
+}
+
 AttentionCost predictAttention(const AttentionShape& shape, const KernelModel& kernel, const DeviceModel& device,
                                Phase phase, std::span<const RequestGroup> groups, std::int64_t page_size) {
   AttentionCost out;
@@ -255,7 +305,7 @@ AttentionCost predictAttention(const AttentionShape& shape, const KernelModel& k
                         : kernel.unfused   ? static_cast<double>(group)
                                            : 1.0 + (group - 1) * miss;
   const double sinks = shape.sinks ? shape.num_heads * 4.0 : 0.0;
-  const double base_bytes = t.q_bytes + t.o_bytes + t.kv_read * reread + t.page_tables + t.scores + sinks;
+  const double base_bytes = t.q_bytes + t.o_bytes + t.kv_read * reread + t.page_tables + sinks;
 
   out.flops = t.flops;
   out.bytes_min = t.q_bytes + t.o_bytes + t.kv_unique;
@@ -266,29 +316,18 @@ AttentionCost predictAttention(const AttentionShape& shape, const KernelModel& k
     for (const auto& g : groups) min_tiles = std::min(min_tiles, ceilDiv(uniqueKvTokens(g, shape), kernel.tile_kv));
     max_splits = static_cast<int>(std::clamp<std::int64_t>(min_tiles, 1, kernel.max_splits));
   }
-  if (kernel.unfused) {
-    // Library GEMMs and a softmax kernel: they spread over the whole machine whatever the head count.
-    out.flops_tiled = t.flops * dequant;
-    out.bytes = base_bytes;
-    out.compute_us = out.flops_tiled / (peak * kernel.compute_efficiency);
-    out.memory_us = out.bytes / (device.bytes_per_us * kernel.memory_efficiency);
-    out.kernel_us = std::max(out.compute_us, out.memory_us);
-    out.fixed_us = kernel.fixed_us;
-    out.time_us = out.kernel_us + out.fixed_us;
-    out.ctas = slots;
-    out.utilization = 1.0;
-    out.bound = out.fixed_us >= out.kernel_us     ? Bound::Latency
-                : out.compute_us >= out.memory_us ? Bound::Compute
-                                                  : Bound::Memory;
-    return out;
-  }
+  if (kernel.unfused) return predictUnfused(shape, kernel, device, phase, groups, t, sinks, dequant);
+  const double index_bytes_per_key = kernel.paged_emulated ? kBytesPerIndex
+                                     : kernel.paged_native  ? kBytesPerIndex / static_cast<double>(std::max<std::int64_t>(1, page_size))
+                                                            : 0.0;
   // The engines pick the split count that fills the machine best; take the fastest, fewest on ties.
   double best = std::numeric_limits<double>::infinity();
   thread_local std::vector<std::pair<double, double>> units;
   // A uniform decode batch has one kind of unit: its per-split-invariant part is computed once.
   const bool one_kind = decode_like && groups.size() == 1;
   const std::optional<DecodeUnit> uniform =
-      one_kind ? std::optional<DecodeUnit>(std::in_place, groups.front(), shape, kernel, reread) : std::nullopt;
+      one_kind ? std::optional<DecodeUnit>(std::in_place, groups.front(), shape, kernel, reread, index_bytes_per_key)
+               : std::nullopt;
   for (int s = 1; s <= max_splits; ++s) {
     units.clear();
     Waves w;
@@ -297,7 +336,7 @@ AttentionCost predictAttention(const AttentionShape& shape, const KernelModel& k
       const auto work = uniform->work(shape, kernel, s);
       addUnits(w, rates, uniform->count * s, work.flops, work.bytes, work.keys);
     } else if (decode_like) {
-      decodeWaves(w, shape, kernel, rates, groups, s, reread);
+      decodeWaves(w, shape, kernel, rates, groups, s, reread, index_bytes_per_key);
     } else {
       prefillWaves(w, shape, kernel, rates, groups, base_bytes);
     }

@@ -43,6 +43,7 @@ struct KernelModel {
   bool paged_native = true;     // reads whole pages through a page table
   bool paged_emulated = false;  // per-token index table (page table expanded to page size 1)
   bool unfused = false;         // materializes the score matrix
+  double working_bytes = 0;     // unfused: bytes per score / K-V copy element when upcast (0: the activations')
   bool tensor_math = true;
   int ctas_per_sm = 1;
   int max_splits = 32;

@@ -48,7 +48,12 @@ double predictPoint(const FitPoint& p, const KernelModel& base, const DeviceMode
   k.memory_efficiency = params.memory_efficiency;
   k.fixed_us = params.fixed_us;
   k.key_us = params.key_ns / 1000.0;
-  return predictAttention(p.shape, k, device, p.phase, std::span(&p.group, 1), 1).time_us;
+  if (p.page_size == 0) {
+    k.paged_native = false;
+    k.paged_emulated = false;
+  }
+  return predictAttention(p.shape, k, device, p.phase, std::span(&p.group, 1), std::max<std::int64_t>(1, p.page_size))
+      .time_us;
 }
 
 FitResult fitKernel(const std::vector<FitPoint>& points, const KernelModel& base, const DeviceModel& device,
@@ -127,15 +132,13 @@ FitPoint fitPointFrom(const MeasurementRow& row) {
   p.shape.act_bytes = row.dtype == "fp32" ? 4 : 2;
   p.shape.kv_elem_bytes = p.shape.act_bytes;
   p.group = {row.batch, row.q_len, row.kv_len, 1};
+  p.page_size = row.page_size;
   return p;
 }
 
 KernelModel measuredKernelModel(const Catalog& catalog, const std::string& kernel, const std::string& hardware,
                                 Phase phase) {
-  KernelModel k = resolveKernel(catalog.kernel(kernel), catalog.hardware(hardware), phase);
-  k.paged_native = false;  // measured on contiguous K and V
-  k.paged_emulated = false;
-  return k;
+  return resolveKernel(catalog.kernel(kernel), catalog.hardware(hardware), phase);
 }
 
 Phase phaseOf(const MeasurementRow& row) {
@@ -153,16 +156,19 @@ Phase phaseOfClass(const std::string& phase_class) {
   return Phase::Prefill;
 }
 
-LineFit fitLine(const std::vector<std::pair<double, double>>& xy) {
+LineFit fitLine(const std::vector<std::pair<double, double>>& xy, bool relative) {
   LineFit f;
   f.points = static_cast<int>(xy.size());
   if (xy.size() < 2) return f;
   Eigen::MatrixXd a(static_cast<Eigen::Index>(xy.size()), 2);
   Eigen::VectorXd y(static_cast<Eigen::Index>(xy.size()));
   for (std::size_t i = 0; i < xy.size(); ++i) {
-    a(static_cast<Eigen::Index>(i), 0) = 1.0;
-    a(static_cast<Eigen::Index>(i), 1) = xy[i].first;
-    y(static_cast<Eigen::Index>(i)) = xy[i].second;
+    // Relative residuals (each row divided by its y): graphs of 10 and of 3,000 nodes count alike,
+    // so the intercept is not lost in the large ones' absolute scatter.
+    const double w = relative && xy[i].second > 0 ? 1.0 / xy[i].second : 1.0;
+    a(static_cast<Eigen::Index>(i), 0) = w;
+    a(static_cast<Eigen::Index>(i), 1) = w * xy[i].first;
+    y(static_cast<Eigen::Index>(i)) = w * xy[i].second;
   }
   const Eigen::Vector2d beta = a.colPivHouseholderQr().solve(y);
   f.intercept = beta(0);
@@ -172,22 +178,32 @@ LineFit fitLine(const std::vector<std::pair<double, double>>& xy) {
 
 std::vector<OverheadFit> fitOverheads(const std::vector<MeasurementRow>& rows) {
   std::map<std::string, std::pair<std::vector<std::pair<double, double>>, std::vector<std::pair<double, double>>>> by_hw;
+  std::map<std::string, std::vector<double>> node_gaps;
   for (const auto& r : rows) {
     const auto n = static_cast<double>(r.batch);
     if (r.kind == "launch") by_hw[r.hardware].first.emplace_back(n, r.median_us);
     if (r.kind == "graph_launch") by_hw[r.hardware].second.emplace_back(n, r.median_us);
+    if (r.kind == "graph_node") node_gaps[r.hardware].push_back(r.median_us);
   }
   std::vector<OverheadFit> out;
   for (const auto& [hw, series] : by_hw) {
     if (series.first.size() < 2 || series.second.size() < 2) continue;
-    const LineFit eager = fitLine(series.first);
-    const LineFit graph = fitLine(series.second);
-    out.push_back({hw, eager.slope, std::max(0.0, graph.intercept), graph.slope, eager.points + graph.points});
+    const LineFit eager = fitLine(series.first, true);
+    const LineFit graph = fitLine(series.second, true);
+    OverheadFit f{hw, eager.slope, std::max(0.0, graph.intercept), graph.slope, 0.0, eager.points + graph.points};
+    if (const auto it = node_gaps.find(hw); it != node_gaps.end()) {
+      auto gaps = it->second;
+      std::nth_element(gaps.begin(), gaps.begin() + static_cast<std::ptrdiff_t>(gaps.size() / 2), gaps.end());
+      f.graph_node_us = gaps[gaps.size() / 2];
+      f.points += static_cast<int>(gaps.size());
+    }
+    out.push_back(f);
   }
   return out;
 }
 
 bool isHeldOut(const MeasurementRow& row, const std::vector<std::int64_t>& holdout_contexts) {
+  if (row.page_size > 0) return true;
   return std::find(holdout_contexts.begin(), holdout_contexts.end(), row.kv_len) != holdout_contexts.end();
 }
 

@@ -24,6 +24,7 @@ struct FitPoint {
   Phase phase = Phase::Decode;
   RequestGroup group;
   double measured_us = 0;
+  std::int64_t page_size = 0;  // 0: contiguous K and V, as SDPA takes them
   const MeasurementRow* row = nullptr;
 };
 
@@ -34,7 +35,7 @@ struct FitResult {
   double mape = 0;  // on the points fitted
 };
 
-// The model's time for a measured point with the given parameters (contiguous KV, as measured).
+// The model's time for a measured point with the given parameters, over the KV layout it was measured on.
 double predictPoint(const FitPoint& p, const KernelModel& base, const DeviceModel& device, const FitParams& params);
 // The per-key time is fitted only when the points cover at least three context lengths; with fewer
 // it cannot be told from the fixed time, and it stays at `start`.
@@ -45,7 +46,8 @@ double meanAbsolutePercentageError(const std::vector<FitPoint>& points, const Ke
 
 // A measured attention row as a point of the model.
 FitPoint fitPointFrom(const MeasurementRow& row);
-// The kernel model used to predict measured (contiguous, unpaged) calls of a family on a device.
+// The kernel model used to predict measured calls of a family on a device (paged as the family
+// pages; predictPoint reads a contiguous point's K and V unpaged).
 KernelModel measuredKernelModel(const Catalog& catalog, const std::string& kernel, const std::string& hardware,
                                 Phase phase);
 // A measured row's phase and its calibration class (prefill, extend, decode).
@@ -59,19 +61,22 @@ struct LineFit {
   double intercept = 0, slope = 0;
   int points = 0;
 };
-LineFit fitLine(const std::vector<std::pair<double, double>>& xy);
+// relative: least squares on residuals relative to y (weights 1/y), for series spanning decades.
+LineFit fitLine(const std::vector<std::pair<double, double>>& xy, bool relative = false);
 
 struct OverheadFit {
   std::string hardware;
   double kernel_launch_us = 0;      // slope of eager wall time over back-to-back launches
   double graph_replay_base_us = 0;  // intercept of replay wall time over graph nodes
-  double graph_node_us = 0;         // slope of replay time over nodes: bounds the per-node cost from above
+  double replay_slope_us = 0;       // replay time per node of tiny-kernel graphs: their GPU time plus the gap
+  double graph_node_us = 0;         // GPU idle gap between consecutive replayed nodes (graph_node rows); 0: unmeasured
   int points = 0;
 };
 // One fit per hardware that has launch and graph_launch rows.
 std::vector<OverheadFit> fitOverheads(const std::vector<MeasurementRow>& rows);
 
-// The held-out rule: rows whose context length is in `holdout` are test points.
+// The held-out rule: rows whose context length is in `holdout` are test points, and so is every
+// paged row: fits are made on contiguous K/V, and paged points test how the model carries them over.
 bool isHeldOut(const MeasurementRow& row, const std::vector<std::int64_t>& holdout_contexts);
 
 }  // namespace attnsim

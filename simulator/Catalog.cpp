@@ -144,9 +144,12 @@ void loadCalibrations(const CatalogSource& source, std::vector<HardwareProfile>&
     if (auto o = r.findMap("overheads")) {
       hw->overheads.kernel_launch_us = o->getNumber("kernel_launch_us", 0, 1000);
       hw->overheads.graph_replay_base_us = o->getNumber("graph_replay_base_us", 0, 10000);
+      const auto per_node = o->findNumber("graph_replay_per_node_us", 0, 100);
+      if (per_node) hw->overheads.graph_replay_per_node_us = *per_node;
       const auto points = o->getInt("points", 1, 1 << 20);
-      hw->overheads.source = fmt::format("kernel_launch_us and graph_replay_base_us calibrated on {} points: {}; {}", points,
-                                         origin, o->get<std::string>("note"));
+      hw->overheads.source =
+          fmt::format("kernel_launch_us, graph_replay_base_us{} calibrated on {} points: {}; {}",
+                      per_node ? ", graph_replay_per_node_us" : "", points, origin, o->get<std::string>("note"));
       o->finish();
     }
     const YamlReader families = r.map("kernels");

@@ -74,6 +74,7 @@ KernelModel resolveKernel(const KernelFamily& kernel, const HardwareProfile& hw,
   k.paged_native = kernel.paging == "native";
   k.paged_emulated = kernel.paging == "emulated";
   k.unfused = kernel.algorithm == "unfused";
+  k.working_bytes = kernel.working_precision == "fp32" ? 4.0 : 0.0;
   k.tensor_math = kernel.math == "tensor";
   k.ctas_per_sm = kernel.ctas_per_sm;
   k.max_splits = kernel.max_splits;

@@ -20,8 +20,8 @@ const std::vector<std::string> kColumns{"device",   "date",     "torch",  "trito
                                         "impl",     "phase",    "batch",  "q_len",  "kv_len",    "heads",
                                         "kv_heads", "head_dim", "causal", "dtype",  "median_us", "p20_us",
                                         "p80_us",   "runs",     "flops",  "bytes",  "note"};
-const std::vector<std::string> kKinds{"attention",     "copy",         "gemm",         "launch",
-                                      "graph_capture", "graph_replay", "graph_launch", "step"};
+const std::vector<std::string> kKinds{"attention",    "copy",         "gemm",       "launch", "graph_capture",
+                                      "graph_replay", "graph_launch", "graph_node", "step"};
 const std::vector<std::string> kPhases{"prefill", "extend", "decode", "verify"};
 
 }  // namespace
@@ -86,7 +86,9 @@ std::vector<MeasurementRow> parseMeasurementCsv(const std::string& text, const s
     const auto cells = splitCsvLine(line);
     std::vector<std::string> row_errors;
     auto cell = [&](const std::string& name) -> std::string {
-      const std::size_t i = col.at(name);
+      const auto found = col.find(name);
+      if (found == col.end()) return {};  // an optional column the file does not have
+      const std::size_t i = found->second;
       return i < cells.size() ? cells[i] : std::string{};
     };
     auto fail = [&](const std::string& name, const std::string& msg) {
@@ -155,6 +157,7 @@ std::vector<MeasurementRow> parseMeasurementCsv(const std::string& text, const s
     r.runs = integer("runs", true);
     r.flops = real("flops", attention);
     r.bytes = real("bytes", attention);
+    r.page_size = integer("page_size", false);  // optional column: absent or empty is contiguous KV
     if (r.median_us <= 0) fail("median_us", "must be positive");
     if (attention) {
       if (const auto it = impl_to_kernel.find(r.impl); it != impl_to_kernel.end()) {

@@ -169,8 +169,10 @@ StepTimeline simulateStep(const StepGraph& graph, const StepCosts& costs, GraphM
                                    : costs.op_launches[at(node.op)];
     double ready = 0;
     for (const int p : graph.predecessors(i)) ready = std::max(ready, end[static_cast<std::size_t>(p)]);
-    // A replayed graph is a launch stream whose nodes cost graph_replay_per_node_us each instead
-    // of a kernel launch, after one graph launch (base) per graph or piece.
+    // Eager kernels each cost the host a launch. A replayed graph costs the host one graph launch
+    // (base) per graph or piece; on the GPU each of its nodes starts graph_replay_per_node_us after
+    // the previous one ends (the gap measured between replayed kernels).
+    double gap = 0;
     if (mode == GraphMode::Eager || (mode == GraphMode::Piecewise && attention)) {
       cpu += launch.kernel_launch_us * launches;
       t.launches += launches;
@@ -181,9 +183,9 @@ StepTimeline simulateStep(const StepGraph& graph, const StepCosts& costs, GraphM
         t.launches += 1;
         piece_open = true;
       }
-      cpu += launch.graph_replay_per_node_us * launches;
+      gap = launch.graph_replay_per_node_us * launches;
     }
-    const double start = std::max({cpu, gpu_free, ready});
+    const double start = std::max({cpu, gpu_free + gap, ready + gap});
     end[i] = start + dur;
     gpu_free = end[i];
     t.gpu_busy_us += dur;

@@ -8,7 +8,7 @@ namespace attnsim {
 
 namespace {
 
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;  // 2: measurements.page_size
 
 class Statement {
  public:
@@ -61,7 +61,7 @@ Store::Store(const std::string& path) : path_(path) {
             triton TEXT, cuda TEXT, kind TEXT, impl TEXT, kernel TEXT, phase TEXT, batch INTEGER, q_len INTEGER,
             kv_len INTEGER, heads INTEGER, kv_heads INTEGER, head_dim INTEGER, causal INTEGER, dtype TEXT,
             median_us REAL, p20_us REAL, p80_us REAL, runs INTEGER, flops REAL, bytes REAL, note TEXT,
-            UNIQUE (source, line));
+            page_size INTEGER NOT NULL DEFAULT 0, UNIQUE (source, line));
           CREATE TABLE IF NOT EXISTS calibrations (
             id INTEGER PRIMARY KEY, hardware TEXT, kernel TEXT, phase TEXT, compute_efficiency REAL, memory_efficiency REAL,
             fixed_us REAL, key_ns REAL, points INTEGER, fit_mape REAL, source TEXT, created TEXT, catalog_hash TEXT);
@@ -69,6 +69,18 @@ Store::Store(const std::string& path) : path_(path) {
             id INTEGER PRIMARY KEY, hardware TEXT, kernel_launch_us REAL, graph_replay_base_us REAL,
             graph_node_us REAL, points INTEGER, source TEXT, created TEXT, catalog_hash TEXT);)");
   exec(fmt::format("INSERT OR IGNORE INTO meta VALUES ('schema_version', '{}');", kSchemaVersion).c_str());
+  std::string found;
+  {
+    Statement version(db_, "SELECT value FROM meta WHERE key = 'schema_version'");
+    if (version.step()) found = version.text(0);
+  }
+  if (found != std::to_string(kSchemaVersion)) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw UsageError(fmt::format("--db {}: a store of schema version {}, this attnsim writes version {}; import the "
+                                 "measurements into a new store",
+                                 path, found, kSchemaVersion));
+  }
 }
 
 Store::~Store() { sqlite3_close(db_); }
@@ -87,7 +99,7 @@ void Store::insertMeasurements(const std::vector<MeasurementRow>& rows) {
   try {
     Statement s(db_, R"(INSERT OR REPLACE INTO measurements (source, line, device, hardware, date, torch, triton, cuda,
         kind, impl, kernel, phase, batch, q_len, kv_len, heads, kv_heads, head_dim, causal, dtype, median_us, p20_us,
-        p80_us, runs, flops, bytes, note) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?))");
+        p80_us, runs, flops, bytes, note, page_size) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?))");
     for (const auto& r : rows) {
       int i = 1;
       s.bind(i++, r.source);
@@ -104,6 +116,7 @@ void Store::insertMeasurements(const std::vector<MeasurementRow>& rows) {
       s.bind(i++, r.flops);
       s.bind(i++, r.bytes);
       s.bind(i++, r.note);
+      s.bind(i++, r.page_size);
       s.step();
       s.reset();
     }
@@ -117,8 +130,8 @@ void Store::insertMeasurements(const std::vector<MeasurementRow>& rows) {
 std::vector<MeasurementRow> Store::measurements(const std::string& kind) const {
   Statement s(db_,
               R"(SELECT source, line, device, hardware, date, torch, triton, cuda, kind, impl, kernel, phase, batch,
-      q_len, kv_len, heads, kv_heads, head_dim, causal, dtype, median_us, p20_us, p80_us, runs, flops, bytes, note
-      FROM measurements WHERE (?1 = '' OR kind = ?1) ORDER BY source, line)");
+      q_len, kv_len, heads, kv_heads, head_dim, causal, dtype, median_us, p20_us, p80_us, runs, flops, bytes, note,
+      page_size FROM measurements WHERE (?1 = '' OR kind = ?1) ORDER BY source, line)");
   s.bind(1, kind);
   std::vector<MeasurementRow> out;
   while (s.step()) {
@@ -140,6 +153,7 @@ std::vector<MeasurementRow> Store::measurements(const std::string& kind) const {
     r.flops = s.real(i++);
     r.bytes = s.real(i++);
     r.note = s.text(i++);
+    r.page_size = s.integer(i++);
     out.push_back(std::move(r));
   }
   return out;

@@ -18,6 +18,7 @@ struct MeasurementRow {
   bool causal = false;
   double median_us = 0, p20_us = 0, p80_us = 0, flops = 0, bytes = 0;
   std::int64_t runs = 0;
+  std::int64_t page_size = 0;  // 0: contiguous K and V; else the KV page (block) size in tokens
 };
 
 struct CalibrationRow {

@@ -48,6 +48,28 @@ TEST(Bounds, CausalPrefillFlopsEqualTheClosedForm) {
   }
 }
 
+TEST(Bounds, UnfusedPathsComputeTheWholeRectangleAndAddTheirKernels) {
+  const AttentionShape shape = mha(32, 8, 128);
+  const std::int64_t n = 2048;
+  for (const char* id : {"unfused-attention", "sdpa-math"}) {
+    const Rig s = setup("h100-sxm", id);
+    const auto cost = predict(s, shape, Phase::Prefill, {1, n, n}, 1);
+    // The products run over the whole q × kv rectangle, masked or not.
+    EXPECT_DOUBLE_EQ(cost.flops_tiled, 2.0 * 32 * static_cast<double>(n) * n * 256) << id;
+    // Separate kernels one after another: their times add.
+    EXPECT_DOUBLE_EQ(cost.time_us, cost.compute_us + cost.memory_us + cost.fixed_us) << id;
+  }
+  // PyTorch's math path upcasts to fp32: scores and K/V copies are twice as wide, K/V expanded
+  // to every query head and the keys scaled, so it moves several times the bytes of a native path.
+  const auto native = predict(setup("h100-sxm", "unfused-attention"), shape, Phase::Decode, {8, 1, 4096}, 1);
+  const auto fp32 = predict(setup("h100-sxm", "sdpa-math"), shape, Phase::Decode, {8, 1, 4096}, 1);
+  EXPECT_GT(fp32.bytes, 3 * native.bytes);
+  // Per K/V element as stored (bf16, 2 bytes), group 4, fp32 copies: read 2 + upcast 4 + expand
+  // 4 + 4·4 + keys scaled 2·4·4 (half the elements) + products 4·4 = 58 bytes on average.
+  const double kv_elements = 2.0 * 8 * 4096 * 8 * 128;
+  EXPECT_NEAR(fp32.bytes / kv_elements, 58.0, 1.0);
+}
+
 TEST(Bounds, ExtendAndDecodeFlopsEqualClosedForms) {
   const Rig s = setup("h100-sxm", "fa3");
   const AttentionShape shape = mha(64, 8, 128);

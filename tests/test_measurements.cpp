@@ -5,6 +5,8 @@
 #include <fstream>
 #include <random>
 
+#include <sqlite3.h>
+
 #include "core/Error.hpp"
 #include "reports/ValidationReport.hpp"
 #include "simulator/Measurements.hpp"
@@ -23,7 +25,7 @@ TEST(Measurements, ImportsAndMapsTheCommittedSample) {
     EXPECT_EQ(r.hardware, "h100-sxm");
     if (r.kind == "attention") {
       ++attention;
-      EXPECT_TRUE(r.kernel == "fa2" || r.kernel == "cudnn-fmha" || r.kernel == "unfused-attention") << r.impl;
+      EXPECT_TRUE(r.kernel == "fa2" || r.kernel == "cudnn-fmha" || r.kernel == "sdpa-math") << r.impl;
       EXPECT_GE(r.runs, 20);
     }
   }
@@ -124,8 +126,83 @@ TEST(Calibration, LaunchAndGraphCostsFromTheSample) {
   // H100: 100 launches in 878 µs and 1000 in 8311 µs; graphs of 100 and 1000 nodes replay in 102 and 999 µs.
   EXPECT_NEAR(fits[0].kernel_launch_us, (8310.760 - 878.146) / 900, 1e-6);
   EXPECT_NEAR(fits[0].graph_replay_base_us, 102.045 - 100 * (999.416 - 102.045) / 900, 1e-6);
-  // The committed calibration carries them into the catalog's H100 profile.
-  EXPECT_NEAR(defaultCatalog().hardware("h100-sxm").overheads.kernel_launch_us, fits[0].kernel_launch_us, 1e-3);
+  EXPECT_EQ(fits[0].graph_node_us, 0) << "the sample has no graph_node rows";
+  // The committed calibration is this fit over the committed H100 data set, carried into the catalog.
+  const auto committed = fitOverheads(
+      readMeasurementCsv(std::string(ATTNSIM_SOURCE_DIR) + "/measurements/data/h100/measurements.csv", defaultCatalog()));
+  ASSERT_EQ(committed.size(), 1U);
+  const auto& overheads = defaultCatalog().hardware("h100-sxm").overheads;
+  EXPECT_NEAR(overheads.kernel_launch_us, committed[0].kernel_launch_us, 1e-3);
+  EXPECT_NEAR(overheads.graph_replay_base_us, committed[0].graph_replay_base_us, 1e-3);
+  EXPECT_GT(committed[0].graph_node_us, 0);
+  EXPECT_NEAR(overheads.graph_replay_per_node_us, committed[0].graph_node_us, 1e-3);
+}
+
+TEST(Calibration, RelativeLineFitWeighsSmallAndLargeAlike) {
+  // y = 5 + 1·x except a large point 10% low: the relative fit keeps the intercept near 5, the
+  // absolute one is pulled far off by the large point's residual.
+  const std::vector<std::pair<double, double>> xy{{10, 15}, {20, 25}, {100, 105}, {3000, 0.9 * 3005}};
+  EXPECT_NEAR(fitLine(xy, true).intercept, 5.0, 2.0);
+  EXPECT_GT(std::fabs(fitLine(xy, false).intercept - 5.0), 3 * std::fabs(fitLine(xy, true).intercept - 5.0));
+}
+
+const std::string kHeader =
+    "device,date,torch,triton,cuda,kind,impl,phase,batch,q_len,kv_len,heads,kv_heads,head_dim,causal,dtype,"
+    "median_us,p20_us,p80_us,runs,flops,bytes,page_size,note\n";
+
+TEST(Measurements, PagedRowsAndGraphNodeGapsImport) {
+  const std::string text =
+      kHeader +
+      "NVIDIA H100 80GB HBM3,2026-11-22,2.11,3.6,13.0,attention,flex_decoding_paged,decode,8,1,4096,32,8,128,0,bf16,"
+      "230,229,231,100,1,1,128,paged\n"
+      "NVIDIA H100 80GB HBM3,2026-11-22,2.11,3.6,13.0,attention,flex_decoding,decode,8,1,4096,32,8,128,0,bf16,"
+      "72,71,73,100,1,1,,contiguous\n"
+      "NVIDIA H100 80GB HBM3,2026-11-22,2.11,3.6,13.0,graph_node,cuda_graph,,200,,,,,,,,0.256,0.255,0.257,999,,,,gap\n";
+  const auto rows = parseMeasurementCsv(text, "paged.csv", defaultCatalog());
+  ASSERT_EQ(rows.size(), 3U);
+  EXPECT_EQ(rows[0].kernel, "flex-decoding");
+  EXPECT_EQ(rows[0].page_size, 128);
+  EXPECT_EQ(rows[1].page_size, 0) << "an empty page_size is contiguous KV";
+  // Paged rows are never fitted: they test how a contiguous fit carries over to paged KV.
+  EXPECT_TRUE(isHeldOut(rows[0], {}));
+  EXPECT_FALSE(isHeldOut(rows[1], {}));
+  // The model reads a paged point's page table; the same call contiguous reads none.
+  const KernelModel base = measuredKernelModel(defaultCatalog(), "flex-decoding", "h100-sxm", Phase::Decode);
+  const DeviceModel device = resolveDevice(defaultCatalog().hardware("h100-sxm"), "bf16");
+  EXPECT_GT(predictPoint(fitPointFrom(rows[0]), base, device, {}), predictPoint(fitPointFrom(rows[1]), base, device, {}));
+  // The page_size survives the store.
+  OverlayDir dir;
+  const std::string db = (dir.path() / "paged.db").string();
+  {
+    Store store(db);
+    store.insertMeasurements(rows);
+  }
+  const auto stored = Store(db).measurements("attention");
+  ASSERT_EQ(stored.size(), 2U);
+  EXPECT_EQ(stored[0].page_size, 128);
+  const auto fits = fitOverheads(rows);
+  EXPECT_TRUE(fits.empty()) << "no launch rows: no overhead fit, whatever the node gaps";
+}
+
+TEST(Measurements, AStoreOfAnotherSchemaIsRefused) {
+  OverlayDir dir;
+  const std::string db = (dir.path() / "old.db").string();
+  { Store store(db); }
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(db.c_str(), &raw), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(raw, "UPDATE meta SET value = '1' WHERE key = 'schema_version'", nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(raw);
+  }
+  try {
+    Store reopened(db);
+    FAIL() << "expected the old store to be refused";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("schema version 1"), std::string::npos) << e.what();
+  }
+  const auto r = runAttnsim("report validation --db " + db + " --out " + (dir.path() / "out").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
 }
 
 TEST(Calibration, ReportOnTheCommittedSample) {
