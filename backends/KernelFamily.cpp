@@ -71,6 +71,18 @@ KernelFamily parseKernelFamily(const YamlReader& r) {
   k.paging = r.getOneOf("paging", kPaging);
   k.tile_q = static_cast<int>(r.findInt("tile_q", 1, 1024).value_or(0));
   k.tile_kv = static_cast<int>(r.findInt("tile_kv", 1, 4096).value_or(0));
+  int previous = 0;
+  for (const auto& rule : r.list("tiles_by_head_dim")) {
+    HeadDimTiles t;
+    t.max_head_dim = static_cast<int>(rule.getInt("max_head_dim", previous + 1, 4096));
+    t.tile_q = static_cast<int>(rule.getInt("tile_q", 1, 1024));
+    t.tile_kv = static_cast<int>(rule.getInt("tile_kv", 1, 4096));
+    t.ctas_per_sm = static_cast<int>(rule.findInt("ctas_per_sm", 1, 64).value_or(0));
+    rule.finish();
+    previous = t.max_head_dim;  // rules ascend, so the first that covers a head dim is the tightest
+    k.tiles_by_head_dim.push_back(t);
+  }
+  if (k.tiles_by_head_dim.size() > 4) r.fail("tiles_by_head_dim", "at most 4 rules");
   k.split_kv = r.get<bool>("split_kv");
   k.gqa_packing = r.get<bool>("gqa_packing");
   k.kv_dtypes = r.getListOf("kv_dtypes", kKvFormats);

@@ -21,6 +21,15 @@ struct KernelEfficiency {
   std::string source;
 };
 
+// A kernel that picks its tile shape by head dimension (CUTLASS/xFormers: 64×64 up to d 64,
+// 64×128 up to 128, 32×128 above): the first rule whose max_head_dim covers the call applies.
+struct HeadDimTiles {
+  int max_head_dim = 0;
+  int tile_q = 0;
+  int tile_kv = 0;
+  int ctas_per_sm = 0;  // 0: the family's
+};
+
 struct KernelFamily {
   std::string id;
   std::string name;
@@ -32,6 +41,7 @@ struct KernelFamily {
   std::string paging;                  // native, emulated (page table expanded per token), contiguous
   int tile_q = 0;                      // query rows per CTA tile (0: not tiled over queries)
   int tile_kv = 0;                     // keys per inner step
+  std::vector<HeadDimTiles> tiles_by_head_dim;  // overrides tile_q/tile_kv by head dim (at most 4)
   bool split_kv = false;               // flash-decoding split over the KV length with an LSE merge
   bool gqa_packing = false;            // query heads of one KV head share one KV read
   std::vector<std::string> kv_dtypes;  // KV-cache element formats the kernel reads

@@ -289,6 +289,18 @@ static AttentionCost predictUnfused(const AttentionShape& s, const KernelModel& 
 
 AttentionCost predictAttention(const AttentionShape& shape, const KernelModel& kernel, const DeviceModel& device,
                                Phase phase, std::span<const RequestGroup> groups, std::int64_t page_size) {
+  for (const auto& rule : kernel.tiles_by_head_dim) {
+    if (rule.max_head_dim == 0) break;
+    if (std::max(shape.d_qk, shape.d_v) <= rule.max_head_dim) {
+      KernelModel tiled = kernel;
+      tiled.tile_q = rule.tile_q;
+      tiled.tile_kv = rule.tile_kv;
+      if (rule.ctas_per_sm > 0) tiled.ctas_per_sm = rule.ctas_per_sm;
+      tiled.key_us = kernel.key_us * static_cast<double>(kernel.tile_kv) / rule.tile_kv;
+      tiled.tiles_by_head_dim[0].max_head_dim = 0;
+      return predictAttention(shape, tiled, device, phase, groups, page_size);
+    }
+  }
   AttentionCost out;
   const Traffic t = countTraffic(shape, kernel, groups, page_size);
   const double slots = std::max(1, device.compute_units * kernel.ctas_per_sm);

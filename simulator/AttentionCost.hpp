@@ -3,10 +3,12 @@
 // exact FLOP and byte counts, then a roofline over the kernel's work units (tiles × heads ×
 // KV splits) spread in waves over the device's SMs/CUs. No allocation: the simulator evaluates
 // millions of these per minute.
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
 
+#include "backends/KernelFamily.hpp"
 #include "simulator/Workload.hpp"
 
 namespace attnsim {
@@ -38,6 +40,9 @@ struct KernelModel {
   const KernelFamily* family = nullptr;
   int tile_q = 128;
   int tile_kv = 64;
+  // Tile shapes by head dim (max_head_dim 0 ends the list); a rule's key tile also scales the
+  // per-key time, which is fitted at tile_kv: a kernel stepping by fewer keys pays more per key.
+  std::array<HeadDimTiles, 4> tiles_by_head_dim{};
   bool split_kv = false;
   bool gqa_packing = false;
   bool paged_native = true;     // reads whole pages through a page table

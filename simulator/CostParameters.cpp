@@ -69,6 +69,8 @@ KernelModel resolveKernel(const KernelFamily& kernel, const HardwareProfile& hw,
   k.family = &kernel;
   k.tile_q = kernel.tile_q > 0 ? kernel.tile_q : 64;
   k.tile_kv = kernel.tile_kv > 0 ? kernel.tile_kv : 64;
+  std::copy_n(kernel.tiles_by_head_dim.begin(), std::min<std::size_t>(kernel.tiles_by_head_dim.size(), 4),
+              k.tiles_by_head_dim.begin());
   k.split_kv = kernel.split_kv;
   k.gqa_packing = kernel.gqa_packing;
   k.paged_native = kernel.paging == "native";

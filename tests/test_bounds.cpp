@@ -70,6 +70,22 @@ TEST(Bounds, UnfusedPathsComputeTheWholeRectangleAndAddTheirKernels) {
   EXPECT_NEAR(fp32.bytes / kv_elements, 58.0, 1.0);
 }
 
+TEST(Bounds, TileRulesByHeadDimApply) {
+  // The memory-efficient kernel steps 64 keys at a time up to head dim 64 (two CTAs per SM) and
+  // 128 above: its family tile (128) holds at d 128, the d-64 rule changes the prediction.
+  Rig s = setup("h100-sxm", "mem-efficient");
+  ASSERT_EQ(s.kernel.tiles_by_head_dim[0].max_head_dim, 64);
+  KernelModel plain = s.kernel;
+  plain.tiles_by_head_dim = {};
+  const RequestGroup g{1, 1, 8192};
+  auto call = [&](const KernelModel& k, int d) {
+    return predictAttention(mha(32, 32, d), k, s.device, Phase::Decode, std::span<const RequestGroup>(&g, 1), 1);
+  };
+  EXPECT_DOUBLE_EQ(call(s.kernel, 128).time_us, call(plain, 128).time_us);
+  EXPECT_NE(call(s.kernel, 64).time_us, call(plain, 64).time_us);
+  EXPECT_EQ(call(s.kernel, 64).ctas, call(plain, 64).ctas) << "one unit per head either way";
+}
+
 TEST(Bounds, ExtendAndDecodeFlopsEqualClosedForms) {
   const Rig s = setup("h100-sxm", "fa3");
   const AttentionShape shape = mha(64, 8, 128);
