@@ -190,7 +190,7 @@ std::vector<OverheadFit> fitOverheads(const std::vector<MeasurementRow>& rows) {
     if (series.first.size() < 2 || series.second.size() < 2) continue;
     const LineFit eager = fitLine(series.first, true);
     const LineFit graph = fitLine(series.second, true);
-    OverheadFit f{hw, eager.slope, std::max(0.0, graph.intercept), graph.slope, 0.0, eager.points + graph.points};
+    OverheadFit f{hw, eager.slope, 0.0, std::max(0.0, graph.intercept), graph.slope, 0.0, eager.points + graph.points};
     if (const auto it = node_gaps.find(hw); it != node_gaps.end()) {
       auto gaps = it->second;
       std::nth_element(gaps.begin(), gaps.begin() + static_cast<std::ptrdiff_t>(gaps.size() / 2), gaps.end());

@@ -67,6 +67,7 @@ LineFit fitLine(const std::vector<std::pair<double, double>>& xy, bool relative 
 struct OverheadFit {
   std::string hardware;
   double kernel_launch_us = 0;      // slope of eager wall time over back-to-back launches
+  double bare_launch_us = 0;        // that slope, kept when a step's host time per node replaces it
   double graph_replay_base_us = 0;  // intercept of replay wall time over graph nodes
   double replay_slope_us = 0;       // replay time per node of tiny-kernel graphs: their GPU time plus the gap
   double graph_node_us = 0;         // GPU idle gap between consecutive replayed nodes (graph_node rows); 0: unmeasured

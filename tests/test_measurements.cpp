@@ -8,6 +8,7 @@
 #include <sqlite3.h>
 
 #include "core/Error.hpp"
+#include "reports/StepValidation.hpp"
 #include "reports/ValidationReport.hpp"
 #include "simulator/Measurements.hpp"
 #include "tests/TestSupport.hpp"
@@ -132,10 +133,52 @@ TEST(Calibration, LaunchAndGraphCostsFromTheSample) {
       readMeasurementCsv(std::string(ATTNSIM_SOURCE_DIR) + "/measurements/data/h100/measurements.csv", defaultCatalog()));
   ASSERT_EQ(committed.size(), 1U);
   const auto& overheads = defaultCatalog().hardware("h100-sxm").overheads;
-  EXPECT_NEAR(overheads.kernel_launch_us, committed[0].kernel_launch_us, 1e-3);
+  // Its eager launch cost is the synthetic decoder's host time per step node, above a bare launch.
+  const auto steps = stepValidation(
+      defaultCatalog(),
+      [] {
+        auto rows = readMeasurementCsv(std::string(ATTNSIM_SOURCE_DIR) + "/measurements/data/h100/measurements.csv",
+                                       defaultCatalog());
+        std::erase_if(rows, [](const MeasurementRow& r) { return r.kind != "step"; });
+        return rows;
+      }());
+  ASSERT_EQ(steps.host_us_per_node.count("h100-sxm"), 1U);
+  EXPECT_NEAR(overheads.kernel_launch_us, steps.host_us_per_node.at("h100-sxm"), 1e-3);
+  EXPECT_GT(overheads.kernel_launch_us, committed[0].kernel_launch_us);
   EXPECT_NEAR(overheads.graph_replay_base_us, committed[0].graph_replay_base_us, 1e-3);
   EXPECT_GT(committed[0].graph_node_us, 0);
   EXPECT_NEAR(overheads.graph_replay_per_node_us, committed[0].graph_node_us, 1e-3);
+}
+
+TEST(StepValidation, ComparesTheSyntheticDecoderAndFitsTheHostCostOnFourBatches) {
+  auto rows = readMeasurementCsv(kSample, defaultCatalog());
+  std::erase_if(rows, [](const MeasurementRow& r) { return r.kind != "step"; });
+  ASSERT_EQ(rows.size(), 14U);
+  const StepValidation s = stepValidation(defaultCatalog(), rows);
+  ASSERT_EQ(s.rows.size(), 7U);  // batches 1 to 64, eager and graph paired
+  double host = 0;
+  int n = 0;
+  for (const auto& r : s.rows) {
+    EXPECT_GT(r.model_nodes, 8 * 10) << "ten kernels a layer and the head";
+    EXPECT_GT(r.graph_predicted_us, 0);
+    EXPECT_GE(r.eager_predicted_us, r.graph_predicted_us) << "a replay never costs the host more";
+    if ((r.batch == 1 || r.batch == 4 || r.batch == 16 || r.batch == 64) &&
+        r.eager_measured_us > 1.5 * r.graph_measured_us) {
+      host += r.eager_measured_us / r.model_nodes;
+      ++n;
+    }
+  }
+  ASSERT_GT(n, 0);
+  EXPECT_NEAR(s.host_us_per_node.at("h100-sxm"), host / n, 1e-9);
+  EXPECT_NE(s.markdown.find("## Forward step"), std::string::npos);
+  // A step row that is not the catalog's synthetic decoder is refused with its line.
+  rows.front().note = "synthetic decoder: 4 layers, hidden 2048, heads 16/4, d 128, mlp 5632, context 2048";
+  try {
+    (void)stepValidation(defaultCatalog(), rows);
+    FAIL() << "expected the mismatched geometry to be refused";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("is not the catalog model 'harness-decoder'"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Calibration, RelativeLineFitWeighsSmallAndLargeAlike) {
