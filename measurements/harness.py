@@ -373,6 +373,13 @@ def measure_graph_nodes(rec):
                  f"{quantiles(durations, [0.5])[0]:.3f} us, start-to-start {quantiles(intervals, [0.5])[0]:.3f} us")
 
 
+def write_kernels(out, label, kernels):
+    total = sum(d for _, _, d in kernels)
+    out.write(f"{label}: {len(kernels)} kernels, {total:.1f} us\n")
+    for name, _, dur in kernels:
+        out.write(f"    {dur:9.1f} us  {name[:140]}\n")
+
+
 def list_kernels(path):
     """Which kernels each SDPA backend runs for one decode and one prefill shape (names, count, µs)."""
     with open(path, "w") as out:
@@ -385,11 +392,7 @@ def list_kernels(path):
                     except Exception as e:
                         out.write(f"{impl} {phase} b{b} q{q_len} kv{kv_len} h{heads}/{kv_heads}: {type(e).__name__}\n")
                         continue
-                    total = sum(d for _, _, d in kernels)
-                    out.write(f"{impl} {phase} b{b} q{q_len} kv{kv_len} h{heads}/{kv_heads} d128: "
-                              f"{len(kernels)} kernels, {total:.1f} us\n")
-                    for name, _, dur in kernels:
-                        out.write(f"    {dur:9.1f} us  {name[:140]}\n")
+                    write_kernels(out, f"{impl} {phase} b{b} q{q_len} kv{kv_len} h{heads}/{kv_heads} d128", kernels)
         from torch.nn.attention.flex_attention import create_block_mask, flex_attention
         compiled = torch.compile(flex_attention, dynamic=False)
         for b, q_len, kv_len in [(8, 1, 4096), (1, 2048, 2048)]:
@@ -399,9 +402,7 @@ def list_kernels(path):
                 mask = create_block_mask(lambda bi, h, qi, ki: qi + offset >= ki, None, None, q_len, kv_len,
                                          device="cuda")
                 kernels = profiled_kernels(lambda: compiled(q, k, v, block_mask=mask, enable_gqa=heads != kv_heads))
-                out.write(f"flex b{b} q{q_len} kv{kv_len} h{heads}/{kv_heads} d128: {len(kernels)} kernels\n")
-                for name, _, dur in kernels:
-                    out.write(f"    {dur:9.1f} us  {name[:140]}\n")
+                write_kernels(out, f"flex b{b} q{q_len} kv{kv_len} h{heads}/{kv_heads} d128", kernels)
 
 
 def measure_step(rec, quick):
