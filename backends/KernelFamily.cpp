@@ -40,6 +40,7 @@ void parsePerformance(const YamlReader& r, KernelFamily& k) {
   if (r.has("working_precision")) k.working_precision = r.getOneOf("working_precision", {"native", "fp32"});
   k.ctas_per_sm = static_cast<int>(r.getInt("ctas_per_sm", 1, 64));
   k.max_splits = static_cast<int>(r.getInt("max_splits", 1, 1024));
+  k.split_spans_pool = r.get<bool>("split_spans_pool", false);
   k.efficiency = parseEfficiency(r.map("default"));
   if (auto by_arch = r.findMap("by_architecture")) {
     for (const auto& arch : by_arch->keysOf()) {

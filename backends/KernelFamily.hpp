@@ -53,6 +53,7 @@ struct KernelFamily {
   std::vector<std::string> measured_as;  // implementation names in measurement files that run this family
   int ctas_per_sm = 1;                 // resident work units per SM / CU
   int max_splits = 32;                 // split-KV cap (vLLM caps FA3 at 32 for CUDA graphs)
+  bool split_spans_pool = false;       // a paged call's KV splits are cut over the whole page pool
   KernelEfficiency efficiency;         // default
   std::map<std::string, KernelEfficiency, std::less<>> efficiency_by_architecture;
 

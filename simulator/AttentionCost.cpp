@@ -327,6 +327,20 @@ AttentionCost predictAttention(const AttentionShape& shape, const KernelModel& k
     std::int64_t min_tiles = kNoCap;
     for (const auto& g : groups) min_tiles = std::min(min_tiles, ceilDiv(uniqueKvTokens(g, shape), kernel.tile_kv));
     max_splits = static_cast<int>(std::clamp<std::int64_t>(min_tiles, 1, kernel.max_splits));
+    if (kernel.split_spans_pool && (kernel.paged_emulated || kernel.paged_native)) {
+      // The kernel sizes its splits over the whole page pool it is handed (two per SM over the
+      // batch's KV heads), so one sequence's keys fill only ceil(splits × sequence / pool) of them.
+      double requests = 0;
+      double longest = 0;
+      for (const auto& g : groups) {
+        requests += static_cast<double>(g.count);
+        longest = std::max(longest, static_cast<double>(uniqueKvTokens(g, shape)));
+      }
+      const double heuristic =
+          std::max(1.0, std::floor(device.compute_units / (requests * shape.num_kv_heads)) * 2.0);
+      const double used = kernel.kv_pool_tokens > 0 ? std::ceil(heuristic * longest / kernel.kv_pool_tokens) : 1.0;
+      max_splits = std::clamp(static_cast<int>(used), 1, max_splits);
+    }
   }
   if (kernel.unfused) return predictUnfused(shape, kernel, device, phase, groups, t, sinks, dequant);
   const double index_bytes_per_key = kernel.paged_emulated ? kBytesPerIndex

@@ -52,6 +52,10 @@ struct KernelModel {
   bool tensor_math = true;
   int ctas_per_sm = 1;
   int max_splits = 32;
+  // Paged calls split over the page pool (FlexAttention under PagedAttention): the pool's tokens,
+  // 0 for a serving pool far larger than any one sequence (then a paged call never splits).
+  bool split_spans_pool = false;
+  double kv_pool_tokens = 0;
   double compute_efficiency = 0.5;
   double memory_efficiency = 0.75;
   double fixed_us = 3.0;

@@ -51,6 +51,8 @@ double predictPoint(const FitPoint& p, const KernelModel& base, const DeviceMode
   if (p.page_size == 0) {
     k.paged_native = false;
     k.paged_emulated = false;
+  } else {
+    k.kv_pool_tokens = static_cast<double>(p.group.count * p.group.context);  // the harness's pool: the batch's pages
   }
   return predictAttention(p.shape, k, device, p.phase, std::span(&p.group, 1), std::max<std::int64_t>(1, p.page_size))
       .time_us;

@@ -86,6 +86,26 @@ TEST(Bounds, TileRulesByHeadDimApply) {
   EXPECT_EQ(call(s.kernel, 64).ctas, call(plain, 64).ctas) << "one unit per head either way";
 }
 
+TEST(Bounds, PagedFlexDecodingSplitsOverItsPagePool) {
+  // flex_decode sizes its splits over the KV length it is handed; under PagedAttention that is the
+  // whole page pool, so one sequence fills only ceil(splits × sequence / pool) of them.
+  Rig s = setup("h100-sxm", "flex-decoding");
+  const AttentionShape shape = mha(32, 8, 128);
+  KernelModel contiguous = s.kernel;
+  contiguous.paged_emulated = false;
+  auto splits = [&](const KernelModel& k, RequestGroup g) {
+    return predictAttention(shape, k, s.device, Phase::Decode, std::span<const RequestGroup>(&g, 1), 128).splits;
+  };
+  EXPECT_GT(splits(contiguous, {8, 1, 4096}), 1);
+  KernelModel paged = s.kernel;
+  paged.kv_pool_tokens = 8 * 4096;  // the batch's own pages: 2·132/(8·8) = 4 splits of 8,192 pool tokens
+  EXPECT_EQ(splits(paged, {8, 1, 4096}), 1);
+  paged.kv_pool_tokens = 4096;  // one sequence's pool: its splits are real
+  EXPECT_GT(splits(paged, {1, 1, 4096}), 1);
+  paged.kv_pool_tokens = 0;  // a serving pool: never split
+  EXPECT_EQ(splits(paged, {1, 1, 4096}), 1);
+}
+
 TEST(Bounds, ExtendAndDecodeFlopsEqualClosedForms) {
   const Rig s = setup("h100-sxm", "fa3");
   const AttentionShape shape = mha(64, 8, 128);
