@@ -465,6 +465,17 @@ def measure_step(rec, quick):
                 median_us=f"{replay:.3f}", runs=reps, note=note)
 
 
+def print_clocks(when):
+    """The SM clock, its maximum and the power limit as nvidia-smi reads them (for the run's log)."""
+    import subprocess
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,clocks.max.sm,power.limit,driver_version",
+                              "--format=csv,noheader"], capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError) as e:
+        out = f"nvidia-smi unavailable ({type(e).__name__})"
+    print(f"clocks {when}: SM, max SM, power limit, driver = {out}", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
@@ -489,6 +500,7 @@ def main():
                 ("nodes", lambda: measure_graph_nodes(rec))]
     if args.kernels:
         sections.append(("kernels", lambda: list_kernels(args.kernels)))
+    print_clocks("before")
     for name, fn in sections:
         if name in skip:
             continue
@@ -499,6 +511,7 @@ def main():
         except Exception:  # keep what was measured; the other sections still run
             traceback.print_exc()
         print(f"{name}: {rec.count - before} rows in {time.perf_counter() - start:.0f} s", flush=True)
+    print_clocks("after")
     print(f"wrote {rec.count} rows to {args.out}")
 
 
