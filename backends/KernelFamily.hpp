@@ -36,25 +36,25 @@ struct KernelFamily {
   std::string description;
   std::string source;
   std::vector<std::string> platforms;
-  std::vector<std::string> phases;     // prefill, decode
-  std::string algorithm;               // see kKernelAlgorithms
-  std::string paging;                  // native, emulated (page table expanded per token), contiguous
-  int tile_q = 0;                      // query rows per CTA tile (0: not tiled over queries)
-  int tile_kv = 0;                     // keys per inner step
+  std::vector<std::string> phases;              // prefill, decode
+  std::string algorithm;                        // see kKernelAlgorithms
+  std::string paging;                           // native, emulated (page table expanded per token), contiguous
+  int tile_q = 0;                               // query rows per CTA tile (0: not tiled over queries)
+  int tile_kv = 0;                              // keys per inner step
   std::vector<HeadDimTiles> tiles_by_head_dim;  // overrides tile_q/tile_kv by head dim (at most 4)
-  bool split_kv = false;               // flash-decoding split over the KV length with an LSE merge
-  bool gqa_packing = false;            // query heads of one KV head share one KV read
-  std::vector<std::string> kv_dtypes;  // KV-cache element formats the kernel reads
-  std::string math = "tensor";         // tensor (MMA units) or vector (CUDA cores / SIMD)
+  bool split_kv = false;                        // flash-decoding split over the KV length with an LSE merge
+  bool gqa_packing = false;                     // query heads of one KV head share one KV read
+  std::vector<std::string> kv_dtypes;           // KV-cache element formats the kernel reads
+  std::string math = "tensor";                  // tensor (MMA units) or vector (CUDA cores / SIMD)
   // Unfused paths only: the precision the scores and the K/V copies are held in. "fp32": PyTorch's
   // math path, which upcasts bf16/fp16 inputs, expands K/V to every query head and scales the keys
   // before its two batched products; "native": the activations' own precision.
   std::string working_precision = "native";
   std::vector<std::string> measured_as;  // implementation names in measurement files that run this family
-  int ctas_per_sm = 1;                 // resident work units per SM / CU
-  int max_splits = 32;                 // split-KV cap (vLLM caps FA3 at 32 for CUDA graphs)
-  bool split_spans_pool = false;       // a paged call's KV splits are cut over the whole page pool
-  KernelEfficiency efficiency;         // default
+  int ctas_per_sm = 1;                   // resident work units per SM / CU
+  int max_splits = 32;                   // split-KV cap (vLLM caps FA3 at 32 for CUDA graphs)
+  bool split_spans_pool = false;         // a paged call's KV splits are cut over the whole page pool
+  KernelEfficiency efficiency;           // default
   std::map<std::string, KernelEfficiency, std::less<>> efficiency_by_architecture;
 
   [[nodiscard]] const KernelEfficiency& efficiencyFor(std::string_view architecture) const;

@@ -183,35 +183,40 @@ Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global) {
       if (!hardware->empty() && o.hardware != *hardware) continue;
       const std::string files = sourcesOf(store.measurements(), o.hardware);
       store.insertOverheadFit({o.hardware, o.kernel_launch_us, o.graph_replay_base_us, o.graph_node_us, o.points,
-                               "attnsim calibrate: launch and graph_launch rows of " + files, today(), c.contentHash()});
+                               "attnsim calibrate: launch and graph_launch rows of " + files, today(),
+                               c.contentHash()});
       if (!global.json) {
-        fmt::print("{:<10} launch: {:.2f} µs per eager kernel launch{}, graph replay base {:.2f} µs, {} per replayed node "
-                   "(replay time per tiny-kernel node {:.2f} µs) from {} points\n",
-                   o.hardware, o.kernel_launch_us,
-                   o.bare_launch_us > 0 ? fmt::format(" (a step's host time per node; a bare launch {:.2f} µs)", o.bare_launch_us)
-                                        : std::string{},
-                   o.graph_replay_base_us,
-                   o.graph_node_us > 0 ? fmt::format("{:.3f} µs GPU gap", o.graph_node_us) : std::string("no gap measured"),
-                   o.replay_slope_us, o.points);
+        fmt::print(
+            "{:<10} launch: {:.2f} µs per eager kernel launch{}, graph replay base {:.2f} µs, {} per replayed node "
+            "(replay time per tiny-kernel node {:.2f} µs) from {} points\n",
+            o.hardware, o.kernel_launch_us,
+            o.bare_launch_us > 0
+                ? fmt::format(" (a step's host time per node; a bare launch {:.2f} µs)", o.bare_launch_us)
+                : std::string{},
+            o.graph_replay_base_us,
+            o.graph_node_us > 0 ? fmt::format("{:.3f} µs GPU gap", o.graph_node_us) : std::string("no gap measured"),
+            o.replay_slope_us, o.points);
       }
       auto it = yaml_header.find(o.hardware);
       if (it != yaml_header.end()) {
         it->second +=
             o.graph_node_us > 0
-                ? fmt::format("overheads: {{kernel_launch_us: {:.3f}, graph_replay_base_us: {:.3f}, "
-                              "graph_replay_per_node_us: {:.3f}, points: {}, note: \"{}per-node cost = the GPU's idle gap "
-                              "between replayed nodes (profiler); replay time per tiny-kernel node {:.2f} µs\"}}\n",
-                              o.kernel_launch_us, o.graph_replay_base_us, o.graph_node_us, o.points,
-                              o.bare_launch_us > 0
-                                  ? fmt::format("kernel_launch_us = the synthetic decoder's eager host time per step-DAG "
-                                                "node (batches 1, 4, 16, 64; a bare launch costs {:.2f} µs); ",
-                                                o.bare_launch_us)
-                                  : std::string{},
-                              o.replay_slope_us)
-                : fmt::format("overheads: {{kernel_launch_us: {:.3f}, graph_replay_base_us: {:.3f}, points: {}, "
-                              "note: \"no graph_node rows: per-node cost kept at the default (replay time per "
-                              "tiny-kernel node {:.2f} µs includes their GPU time)\"}}\n",
-                              o.kernel_launch_us, o.graph_replay_base_us, o.points, o.replay_slope_us);
+                ? fmt::format(
+                      "overheads: {{kernel_launch_us: {:.3f}, graph_replay_base_us: {:.3f}, "
+                      "graph_replay_per_node_us: {:.3f}, points: {}, note: \"{}per-node cost = the GPU's idle gap "
+                      "between replayed nodes (profiler); replay time per tiny-kernel node {:.2f} µs\"}}\n",
+                      o.kernel_launch_us, o.graph_replay_base_us, o.graph_node_us, o.points,
+                      o.bare_launch_us > 0
+                          ? fmt::format("kernel_launch_us = the synthetic decoder's eager host time per step-DAG "
+                                        "node (batches 1, 4, 16, 64; a bare launch costs {:.2f} µs); ",
+                                        o.bare_launch_us)
+                          : std::string{},
+                      o.replay_slope_us)
+                : fmt::format(
+                      "overheads: {{kernel_launch_us: {:.3f}, graph_replay_base_us: {:.3f}, points: {}, "
+                      "note: \"no graph_node rows: per-node cost kept at the default (replay time per "
+                      "tiny-kernel node {:.2f} µs includes their GPU time)\"}}\n",
+                      o.kernel_launch_us, o.graph_replay_base_us, o.points, o.replay_slope_us);
       }
     }
     if (!export_dir->empty()) {

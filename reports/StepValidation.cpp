@@ -42,9 +42,10 @@ void checkModel(const MeasurementRow& r, const StepNote& n, const ModelSpec& mod
   const auto& layer = model.primaryLayer();
   if (n.layers != model.num_layers || n.hidden != model.hidden_size || n.mlp != model.intermediate_size ||
       n.heads != layer.num_heads || n.kv_heads != layer.num_kv_heads || n.head_dim != layer.head_dim) {
-    throw InputError(fmt::format("{}:{}: the step row's decoder ({} layers, hidden {}, heads {}/{}, d {}, mlp {}) is "
-                                 "not the catalog model '{}'",
-                                 r.source, r.line, n.layers, n.hidden, n.heads, n.kv_heads, n.head_dim, n.mlp, kModel));
+    throw InputError(
+        fmt::format("{}:{}: the step row's decoder ({} layers, hidden {}, heads {}/{}, d {}, mlp {}) is "
+                    "not the catalog model '{}'",
+                    r.source, r.line, n.layers, n.hidden, n.heads, n.kv_heads, n.head_dim, n.mlp, kModel));
   }
 }
 

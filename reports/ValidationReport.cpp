@@ -165,7 +165,8 @@ ValidationSummary validationReport(const Catalog& c, const std::vector<Measureme
     e.second.push_back(std::fabs(s.after_us - s.row->median_us) / s.row->median_us);
   }
   md +=
-      "\n## Held-out error per implementation and phase\n\n| hardware | kernel family | implementation | phase | points | "
+      "\n## Held-out error per implementation and phase\n\n| hardware | kernel family | implementation | phase | "
+      "points | "
       "MAPE before | MAPE after | worst after |\n|---|---|---|---|---|---|---|---|\n";
   for (const auto& [key, e] : errors) {
     auto mean = [](const std::vector<double>& v) {

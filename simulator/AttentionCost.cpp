@@ -138,7 +138,8 @@ struct DecodeUnit {
     kv_tiles = ceilDiv(uniqueKvTokens(g, s), k.tile_kv);
     rows_padded = static_cast<double>(padded);
     rows_in_unit = static_cast<double>(rows) / static_cast<double>(row_tiles);
-    kv_bytes_per_key = s.kv_token_width * s.kv_elem_bytes * (k.gqa_packing ? 1.0 : reread / group) + index_bytes_per_key;
+    kv_bytes_per_key =
+        s.kv_token_width * s.kv_elem_bytes * (k.gqa_packing ? 1.0 : reread / group) + index_bytes_per_key;
     qo_bytes = rows_in_unit * (s.d_qk + s.d_v) * s.act_bytes;
   }
 
@@ -243,8 +244,9 @@ std::int64_t uniqueKvTokens(const RequestGroup& g, const AttentionShape& s) {
 // q × kv score rectangle, causal or not. With an fp32 working precision (PyTorch's math path for
 // bf16/fp16) the inputs are first upcast, K and V expanded to every query head, and the keys scaled
 // (read and written once more) before the products read them.
-static AttentionCost predictUnfused(const AttentionShape& s, const KernelModel& kernel, const DeviceModel& device, Phase phase,
-                             std::span<const RequestGroup> groups, const Traffic& t, double sinks, double dequant) {
+static AttentionCost predictUnfused(const AttentionShape& s, const KernelModel& kernel, const DeviceModel& device,
+                                    Phase phase, std::span<const RequestGroup> groups, const Traffic& t, double sinks,
+                                    double dequant) {
   AttentionCost out;
   const double a = s.act_bytes;
   const bool upcast = kernel.working_bytes > 0 && kernel.working_bytes != a;
@@ -261,7 +263,7 @@ static AttentionCost predictUnfused(const AttentionShape& s, const KernelModel& 
   double kv_bytes = 0;
   if (upcast) {
     const double key_elems = kv_elems * s.d_qk / (s.d_qk + s.d_v);
-    kv_bytes = kv_elems * (a + w)                     // read as stored, written upcast
+    kv_bytes = kv_elems * (a + w)                      // read as stored, written upcast
                + (g > 1 ? kv_elems * (w + g * w) : 0)  // expanded to every query head
                + key_elems * g * 2 * w                 // keys scaled
                + kv_elems * g * w;                     // read by the two products
@@ -336,16 +338,16 @@ AttentionCost predictAttention(const AttentionShape& shape, const KernelModel& k
         requests += static_cast<double>(g.count);
         longest = std::max(longest, static_cast<double>(uniqueKvTokens(g, shape)));
       }
-      const double heuristic =
-          std::max(1.0, std::floor(device.compute_units / (requests * shape.num_kv_heads)) * 2.0);
+      const double heuristic = std::max(1.0, std::floor(device.compute_units / (requests * shape.num_kv_heads)) * 2.0);
       const double used = kernel.kv_pool_tokens > 0 ? std::ceil(heuristic * longest / kernel.kv_pool_tokens) : 1.0;
       max_splits = std::clamp(static_cast<int>(used), 1, max_splits);
     }
   }
   if (kernel.unfused) return predictUnfused(shape, kernel, device, phase, groups, t, sinks, dequant);
   const double index_bytes_per_key = kernel.paged_emulated ? kBytesPerIndex
-                                     : kernel.paged_native  ? kBytesPerIndex / static_cast<double>(std::max<std::int64_t>(1, page_size))
-                                                            : 0.0;
+                                     : kernel.paged_native
+                                         ? kBytesPerIndex / static_cast<double>(std::max<std::int64_t>(1, page_size))
+                                         : 0.0;
   // The engines pick the split count that fills the machine best; take the fastest, fewest on ties.
   double best = std::numeric_limits<double>::infinity();
   thread_local std::vector<std::pair<double, double>> units;

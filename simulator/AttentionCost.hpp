@@ -59,7 +59,7 @@ struct KernelModel {
   double compute_efficiency = 0.5;
   double memory_efficiency = 0.75;
   double fixed_us = 3.0;
-  double key_us = 0;  // per key a work unit visits
+  double key_us = 0;                   // per key a work unit visits
   double quantized_kv_overhead = 0.1;  // extra math to dequantize FP8/FP4 KV (attnsim default)
   const std::string* efficiency_source = nullptr;
 };

@@ -64,7 +64,8 @@ FitResult fitKernel(const std::vector<FitPoint>& points, const KernelModel& base
   result.points = static_cast<int>(points.size());
   std::vector<std::int64_t> contexts;
   for (const auto& p : points) {
-    if (std::find(contexts.begin(), contexts.end(), p.group.context) == contexts.end()) contexts.push_back(p.group.context);
+    if (std::find(contexts.begin(), contexts.end(), p.group.context) == contexts.end())
+      contexts.push_back(p.group.context);
   }
   const int free_parameters = contexts.size() >= 3 ? 4 : 3;
   Eigen::Vector4d theta = toTheta(start);
@@ -179,7 +180,8 @@ LineFit fitLine(const std::vector<std::pair<double, double>>& xy, bool relative)
 }
 
 std::vector<OverheadFit> fitOverheads(const std::vector<MeasurementRow>& rows) {
-  std::map<std::string, std::pair<std::vector<std::pair<double, double>>, std::vector<std::pair<double, double>>>> by_hw;
+  std::map<std::string, std::pair<std::vector<std::pair<double, double>>, std::vector<std::pair<double, double>>>>
+      by_hw;
   std::map<std::string, std::vector<double>> node_gaps;
   for (const auto& r : rows) {
     const auto n = static_cast<double>(r.batch);

@@ -77,9 +77,10 @@ Store::Store(const std::string& path) : path_(path) {
   if (found != std::to_string(kSchemaVersion)) {
     sqlite3_close(db_);
     db_ = nullptr;
-    throw UsageError(fmt::format("--db {}: a store of schema version {}, this attnsim writes version {}; import the "
-                                 "measurements into a new store",
-                                 path, found, kSchemaVersion));
+    throw UsageError(
+        fmt::format("--db {}: a store of schema version {}, this attnsim writes version {}; import the "
+                    "measurements into a new store",
+                    path, found, kSchemaVersion));
   }
 }
 
@@ -179,7 +180,8 @@ void Store::insertCalibration(const CalibrationRow& c) {
 }
 
 void Store::insertOverheadFit(const OverheadRow& o) {
-  Statement s(db_, R"(INSERT INTO overhead_fits (hardware, kernel_launch_us, graph_replay_base_us, graph_node_us, points,
+  Statement s(db_,
+              R"(INSERT INTO overhead_fits (hardware, kernel_launch_us, graph_replay_base_us, graph_node_us, points,
       source, created, catalog_hash) VALUES (?,?,?,?,?,?,?,?))");
   s.bind(1, o.hardware);
   s.bind(2, o.kernel_launch_us);
@@ -193,7 +195,8 @@ void Store::insertOverheadFit(const OverheadRow& o) {
 }
 
 std::vector<CalibrationRow> Store::latestCalibrations() const {
-  Statement s(db_, R"(SELECT hardware, kernel, phase, compute_efficiency, memory_efficiency, fixed_us, key_ns, points, fit_mape,
+  Statement s(
+      db_, R"(SELECT hardware, kernel, phase, compute_efficiency, memory_efficiency, fixed_us, key_ns, points, fit_mape,
       source, created, catalog_hash FROM calibrations c WHERE id = (SELECT MAX(id) FROM calibrations d
       WHERE d.hardware = c.hardware AND d.kernel = c.kernel AND d.phase = c.phase) ORDER BY hardware, kernel, phase)");
   std::vector<CalibrationRow> out;

@@ -1,11 +1,10 @@
 // unit: measurement import (validation, all or nothing), calibration on synthetic data with known
 // parameters, the validation report on a small committed sample, and calibrations in the catalog.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <fstream>
 #include <random>
-
-#include <sqlite3.h>
 
 #include "core/Error.hpp"
 #include "reports/StepValidation.hpp"
@@ -129,19 +128,17 @@ TEST(Calibration, LaunchAndGraphCostsFromTheSample) {
   EXPECT_NEAR(fits[0].graph_replay_base_us, 102.045 - 100 * (999.416 - 102.045) / 900, 1e-6);
   EXPECT_EQ(fits[0].graph_node_us, 0) << "the sample has no graph_node rows";
   // The committed calibration is this fit over the committed H100 data set, carried into the catalog.
-  const auto committed = fitOverheads(
-      readMeasurementCsv(std::string(ATTNSIM_SOURCE_DIR) + "/measurements/data/h100/measurements.csv", defaultCatalog()));
+  const auto committed = fitOverheads(readMeasurementCsv(
+      std::string(ATTNSIM_SOURCE_DIR) + "/measurements/data/h100/measurements.csv", defaultCatalog()));
   ASSERT_EQ(committed.size(), 1U);
   const auto& overheads = defaultCatalog().hardware("h100-sxm").overheads;
   // Its eager launch cost is the synthetic decoder's host time per step node, above a bare launch.
-  const auto steps = stepValidation(
-      defaultCatalog(),
-      [] {
-        auto rows = readMeasurementCsv(std::string(ATTNSIM_SOURCE_DIR) + "/measurements/data/h100/measurements.csv",
-                                       defaultCatalog());
-        std::erase_if(rows, [](const MeasurementRow& r) { return r.kind != "step"; });
-        return rows;
-      }());
+  const auto steps = stepValidation(defaultCatalog(), [] {
+    auto rows = readMeasurementCsv(std::string(ATTNSIM_SOURCE_DIR) + "/measurements/data/h100/measurements.csv",
+                                   defaultCatalog());
+    std::erase_if(rows, [](const MeasurementRow& r) { return r.kind != "step"; });
+    return rows;
+  }());
   ASSERT_EQ(steps.host_us_per_node.count("h100-sxm"), 1U);
   EXPECT_NEAR(overheads.kernel_launch_us, steps.host_us_per_node.at("h100-sxm"), 1e-3);
   EXPECT_GT(overheads.kernel_launch_us, committed[0].kernel_launch_us);
@@ -212,7 +209,8 @@ TEST(Measurements, PagedRowsAndGraphNodeGapsImport) {
   // The model reads a paged point's page table; the same call contiguous reads none.
   const KernelModel base = measuredKernelModel(defaultCatalog(), "flex-decoding", "h100-sxm", Phase::Decode);
   const DeviceModel device = resolveDevice(defaultCatalog().hardware("h100-sxm"), "bf16");
-  EXPECT_GT(predictPoint(fitPointFrom(rows[0]), base, device, {}), predictPoint(fitPointFrom(rows[1]), base, device, {}));
+  EXPECT_GT(predictPoint(fitPointFrom(rows[0]), base, device, {}),
+            predictPoint(fitPointFrom(rows[1]), base, device, {}));
   // The page_size survives the store.
   OverlayDir dir;
   const std::string db = (dir.path() / "paged.db").string();
@@ -270,7 +268,8 @@ TEST(Calibration, ExportedFitsLoadIntoTheCatalogAndDbTakesOver) {
   const KernelModel calibrated =
       resolveKernel(defaultCatalog().kernel("fa2"), defaultCatalog().hardware("h100-sxm"), Phase::Decode);
   EXPECT_EQ(calibrated.efficiency_source->rfind("calibrated on", 0), 0U) << *calibrated.efficiency_source;
-  const KernelModel other = resolveKernel(defaultCatalog().kernel("fa3"), defaultCatalog().hardware("h100-sxm"), Phase::Decode);
+  const KernelModel other =
+      resolveKernel(defaultCatalog().kernel("fa3"), defaultCatalog().hardware("h100-sxm"), Phase::Decode);
   EXPECT_EQ(other.efficiency_source->rfind("calibrated on", 0), std::string::npos);
   // A study's own fit, exported and overlaid, or taken over with --db.
   OverlayDir dir;
