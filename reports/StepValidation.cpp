@@ -1,6 +1,7 @@
 #include "reports/StepValidation.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <map>
@@ -65,17 +66,28 @@ StepValidation stepValidation(const Catalog& catalog, const std::vector<Measurem
   StepValidation out;
   if (step_rows.empty()) return out;
   const ModelSpec& model = catalog.model(kModel);
-  // (hardware, batch) -> the eager and graph rows.
-  std::map<std::pair<std::string, std::int64_t>, std::pair<const MeasurementRow*, const MeasurementRow*>> pairs;
+  // (hardware, batch) -> the eager and graph rows, and what the eager row's note says.
+  struct Pair {
+    const MeasurementRow* eager = nullptr;
+    const MeasurementRow* graph = nullptr;
+    StepNote note;
+  };
+  std::map<std::pair<std::string, std::int64_t>, Pair> pairs;
   for (const auto& r : step_rows) {
-    checkModel(r, parseNote(r), model);
+    const StepNote note = parseNote(r);
+    checkModel(r, note, model);
     auto& p = pairs[{r.hardware, r.batch}];
-    (r.impl == "cuda_graph" ? p.second : p.first) = &r;
+    if (r.impl == "cuda_graph") {
+      p.graph = &r;
+    } else {
+      p.eager = &r;
+      p.note = note;
+    }
   }
   const KernelFamily& sdpa_flash = catalog.kernel("fa2");  // the decoder's SDPA decode runs FA2
   std::map<std::string, std::unique_ptr<Predictor>> predictors;
   for (const auto& [key, rows] : pairs) {
-    if (!rows.first || !rows.second) continue;
+    if (!rows.eager || !rows.graph) continue;
     const auto& [hardware, batch] = key;
     auto& predictor = predictors[hardware];
     if (!predictor) {
@@ -87,10 +99,10 @@ StepValidation stepValidation(const Catalog& catalog, const std::vector<Measurem
       in.page_size = 1;  // contiguous K/V
       predictor = std::make_unique<Predictor>(catalog, in);
     }
-    const StepNote note = parseNote(*rows.first);
+    const StepNote& note = rows.note;
     const Prediction p = predictor->predict(Workload::uniform(Phase::Decode, batch, 1, note.context + 1));
-    out.rows.push_back({hardware, batch, note.context, note.kernels, p.eager.nodes, rows.first->median_us,
-                        p.eager.step_us, rows.second->median_us, p.graph.step_us});
+    out.rows.push_back({hardware, batch, note.context, note.kernels, p.eager.nodes, rows.eager->median_us,
+                        p.eager.step_us, rows.graph->median_us, p.graph.step_us});
   }
   // PyTorch's eager host time per kernel of a real layer is well above a bare launch (views,
   // chunks and dispatch cost host time too): refit it per modelled node on batches 1, 4, 16 and 64
@@ -104,7 +116,7 @@ StepValidation stepValidation(const Catalog& catalog, const std::vector<Measurem
     }
   }
   std::vector<std::pair<double, double>> refit_test;  // (measured, predicted) on the other batches
-  std::string refit_md;
+  std::vector<std::string> fitted;                    // "hardware µs per node"
   for (const auto& [hardware, fit] : host_fit) {
     HardwareProfile hw = catalog.hardware(hardware);
     hw.overheads.kernel_launch_us = fit.first / fit.second;
@@ -117,17 +129,19 @@ StepValidation stepValidation(const Catalog& catalog, const std::vector<Measurem
       const auto p = refit.predict(Workload::uniform(Phase::Decode, r.batch, 1, r.context + 1));
       refit_test.emplace_back(r.eager_measured_us, p.eager.step_us);
     }
-    refit_md += fmt::format("{} {:.1f} µs", hardware, hw.overheads.kernel_launch_us);
-    refit_md += ", ";
+    fitted.push_back(fmt::format("{} {:.1f} µs", hardware, hw.overheads.kernel_launch_us));
   }
-  std::string md =
-      "\n## Forward step: the synthetic decoder\n\nThe harness's decoder step (`step` rows: 8 layers, hidden 2048, "
-      "16/4 heads of 128, MLP 5632, SDPA decode over 2048 tokens) against the step model of the catalog model "
-      "`harness-decoder` with FA2 attention and the device's calibrated costs (its eager host time per node is "
+  const auto& layer = model.primaryLayer();
+  std::string md = fmt::format(
+      "\n## Forward step: the synthetic decoder\n\nThe harness's decoder step (`step` rows: {} layers, hidden {}, "
+      "{}/{} heads of {}, MLP {}, SDPA decode over {} tokens) against the step model of the catalog model "
+      "`{}` with FA2 attention and the device's calibrated costs (its eager host time per node is "
       "fitted on batches 1, 4, 16 and 64 of these rows; see below). Eager: wall time per step issued from "
       "Python; graph: wall time per replay of one captured step.\n\n"
       "| hardware | batch | kernels measured / modelled | eager measured µs | eager predicted µs | error | graph "
-      "measured µs | graph predicted µs | error |\n|---|---|---|---|---|---|---|---|---|\n";
+      "measured µs | graph predicted µs | error |\n|---|---|---|---|---|---|---|---|---|\n",
+      model.num_layers, model.hidden_size, layer.num_heads, layer.num_kv_heads, layer.head_dim, model.intermediate_size,
+      out.rows.empty() ? 0 : out.rows.front().context, kModel);
   for (const auto& r : out.rows) {
     md += fmt::format("| {} | {} | {} / {} | {:.0f} | {:.0f} | {:+.0f}% | {:.0f} | {:.0f} | {:+.0f}% |\n", r.hardware,
                       r.batch, r.measured_kernels, r.model_nodes, r.eager_measured_us, r.eager_predicted_us,
@@ -140,15 +154,14 @@ StepValidation stepValidation(const Catalog& catalog, const std::vector<Measurem
     double sum = 0;
     for (const auto& [m, p] : refit_test) sum += std::fabs(p - m) / m;
     out.eager_refit_mape = sum / static_cast<double>(refit_test.size());
-    refit_md.resize(refit_md.size() - 2);
     md += fmt::format(
         "\nEager is host-bound at these batches, and PyTorch spends far more host time per kernel of a decoder "
         "layer than per bare launch (the `launch` rows): views, chunks and the dispatch of matmul, SDPA and "
         "RMSNorm cost host time too, and PyTorch runs {} kernels where the DAG has {}. Host time per modelled "
         "node fitted on batches 1, 4, 16, 64 ({}; `calibrate` exports it as `kernel_launch_us`): eager MAPE "
         "{:.1f}% on the other {} points.\n",
-        out.rows.front().measured_kernels, out.rows.front().model_nodes, refit_md, 100 * out.eager_refit_mape,
-        refit_test.size());
+        out.rows.front().measured_kernels, out.rows.front().model_nodes, fmt::join(fitted, ", "),
+        100 * out.eager_refit_mape, refit_test.size());
   }
   out.markdown = md;
   return out;
