@@ -2,8 +2,8 @@
 // layers). Issue 4 asks for >= 2 million attention calls and >= 20 thousand steps per second.
 #include <benchmark/benchmark.h>
 
-#include "simulator/Predictor.hpp"
-#include "simulator/Selector.hpp"
+#include "cost/Predictor.hpp"
+#include "selection/Selector.hpp"
 
 namespace attnsim {
 namespace {

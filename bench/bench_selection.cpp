@@ -1,7 +1,7 @@
 // How fast the catalog loads and an engine's selection answers (one core).
 #include <benchmark/benchmark.h>
 
-#include "simulator/Selector.hpp"
+#include "selection/Selector.hpp"
 
 namespace attnsim {
 namespace {

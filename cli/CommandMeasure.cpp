@@ -12,7 +12,7 @@
 #include "core/Strings.hpp"
 #include "reports/StepValidation.hpp"
 #include "reports/ValidationReport.hpp"
-#include "simulator/Measurements.hpp"
+#include "study/Measurements.hpp"
 
 namespace attnsim::cli {
 

@@ -6,7 +6,7 @@
 #include "cli/Commands.hpp"
 #include "core/Error.hpp"
 #include "core/Strings.hpp"
-#include "simulator/Selector.hpp"
+#include "selection/Selector.hpp"
 
 namespace attnsim::cli {
 

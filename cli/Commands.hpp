@@ -5,10 +5,10 @@
 #include <memory>
 #include <string>
 
-#include "simulator/Catalog.hpp"
-#include "simulator/Scenario.hpp"
-#include "simulator/Selector.hpp"
-#include "simulator/Workload.hpp"
+#include "catalog/Catalog.hpp"
+#include "selection/EngineVariables.hpp"
+#include "selection/Selector.hpp"
+#include "cost/Workload.hpp"
 
 namespace attnsim::cli {
 

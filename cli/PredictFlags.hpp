@@ -8,7 +8,8 @@
 
 #include "cli/Commands.hpp"
 #include "core/Error.hpp"
-#include "simulator/Predictor.hpp"
+#include "cost/Predictor.hpp"
+#include "study/Calibration.hpp"
 
 namespace attnsim::cli {
 
@@ -122,7 +123,7 @@ struct PredictFlags {
 
   [[nodiscard]] Catalog catalog(const GlobalOptions& global) const {
     Catalog c = global.loadCatalog();
-    if (!db.empty()) c.applyCalibrations(Store(db).latestCalibrations());
+    if (!db.empty()) applyStudyCalibrations(c, Store(db));
     return c;
   }
 

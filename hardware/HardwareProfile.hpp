@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "backends/KernelFamily.hpp"
 #include "core/YamlReader.hpp"
+#include "hardware/KernelEfficiency.hpp"
 
 namespace attnsim {
 

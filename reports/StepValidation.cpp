@@ -10,8 +10,8 @@
 
 #include "core/Error.hpp"
 #include "hardware/HardwareProfile.hpp"
-#include "simulator/Catalog.hpp"
-#include "simulator/Predictor.hpp"
+#include "catalog/Catalog.hpp"
+#include "cost/Predictor.hpp"
 
 namespace attnsim {
 

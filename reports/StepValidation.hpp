@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "simulator/Store.hpp"
+#include "study/Store.hpp"
 
 namespace attnsim {
 

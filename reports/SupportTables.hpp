@@ -2,7 +2,7 @@
 // Regenerates each engine's published support-matrix (and priority) tables from the descriptors.
 #include <string>
 
-#include "simulator/Catalog.hpp"
+#include "catalog/Catalog.hpp"
 
 namespace attnsim {
 

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "backends/KernelFamily.hpp"
-#include "simulator/Catalog.hpp"
+#include "catalog/Catalog.hpp"
 
 namespace attnsim {
 

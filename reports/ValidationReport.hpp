@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "simulator/Calibration.hpp"
+#include "study/Calibration.hpp"
 
 namespace attnsim {
 

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "kernels/Quant.hpp"
-#include "simulator/Workload.hpp"
+#include "cost/Workload.hpp"
 
 namespace attnsim {
 

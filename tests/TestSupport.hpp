@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "simulator/Catalog.hpp"
+#include "catalog/Catalog.hpp"
 
 namespace attnsim::test {
 

@@ -4,7 +4,7 @@
 
 #include <array>
 
-#include "simulator/AttentionCost.hpp"
+#include "cost/AttentionCost.hpp"
 #include "tests/TestSupport.hpp"
 
 namespace attnsim::test {

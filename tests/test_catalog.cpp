@@ -1,7 +1,7 @@
 // smoke: the embedded catalog holds what the project promises and every combination answers.
 #include <gtest/gtest.h>
 
-#include "simulator/Selector.hpp"
+#include "selection/Selector.hpp"
 #include "tests/TestSupport.hpp"
 
 namespace attnsim::test {

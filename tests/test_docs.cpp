@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "reports/SupportTables.hpp"
-#include "simulator/Scenario.hpp"
+#include "selection/EngineVariables.hpp"
 #include "tests/TestSupport.hpp"
 
 namespace attnsim::test {

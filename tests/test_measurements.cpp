@@ -9,7 +9,7 @@
 #include "core/Error.hpp"
 #include "reports/StepValidation.hpp"
 #include "reports/ValidationReport.hpp"
-#include "simulator/Measurements.hpp"
+#include "study/Measurements.hpp"
 #include "tests/TestSupport.hpp"
 
 namespace attnsim::test {

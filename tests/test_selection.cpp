@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/Strings.hpp"
-#include "simulator/Selector.hpp"
+#include "selection/Selector.hpp"
 #include "tests/TestSupport.hpp"
 
 namespace attnsim::test {

@@ -4,8 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include "backends/KernelFamily.hpp"
-#include "simulator/Predictor.hpp"
-#include "simulator/Selector.hpp"
+#include "cost/Predictor.hpp"
+#include "selection/Selector.hpp"
 #include "tests/TestSupport.hpp"
 
 namespace attnsim::test {

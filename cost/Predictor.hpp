@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "backends/EnginePolicy.hpp"
-#include "simulator/AttentionCost.hpp"
-#include "simulator/StepModel.hpp"
-#include "simulator/Workload.hpp"
+#include "cost/AttentionCost.hpp"
+#include "cost/StepModel.hpp"
+#include "cost/Workload.hpp"
 
 namespace attnsim {
 

@@ -5,8 +5,8 @@
 #include <utility>
 #include <vector>
 
-#include "simulator/Catalog.hpp"
-#include "simulator/Scenario.hpp"
+#include "catalog/Catalog.hpp"
+#include "selection/EngineVariables.hpp"
 
 namespace attnsim {
 

@@ -1,4 +1,4 @@
-#include "core/CatalogSource.hpp"
+#include "catalog/CatalogSource.hpp"
 
 #include <fmt/format.h>
 

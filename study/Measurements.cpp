@@ -1,4 +1,4 @@
-#include "simulator/Measurements.hpp"
+#include "study/Measurements.hpp"
 
 #include <fmt/format.h>
 
@@ -10,7 +10,7 @@
 
 #include "core/Error.hpp"
 #include "core/Strings.hpp"
-#include "simulator/Catalog.hpp"
+#include "catalog/Catalog.hpp"
 
 namespace attnsim {
 

@@ -1,4 +1,6 @@
-#include "simulator/Calibration.hpp"
+#include "study/Calibration.hpp"
+
+#include <fmt/format.h>
 
 #include <Eigen/Dense>
 #include <algorithm>
@@ -6,9 +8,22 @@
 #include <map>
 
 #include "backends/KernelFamily.hpp"
-#include "simulator/Catalog.hpp"
+#include "catalog/Catalog.hpp"
 
 namespace attnsim {
+
+void applyStudyCalibrations(Catalog& catalog, const Store& store) {
+  for (const auto& r : store.latestCalibrations()) {
+    KernelEfficiency e;
+    e.compute_efficiency = r.compute_efficiency;
+    e.memory_efficiency = r.memory_efficiency;
+    e.fixed_us = r.fixed_us;
+    e.key_ns = r.key_ns;
+    e.source = fmt::format("calibrated on {} points (fit MAPE {:.1f}%) on {}: {}", r.points, 100 * r.fit_mape,
+                           r.created, r.source);
+    catalog.applyCalibration(r.hardware, r.kernel, r.phase, e);
+  }
+}
 
 namespace {
 

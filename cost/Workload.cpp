@@ -1,4 +1,4 @@
-#include "simulator/Workload.hpp"
+#include "cost/Workload.hpp"
 
 #include <fmt/format.h>
 

@@ -5,12 +5,15 @@
 #include <string>
 #include <vector>
 
-#include "simulator/AttentionCost.hpp"
-#include "simulator/Store.hpp"
+#include "cost/AttentionCost.hpp"
+#include "study/Store.hpp"
 
 namespace attnsim {
 
 class Catalog;
+
+// A study's newest calibrations (attnsim calibrate --db) take over the catalog's.
+void applyStudyCalibrations(Catalog& catalog, const Store& store);
 
 struct FitParams {
   double compute_efficiency = 0.5;

@@ -1,4 +1,4 @@
-#include "simulator/AttentionCost.hpp"
+#include "cost/AttentionCost.hpp"
 
 #include <algorithm>
 #include <cmath>

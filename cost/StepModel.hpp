@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "simulator/AttentionCost.hpp"
-#include "simulator/Workload.hpp"
+#include "cost/AttentionCost.hpp"
+#include "cost/Workload.hpp"
 
 namespace attnsim {
 

@@ -5,7 +5,7 @@
 #include "backends/KernelFamily.hpp"
 #include "hardware/HardwareProfile.hpp"
 #include "model/ModelSpec.hpp"
-#include "simulator/AttentionCost.hpp"
+#include "cost/AttentionCost.hpp"
 
 namespace attnsim {
 

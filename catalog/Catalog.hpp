@@ -8,10 +8,9 @@
 #include "backends/Backend.hpp"
 #include "backends/EnginePolicy.hpp"
 #include "backends/KernelFamily.hpp"
-#include "core/CatalogSource.hpp"
+#include "catalog/CatalogSource.hpp"
 #include "hardware/HardwareProfile.hpp"
 #include "model/ModelSpec.hpp"
-#include "simulator/Store.hpp"
 
 namespace attnsim {
 
@@ -37,8 +36,10 @@ class Catalog {
   [[nodiscard]] const std::vector<KernelFamily>& kernels() const { return kernels_; }
   [[nodiscard]] const std::vector<Engine>& engines() const { return engines_; }
   [[nodiscard]] const std::string& contentHash() const { return hash_; }
-  // Lets a study's own calibrations (attnsim calibrate --db) take over the catalog's.
-  void applyCalibrations(const std::vector<CalibrationRow>& rows);
+  // A fitted efficiency of a kernel family on a device for a phase class (prefill, extend, decode)
+  // takes over the catalog's; ignored for hardware or kernels this catalog lacks.
+  void applyCalibration(std::string_view hardware, const std::string& kernel, const std::string& phase_class,
+                        const KernelEfficiency& efficiency);
 
  private:
   std::vector<HardwareProfile> hardware_;

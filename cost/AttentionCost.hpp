@@ -9,7 +9,7 @@
 #include <string>
 
 #include "backends/KernelFamily.hpp"
-#include "simulator/Workload.hpp"
+#include "cost/Workload.hpp"
 
 namespace attnsim {
 

@@ -1,4 +1,4 @@
-#include "simulator/Selector.hpp"
+#include "selection/Selector.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "simulator/Store.hpp"
+#include "study/Store.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "simulator/Predictor.hpp"
+#include "cost/Predictor.hpp"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include "backends/KernelFamily.hpp"
 #include "hardware/HardwareProfile.hpp"
 #include "model/ModelSpec.hpp"
-#include "simulator/Catalog.hpp"
+#include "catalog/Catalog.hpp"
 
 namespace attnsim {
 

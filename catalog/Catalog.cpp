@@ -1,4 +1,4 @@
-#include "simulator/Catalog.hpp"
+#include "catalog/Catalog.hpp"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <set>
 
 #include "core/Strings.hpp"
-#include "simulator/Scenario.hpp"
+#include "backends/RuleVariables.hpp"
 
 namespace attnsim {
 
@@ -233,20 +233,12 @@ Catalog Catalog::load(const CatalogSource& source) {
   return c;
 }
 
-void Catalog::applyCalibrations(const std::vector<CalibrationRow>& rows) {
-  for (const auto& r : rows) {
-    auto hw =
-        std::find_if(hardware_.begin(), hardware_.end(), [&](const HardwareProfile& h) { return h.id == r.hardware; });
-    if (hw == hardware_.end() || !findKernel(r.kernel)) continue;  // a study of hardware this catalog lacks
-    KernelEfficiency e;
-    e.compute_efficiency = r.compute_efficiency;
-    e.memory_efficiency = r.memory_efficiency;
-    e.fixed_us = r.fixed_us;
-    e.key_ns = r.key_ns;
-    e.source = fmt::format("calibrated on {} points (fit MAPE {:.1f}%) on {}: {}", r.points, 100 * r.fit_mape,
-                           r.created, r.source);
-    hw->calibrations[{r.kernel, r.phase}] = e;
-  }
+void Catalog::applyCalibration(std::string_view hardware, const std::string& kernel, const std::string& phase_class,
+                               const KernelEfficiency& efficiency) {
+  auto hw =
+      std::find_if(hardware_.begin(), hardware_.end(), [&](const HardwareProfile& h) { return h.id == hardware; });
+  if (hw == hardware_.end() || !findKernel(kernel)) return;  // a study of hardware this catalog lacks
+  hw->calibrations[{kernel, phase_class}] = efficiency;
 }
 
 const HardwareProfile& Catalog::hardware(std::string_view id) const { return lookup(hardware_, id, "hardware"); }

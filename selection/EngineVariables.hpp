@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/RuleVariables.hpp"
 #include "core/Value.hpp"
 
 namespace attnsim {
@@ -37,11 +38,6 @@ struct Scenario {
   const EnginePolicy* engine = nullptr;
   ServingOptions options;
 };
-
-// Names of the variables every engine's rules may use.
-const std::vector<std::string>& scenarioVariables();
-// One line per variable: name and meaning.
-const std::vector<std::pair<std::string, std::string>>& scenarioVariableDocs();
 
 // Builds the variables for the engine's rules. Validates options against the engine (exit 2 on
 // a bad value) and applies the engine's defaults to what the user left unset.

@@ -1,4 +1,4 @@
-#include "simulator/StepModel.hpp"
+#include "cost/StepModel.hpp"
 
 #include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
@@ -8,7 +8,7 @@
 
 #include "hardware/HardwareProfile.hpp"
 #include "model/ModelSpec.hpp"
-#include "simulator/Catalog.hpp"
+#include "catalog/Catalog.hpp"
 
 namespace attnsim {
 
