@@ -3,12 +3,12 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "catalog/Catalog.hpp"
-#include "selection/EngineVariables.hpp"
-#include "selection/Selector.hpp"
-#include "cost/Workload.hpp"
+#include "simulator/Scenario.hpp"
 
 namespace attnsim::cli {
 
@@ -26,47 +26,43 @@ Runner addSelectCommand(CLI::App& app, const GlobalOptions& global);
 Runner addDocsCommand(CLI::App& app, const GlobalOptions& global);
 Runner addPredictCommand(CLI::App& app, const GlobalOptions& global);
 Runner addRankCommand(CLI::App& app, const GlobalOptions& global);
-
-// The serving flags of DESIGN.md's scenario options.
-struct ScenarioFlags {
-  std::string engines;  // comma-separated lists: several values make a matrix
-  std::string hardware;
-  std::string models;
-  std::optional<std::string> kv_dtype;
-  std::optional<std::int64_t> page_size;
-  std::optional<std::string> spec_algorithm;
-  std::optional<std::int64_t> spec_topk;
-  std::optional<std::int64_t> spec_draft_tokens;
-  std::optional<double> cuda_version;
-  bool has_prefix = false;
-  std::int64_t tp = 1;
-  std::optional<std::string> backend;
-  std::optional<std::string> prefill_backend;
-  std::optional<std::string> decode_backend;
-  std::optional<std::string> speculative_attention_mode;
-  std::vector<std::string> engine_options;  // name=value
-
-  void addTo(CLI::App& cmd);
-  // Serving options for one engine (a backend written engine:NAME must name that engine).
-  [[nodiscard]] ServingOptions servingOptions(const std::string& engine) const;
-};
-
-std::vector<std::string> splitList(const std::string& text);
-// --option name=value items into the serving options (exit 2 on a malformed item).
-void parseEngineOptions(const std::vector<std::string>& items, ServingOptions& o);
-
-// A backend as an engine runs it: the selection's choice for the phase, with the engine's rules applied.
-struct EngineRun {
-  Selection selection;
-  std::optional<BackendChoice> choice;  // the phase's backend; empty when the engine refuses
-};
-const char* stageOf(Phase p);
-// Runs the engine's selection with `backend` asked for (nullopt: the engine's own choice).
-EngineRun runEngine(const Catalog& c, const HardwareProfile& hw, const ModelSpec& m, const Engine& e,
-                    const ServingOptions& options, const std::optional<std::string>& backend, Phase phase);
 Runner addCheckCommand(CLI::App& app, const GlobalOptions& global);
 Runner addMeasurementsCommand(CLI::App& app, const GlobalOptions& global);
 Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global);
 Runner addReportCommand(CLI::App& app, const GlobalOptions& global);
+
+// The scenario flags every scenario command shares (DESIGN.md's scenario options), turned into
+// typed Scenarios in one place. Each command registers the groups it takes.
+struct ScenarioFlags {
+  std::string engines, hardware, models;  // comma lists where a command takes several
+  std::string backend, kernel;
+  std::optional<std::string> prefill_backend, decode_backend, kv_dtype, spec_algorithm, spec_attention_mode;
+  std::optional<std::int64_t> page_size, spec_topk, spec_draft_tokens;
+  std::optional<double> cuda_version;
+  bool has_prefix = false;
+  std::int64_t tp = 1;
+  std::vector<std::string> engine_options;  // name=value
+  std::string phase = "decode", mix, cuda_graph = "on";
+  std::int64_t batch = 1, q_len = 1, context = 4096;
+  std::optional<int> num_heads, head_dim;  // a model outside the catalog; the rest of its geometry:
+  ModelGeometry geometry;
+  std::string db;  // a study whose calibrations take over the catalog's
+
+  // --kv-dtype, --page-size, --spec-*, --cuda-version, --prefix, --tp, --option
+  void addServing(CLI::App& cmd);
+  // --prefill-backend, --decode-backend, --speculative-attention-mode
+  void addStageBackends(CLI::App& cmd);
+  // --phase, --batch, --q-len, --context, --mix, --cuda-graph
+  void addWorkload(CLI::App& cmd);
+  // a model outside the catalog: --num-heads, --head-dim, ...
+  void addGeometry(CLI::App& cmd);
+  // --db: a study's calibrations
+  void addStudy(CLI::App& cmd);
+
+  // The scenario for one hardware, model and engine of the lists.
+  [[nodiscard]] Scenario scenario(const std::string& hw, const std::string& model, const std::string& engine) const;
+  // The catalog, with the study's calibrations when --db is given.
+  [[nodiscard]] Catalog catalog(const GlobalOptions& global) const;
+};
 
 }  // namespace attnsim::cli

@@ -50,7 +50,7 @@ void refreshDerived(Env& env, const EnginePolicy& policy) {
   env["block_size"] = policy.block_size_filters_selection ? env["page_size"] : Value{};
 }
 
-Env buildEnv(const Scenario& s) {
+Env buildEnv(const SelectionInput& s) {
   const HardwareProfile& hw = *s.hardware;
   const ModelSpec& m = *s.model;
   const EnginePolicy& policy = *s.engine;

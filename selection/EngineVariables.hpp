@@ -1,5 +1,5 @@
 #pragma once
-// A selection scenario: hardware × model × engine × serving options, and the variables that the
+// What an engine's selection sees: hardware × model × engine × serving options, and the variables that the
 // engines' rules see (documented in docs/VARIABLES.md).
 #include <map>
 #include <optional>
@@ -32,7 +32,7 @@ struct ServingOptions {
   std::map<std::string, std::string> engine_options;      // --option name=value
 };
 
-struct Scenario {
+struct SelectionInput {
   const HardwareProfile* hardware = nullptr;
   const ModelSpec* model = nullptr;
   const EnginePolicy* engine = nullptr;
@@ -41,7 +41,7 @@ struct Scenario {
 
 // Builds the variables for the engine's rules. Validates options against the engine (exit 2 on
 // a bad value) and applies the engine's defaults to what the user left unset.
-Env buildEnv(const Scenario& s);
+Env buildEnv(const SelectionInput& s);
 // Recomputes variables derived from others (kv_fp8, kv_fp4, block_size) after rules changed them.
 void refreshDerived(Env& env, const EnginePolicy& policy);
 

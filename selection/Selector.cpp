@@ -144,7 +144,7 @@ std::vector<std::string> Selector::validate(const Engine& engine, std::string_vi
   return reasons;
 }
 
-Selection Selector::select(const Scenario& scenario) const {
+Selection Selector::select(const SelectionInput& scenario) const {
   const Engine& engine = catalog_.engine(scenario.engine->engine);
   Selection out;
   out.engine = engine.policy.engine;

@@ -41,7 +41,7 @@ class Selector {
   // Why `backend_name` cannot serve this scenario, in the engine's phrases; empty when it can.
   [[nodiscard]] std::vector<std::string> validate(const Engine& engine, std::string_view backend_name,
                                                   const Env& env) const;
-  [[nodiscard]] Selection select(const Scenario& scenario) const;
+  [[nodiscard]] Selection select(const SelectionInput& scenario) const;
 
  private:
   const Catalog& catalog_;

@@ -4,8 +4,8 @@
 // with the golden attention.
 #include <string>
 
-#include "kernels/Quant.hpp"
 #include "cost/Workload.hpp"
+#include "kernels/Quant.hpp"
 
 namespace attnsim {
 

@@ -1,15 +1,12 @@
-#include <fmt/format.h>
+#include "simulator/EngineRun.hpp"
 
-#include "backends/KernelFamily.hpp"
-#include "cli/PredictFlags.hpp"
+#include "catalog/Catalog.hpp"
 #include "core/Strings.hpp"
 
-namespace attnsim::cli {
+namespace attnsim {
 
 const char* stageOf(Phase p) { return p == Phase::Prefill || p == Phase::Extend ? "prefill" : "decode"; }
 
-// Runs the engine's selection with `backend` asked for. Engines that choose per phase first get
-// the backend for both phases (as --attention-backend does), then for the predicted phase only.
 EngineRun runEngine(const Catalog& c, const HardwareProfile& hw, const ModelSpec& m, const Engine& e,
                     const ServingOptions& options, const std::optional<std::string>& backend, Phase phase) {
   const bool prefill = std::string(stageOf(phase)) == "prefill";
@@ -32,8 +29,8 @@ EngineRun runEngine(const Catalog& c, const HardwareProfile& hw, const ModelSpec
   return run;
 }
 
-PredictionInput inputFor(const HardwareProfile& hw, const ModelSpec& m, const Engine& e, const EngineRun& run,
-                         const Catalog& c, bool graphs_on) {
+PredictionInput predictionInputFor(const Catalog& c, const HardwareProfile& hw, const ModelSpec& m, const Engine& e,
+                                   const EngineRun& run, bool cuda_graphs) {
   PredictionInput in;
   in.hardware = &hw;
   in.model = &m;
@@ -43,20 +40,18 @@ PredictionInput inputFor(const HardwareProfile& hw, const ModelSpec& m, const En
   in.cuda_graph_level = caps.cuda_graph;
   in.graphs = e.policy.cuda_graph ? &*e.policy.cuda_graph : nullptr;
   in.engine_env = run.selection.env;
-  if (!graphs_on) in.engine_env["cuda_graph_disabled"] = true;
+  if (!cuda_graphs) in.engine_env["cuda_graph_disabled"] = true;
   in.kv_dtype = toDisplay(run.selection.env.at("kv_dtype"));
   in.page_size = std::get<std::int64_t>(run.selection.env.at("page_size"));
   in.tp = static_cast<int>(std::get<std::int64_t>(run.selection.env.at("tp")));
   return in;
 }
 
-double stepOf(const Prediction& p, bool graphs_on) { return graphs_on ? p.graph.step_us : p.eager.step_us; }
-
-std::string describe(const Workload& w) {
-  std::vector<std::string> parts;
-  for (const auto& g : w.groups)
-    parts.push_back(fmt::format("{} × (q_len {}, context {})", g.count, g.q_len, g.context));
-  return fmt::format("{} {}", w.isUniform() ? phaseName(w.phase) : "mixed", join(parts, " + "));
+const KernelFamily& kernelFor(const Catalog& c, const EngineRun& run, Phase phase) {
+  const BackendCaps& caps = *run.choice->caps;
+  const bool prefill = std::string(stageOf(phase)) == "prefill";
+  if (prefill && !caps.prefill_kernel.empty()) return c.kernel(caps.prefill_kernel);
+  return c.kernel(caps.decode_kernel.empty() ? caps.prefill_kernel : caps.decode_kernel);
 }
 
-}  // namespace attnsim::cli
+}  // namespace attnsim

@@ -1,0 +1,94 @@
+#include "cli/Commands.hpp"
+#include "study/Calibration.hpp"
+#include "study/Store.hpp"
+
+namespace attnsim::cli {
+
+Catalog GlobalOptions::loadCatalog() const {
+  CatalogSource source = CatalogSource::embedded();
+  if (!catalog_dir.empty()) source.overlayDirectory(catalog_dir);
+  return Catalog::load(source);
+}
+
+void ScenarioFlags::addServing(CLI::App& cmd) {
+  cmd.add_option("--kv-dtype", kv_dtype, "KV-cache dtype as the engine spells it (auto, fp8, fp8_e4m3, ...)");
+  cmd.add_option("--page-size", page_size, "KV-cache page (block) size in tokens (default: the engine's)");
+  cmd.add_option("--spec-algorithm", spec_algorithm, "speculative decoding algorithm (eagle, eagle3, mtp, ngram)");
+  cmd.add_option("--spec-topk", spec_topk, "speculative decoding topk (1 = chain, >1 = tree)");
+  cmd.add_option("--spec-draft-tokens", spec_draft_tokens, "draft tokens verified per step");
+  cmd.add_option("--cuda-version", cuda_version, "CUDA toolkit version (default 12.9)");
+  cmd.add_flag("--prefix", has_prefix, "prefill runs over a cached prefix (prefix cache / chunked context)");
+  cmd.add_option("--tp", tp, "tensor-parallel size")->check(CLI::Range(1, 1024));
+  cmd.add_option("--option", engine_options, "engine-specific flag, name=value (repeatable)");
+}
+
+void ScenarioFlags::addStageBackends(CLI::App& cmd) {
+  cmd.add_option("--prefill-backend", prefill_backend, "explicit prefill backend");
+  cmd.add_option("--decode-backend", decode_backend, "explicit decode backend");
+  cmd.add_option("--speculative-attention-mode", spec_attention_mode, "SGLang: prefill or decode");
+}
+
+void ScenarioFlags::addWorkload(CLI::App& cmd) {
+  cmd.add_option("--phase", phase, "prefill, extend, decode or verify");
+  cmd.add_option("--batch", batch, "requests in the batch")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 24));
+  cmd.add_option("--q-len", q_len, "new tokens per request (extend, verify)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 24));
+  cmd.add_option("--context", context, "tokens each request attends to, new ones included")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 26));
+  cmd.add_option("--mix", mix,
+                 "a mixed batch COUNTxQ_LEN@CONTEXT,... (e.g. 1x2048@2048,31x1@4096: a prefill chunk and 31 "
+                 "decodes); replaces --phase/--batch/--q-len/--context");
+  cmd.add_option("--cuda-graph", cuda_graph, "on or off")->check(CLI::IsMember({"on", "off"}));
+}
+
+void ScenarioFlags::addGeometry(CLI::App& cmd) {
+  cmd.add_option("--num-heads", num_heads, "custom model: query heads");
+  cmd.add_option("--num-kv-heads", geometry.num_kv_heads, "custom model: KV heads");
+  cmd.add_option("--head-dim", head_dim, "custom model: head dimension");
+  cmd.add_option("--head-dim-v", geometry.head_dim_v, "custom model: value head dimension");
+  cmd.add_option("--num-layers", geometry.num_layers, "custom model: layers");
+  cmd.add_option("--hidden-size", geometry.hidden_size, "custom model: hidden size");
+  cmd.add_option("--intermediate-size", geometry.intermediate_size, "custom model: MLP size");
+  cmd.add_option("--vocab-size", geometry.vocab_size, "custom model: vocabulary");
+  cmd.add_option("--sliding-window", geometry.sliding_window, "custom model: sliding window (0 = full)");
+}
+
+void ScenarioFlags::addStudy(CLI::App& cmd) {
+  cmd.add_option("--db", db, "use this study's calibrations (attnsim calibrate --db) instead of the catalog's");
+}
+
+Scenario ScenarioFlags::scenario(const std::string& hw, const std::string& model, const std::string& engine) const {
+  Scenario s;
+  s.hardware = hw;
+  s.model = model;
+  if (num_heads || head_dim) {
+    s.geometry = geometry;
+    s.geometry->num_heads = num_heads.value_or(0);
+    s.geometry->head_dim = head_dim.value_or(0);
+  }
+  s.engine = engine;
+  if (!backend.empty()) s.backend = backend;
+  s.prefill_backend = prefill_backend;
+  s.decode_backend = decode_backend;
+  s.kernel = kernel;
+  s.workload =
+      mix.empty() ? Workload::uniform(parsePhase(phase), batch, q_len, context, spec_topk.value_or(1)) : parseMix(mix);
+  s.kv_dtype = kv_dtype;
+  s.page_size = page_size;
+  s.tp = tp;
+  s.spec = {spec_algorithm, spec_topk, spec_draft_tokens, spec_attention_mode};
+  s.has_prefix = has_prefix;
+  s.cuda_version = cuda_version;
+  s.cuda_graphs = cuda_graph == "on";
+  s.engine_options = parseEngineOptions(engine_options);
+  qualifyBackends(s);
+  return s;
+}
+
+Catalog ScenarioFlags::catalog(const GlobalOptions& global) const {
+  Catalog c = global.loadCatalog();
+  if (!db.empty()) applyStudyCalibrations(c, Store(db));
+  return c;
+}
+
+}  // namespace attnsim::cli

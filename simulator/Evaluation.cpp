@@ -1,0 +1,139 @@
+#include "simulator/Evaluation.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "backends/KernelFamily.hpp"
+#include "catalog/Catalog.hpp"
+#include "core/Error.hpp"
+
+namespace attnsim {
+
+ScenarioSelection selectBackends(const Catalog& c, const Scenario& s) {
+  ScenarioSelection out;
+  out.hardware = &c.hardware(s.hardware);
+  out.model = resolveModel(c, s);
+  out.engine = &c.engine(s.engine);
+  out.selection = Selector(c).select({out.hardware, out.model.get(), &out.engine->policy, servingOptions(s)});
+  return out;
+}
+
+namespace {
+
+std::vector<KernelParameters> parametersOf(const Prediction& p, const HardwareProfile& hw, Phase phase) {
+  std::vector<KernelParameters> params;
+  for (const auto& a : p.attention) {
+    const KernelModel k = resolveKernel(*a.kernel, hw, phase);
+    params.push_back({a.kernel->id, k.compute_efficiency, k.memory_efficiency, k.fixed_us, *k.efficiency_source});
+  }
+  return params;
+}
+
+// The engine's backend for the scenario's phase, as the engine resolves it.
+void predictEngineBackend(const Catalog& c, const Scenario& s, ScenarioPrediction& out) {
+  const Engine& e = c.engine(s.engine);
+  ServingOptions options = servingOptions(s);
+  options.backend.reset();
+  const EngineRun run = runEngine(c, *out.hardware, *out.model, e, options, s.backend, s.workload.phase);
+  if (run.selection.refusal) throw EngineRefusal(*run.selection.refusal);
+  out.input = predictionInputFor(c, *out.hardware, *out.model, e, run, s.cuda_graphs);
+  out.backend =
+      PredictedBackend{e.policy.engine,     run.choice->name,     run.choice->variant, run.choice->caps->cuda_graph,
+                       run.selection.notes, s.backend.has_value()};
+  out.label = fmt::format("{} · {} · {}:{}{} ({} {})", out.hardware->id, out.model->id, e.policy.engine,
+                          run.choice->name, run.choice->variant.empty() ? "" : " [" + run.choice->variant + "]",
+                          stageOf(s.workload.phase), s.backend ? "backend as given" : "backend the engine picks");
+}
+
+void predictKernel(const Catalog& c, const Scenario& s, ScenarioPrediction& out) {
+  out.input.hardware = out.hardware;
+  out.input.model = out.model.get();
+  out.input.prefill_kernel = out.input.decode_kernel = &c.kernel(s.kernel);
+  out.input.kv_dtype = s.kv_dtype.value_or("auto");
+  out.input.page_size = s.page_size.value_or(16);
+  out.input.tp = static_cast<int>(s.tp);
+  out.label = fmt::format("{} · {} · kernel {} (no engine: every batch captured, full graphs)", out.hardware->id,
+                          out.model->id, s.kernel);
+}
+
+}  // namespace
+
+ScenarioPrediction predictScenario(const Catalog& c, const Scenario& s) {
+  if (s.backend && s.engine.empty()) throw UsageError("--backend needs engine:NAME, e.g. vllm:FLASH_ATTN");
+  if (s.kernel.empty() == s.engine.empty()) {
+    throw UsageError("give exactly one of --backend engine:NAME, --engine E or --kernel NAME");
+  }
+  ScenarioPrediction out;
+  out.hardware = &c.hardware(s.hardware);
+  out.model = resolveModel(c, s);
+  out.workload = s.workload;
+  out.cuda_graphs = s.cuda_graphs;
+  if (s.kernel.empty()) {
+    predictEngineBackend(c, s, out);
+  } else {
+    predictKernel(c, s, out);
+  }
+  out.prediction = Predictor(c, out.input).predict(s.workload);
+  out.parameters = parametersOf(out.prediction, *out.hardware, s.workload.phase);
+  return out;
+}
+
+namespace {
+
+void rankEngine(const Catalog& c, const Scenario& s, const Engine& e, Ranking& out) {
+  ServingOptions options = servingOptions(s);
+  options.backend.reset();
+  const Phase phase = s.workload.phase;
+  const EngineRun own = runEngine(c, *out.hardware, *out.model, e, options, std::nullopt, phase);
+  const std::string auto_choice = own.choice ? own.choice->name : "";
+  for (const auto& name : backendNames(e)) {
+    const EngineRun run = runEngine(c, *out.hardware, *out.model, e, options, name, phase);
+    if (run.selection.refusal) {
+      out.invalid[e.policy.engine + ":" + name] = *run.selection.refusal;
+      continue;
+    }
+    const Predictor predictor(c, predictionInputFor(c, *out.hardware, *out.model, e, run, s.cuda_graphs));
+    const Prediction p = predictor.predict(s.workload);
+    out.ranked.push_back({e.policy.engine, name, run.choice->variant, s.cuda_graphs ? p.graph.step_us : p.eager.step_us,
+                          p.attention_us, boundName(p.attention.front().cost.bound), 0, name == auto_choice});
+  }
+}
+
+void addRegrets(Ranking& out, const std::vector<std::string>& engines) {
+  for (const auto& id : engines) {
+    const auto chosen = std::find_if(out.ranked.begin(), out.ranked.end(),
+                                     [&](const RankedBackend& r) { return r.engine == id && r.engine_default; });
+    if (chosen == out.ranked.end()) continue;
+    const auto best =
+        std::find_if(out.ranked.begin(), out.ranked.end(), [&](const RankedBackend& r) { return r.engine == id; });
+    out.defaults.push_back({id, chosen->backend, best->backend, chosen->step_us, chosen->step_us / best->step_us - 1,
+                            chosen->step_us - best->step_us});
+  }
+}
+
+}  // namespace
+
+Ranking rankBackends(const Catalog& c, const Scenario& s, const std::vector<std::string>& engines) {
+  Ranking out;
+  out.hardware = &c.hardware(s.hardware);
+  out.model = resolveModel(c, s);
+  out.workload = s.workload;
+  out.cuda_graphs = s.cuda_graphs;
+  std::vector<std::string> ids = engines;
+  if (ids.empty()) {
+    for (const auto& e : c.engines()) ids.push_back(e.policy.engine);
+  }
+  for (const auto& id : ids) rankEngine(c, s, c.engine(id), out);
+  std::sort(out.ranked.begin(), out.ranked.end(), [](const RankedBackend& a, const RankedBackend& b) {
+    return a.step_us != b.step_us ? a.step_us < b.step_us : a.engine + a.backend < b.engine + b.backend;
+  });
+  if (out.ranked.empty()) throw EngineRefusal("no backend of the chosen engines can run this scenario");
+  for (std::size_t i = 0; i + 1 < out.ranked.size(); ++i) {
+    out.ranked[i].margin_to_next = out.ranked[i + 1].step_us / out.ranked[i].step_us - 1;
+  }
+  addRegrets(out, ids);
+  return out;
+}
+
+}  // namespace attnsim

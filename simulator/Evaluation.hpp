@@ -1,0 +1,86 @@
+#pragma once
+// A scenario evaluated end to end: the engine's selection, a prediction of the backend it runs,
+// and every valid backend ranked. The answers are plain data; reports/ and cli/ render them.
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cost/Predictor.hpp"
+#include "selection/Selector.hpp"
+#include "simulator/EngineRun.hpp"
+#include "simulator/Scenario.hpp"
+
+namespace attnsim {
+
+struct ScenarioSelection {
+  std::shared_ptr<const ModelSpec> model;
+  const HardwareProfile* hardware = nullptr;
+  const Engine* engine = nullptr;
+  Selection selection;
+};
+// The engine's validation and auto-selection (scenario.engine is required).
+ScenarioSelection selectBackends(const Catalog& c, const Scenario& s);
+
+// The backend a prediction is for, as the engine resolved it.
+struct PredictedBackend {
+  std::string engine, backend, variant;
+  std::string cuda_graph_support;
+  std::vector<std::string> notes;
+  bool forced = false;  // the user asked for it (otherwise the engine picked it)
+};
+
+// Where a kernel's efficiencies came from (calibration, published figure, default).
+struct KernelParameters {
+  std::string kernel;
+  double compute_efficiency = 0, memory_efficiency = 0, fixed_us = 0;
+  std::string source;
+};
+
+struct ScenarioPrediction {
+  std::shared_ptr<const ModelSpec> model;
+  const HardwareProfile* hardware = nullptr;
+  Workload workload;
+  bool cuda_graphs = true;
+  PredictionInput input;
+  Prediction prediction;
+  std::optional<PredictedBackend> backend;  // empty for a kernel outside any engine
+  std::vector<KernelParameters> parameters;
+  std::string label;  // one line saying what was predicted
+
+  [[nodiscard]] double stepUs() const { return cuda_graphs ? prediction.graph.step_us : prediction.eager.step_us; }
+};
+// One backend's prediction: the engine's choice (scenario.engine), a forced backend
+// (scenario.backend) or a kernel family outside any engine (scenario.kernel). Throws
+// EngineRefusal when the engine refuses the scenario.
+ScenarioPrediction predictScenario(const Catalog& c, const Scenario& s);
+
+struct RankedBackend {
+  std::string engine, backend, variant;
+  double step_us = 0, attention_us = 0;
+  std::string bound;
+  double margin_to_next = 0;  // the next one's step time over this one's, minus one
+  bool engine_default = false;
+};
+
+// How much slower an engine's default is than its fastest valid backend.
+struct EngineDefault {
+  std::string engine, backend, best_backend;
+  double step_us = 0, regret = 0, regret_us = 0;
+};
+
+struct Ranking {
+  std::shared_ptr<const ModelSpec> model;
+  const HardwareProfile* hardware = nullptr;
+  Workload workload;
+  bool cuda_graphs = true;
+  std::vector<RankedBackend> ranked;           // fastest first
+  std::vector<EngineDefault> defaults;         // per engine whose default is valid
+  std::map<std::string, std::string> invalid;  // engine:NAME -> the engine's refusal
+};
+// Every backend of `engines` (empty: all) predicted for the scenario and ordered by step time.
+// Throws EngineRefusal when none is valid.
+Ranking rankBackends(const Catalog& c, const Scenario& s, const std::vector<std::string>& engines);
+
+}  // namespace attnsim
