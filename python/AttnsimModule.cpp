@@ -1,0 +1,322 @@
+// `import attnsim`: the library's catalog, select, predict, rank and check for notebooks. Every
+// answer is the same plain data `attnsim --json` prints (dicts and lists); every error is the
+// CLI's, as a Python exception that carries its location.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "catalog/Catalog.hpp"
+#include "core/Error.hpp"
+#include "core/Strings.hpp"
+#include "reports/CatalogJson.hpp"
+#include "reports/Json.hpp"
+#include "simulator/CheckRun.hpp"
+#include "simulator/Evaluation.hpp"
+#include "study/Calibration.hpp"
+#include "study/Store.hpp"
+
+namespace py = pybind11;
+using namespace attnsim;
+
+namespace {
+
+// Exception types, created once at import and owned by the module.
+PyObject* g_input_error = nullptr;
+PyObject* g_catalog_error = nullptr;
+PyObject* g_usage_error = nullptr;
+PyObject* g_engine_refusal = nullptr;
+
+void raise(PyObject* type, const char* message, const SourceLocation* where = nullptr, const std::string& key = "") {
+  py::object exc = py::reinterpret_borrow<py::object>(type)(message);
+  exc.attr("file") = where ? py::cast(where->file) : py::none();
+  exc.attr("line") = where ? py::cast(where->line) : py::none();
+  exc.attr("column") = where ? py::cast(where->column) : py::none();
+  exc.attr("key") = key.empty() ? py::none() : py::cast(key);
+  PyErr_SetObject(type, exc.ptr());
+}
+
+void translateErrors(std::exception_ptr p) {
+  try {
+    if (p) std::rethrow_exception(p);
+  } catch (const CatalogError& e) {
+    raise(g_catalog_error, e.what(), &e.where(), e.keyPath());
+  } catch (const UsageError& e) {
+    raise(g_usage_error, e.what());
+  } catch (const InputError& e) {
+    raise(g_input_error, e.what());
+  } catch (const EngineRefusal& e) {
+    raise(g_engine_refusal, e.what());
+  }
+}
+
+py::object toPython(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
+
+const Catalog& defaultCatalog() {
+  static const Catalog catalog = Catalog::loadDefault();
+  return catalog;
+}
+
+// A keyword's value as T, or a UsageError naming the keyword.
+template <class T>
+T as(const py::handle& value, const std::string& key, const char* expected) {
+  try {
+    return value.cast<T>();
+  } catch (const py::cast_error&) {
+    throw UsageError(key + ": expected " + expected + ", got " +
+                     std::string(py::str(py::type::of(value).attr("__name__"))));
+  }
+}
+
+ModelGeometry geometryFrom(const py::dict& d) {
+  ModelGeometry g;
+  const std::vector<std::string> keys{"num_heads",   "num_kv_heads",      "head_dim",   "head_dim_v",    "num_layers",
+                                      "hidden_size", "intermediate_size", "vocab_size", "sliding_window"};
+  for (const auto& [k, v] : d) {
+    const std::string key = as<std::string>(k, "geometry", "string keys");
+    const int n = as<int>(v, "geometry." + key, "an integer");
+    if (key == "num_heads")
+      g.num_heads = n;
+    else if (key == "head_dim")
+      g.head_dim = n;
+    else if (key == "num_kv_heads")
+      g.num_kv_heads = n;
+    else if (key == "head_dim_v")
+      g.head_dim_v = n;
+    else if (key == "num_layers")
+      g.num_layers = n;
+    else if (key == "hidden_size")
+      g.hidden_size = n;
+    else if (key == "intermediate_size")
+      g.intermediate_size = n;
+    else if (key == "vocab_size")
+      g.vocab_size = n;
+    else if (key == "sliding_window")
+      g.sliding_window = n;
+    else
+      throw UsageError("geometry: no key '" + key + "'" + didYouMean(key, keys) + "; keys: " + join(keys, ", "));
+  }
+  return g;
+}
+
+const std::vector<std::string>& scenarioKeys() {
+  static const std::vector<std::string> keys{"hardware",
+                                             "model",
+                                             "engine",
+                                             "backend",
+                                             "prefill_backend",
+                                             "decode_backend",
+                                             "kernel",
+                                             "phase",
+                                             "batch",
+                                             "q_len",
+                                             "context",
+                                             "mix",
+                                             "kv_dtype",
+                                             "page_size",
+                                             "tp",
+                                             "spec_algorithm",
+                                             "spec_topk",
+                                             "spec_draft_tokens",
+                                             "spec_attention_mode",
+                                             "prefix",
+                                             "cuda_version",
+                                             "cuda_graphs",
+                                             "options",
+                                             "geometry"};
+  return keys;
+}
+
+std::optional<std::string> optString(const py::handle& v, const std::string& key) {
+  if (v.is_none()) return std::nullopt;
+  return as<std::string>(v, key, "a string");
+}
+
+std::optional<std::int64_t> optInt(const py::handle& v, const std::string& key) {
+  if (v.is_none()) return std::nullopt;
+  return as<std::int64_t>(v, key, "an integer");
+}
+
+// Keywords as the command line's flags (underscores for dashes), with the same defaults.
+Scenario scenarioFrom(const py::kwargs& kwargs) {
+  Scenario s;
+  std::string phase = "decode", mix;
+  std::int64_t batch = 1, q_len = 1, context = 4096;
+  for (const auto& [k, v] : kwargs) {
+    const std::string key = as<std::string>(k, "keyword", "a string");
+    if (key == "hardware")
+      s.hardware = as<std::string>(v, key, "a string");
+    else if (key == "model")
+      s.model = as<std::string>(v, key, "a string");
+    else if (key == "engine")
+      s.engine = as<std::string>(v, key, "a string");
+    else if (key == "backend")
+      s.backend = optString(v, key);
+    else if (key == "prefill_backend")
+      s.prefill_backend = optString(v, key);
+    else if (key == "decode_backend")
+      s.decode_backend = optString(v, key);
+    else if (key == "kernel")
+      s.kernel = as<std::string>(v, key, "a string");
+    else if (key == "phase")
+      phase = as<std::string>(v, key, "a string");
+    else if (key == "batch")
+      batch = as<std::int64_t>(v, key, "an integer");
+    else if (key == "q_len")
+      q_len = as<std::int64_t>(v, key, "an integer");
+    else if (key == "context")
+      context = as<std::int64_t>(v, key, "an integer");
+    else if (key == "mix")
+      mix = as<std::string>(v, key, "a string");
+    else if (key == "kv_dtype")
+      s.kv_dtype = optString(v, key);
+    else if (key == "page_size")
+      s.page_size = optInt(v, key);
+    else if (key == "tp")
+      s.tp = as<std::int64_t>(v, key, "an integer");
+    else if (key == "spec_algorithm")
+      s.spec.algorithm = optString(v, key);
+    else if (key == "spec_topk")
+      s.spec.topk = optInt(v, key);
+    else if (key == "spec_draft_tokens")
+      s.spec.draft_tokens = optInt(v, key);
+    else if (key == "spec_attention_mode")
+      s.spec.attention_mode = optString(v, key);
+    else if (key == "prefix")
+      s.has_prefix = as<bool>(v, key, "a bool");
+    else if (key == "cuda_version")
+      s.cuda_version = as<double>(v, key, "a number");
+    else if (key == "cuda_graphs")
+      s.cuda_graphs = as<bool>(v, key, "a bool");
+    else if (key == "options")
+      s.engine_options = as<std::map<std::string, std::string>>(v, key, "a dict of strings");
+    else if (key == "geometry")
+      s.geometry = geometryFrom(as<py::dict>(v, key, "a dict"));
+    else
+      throw UsageError("no scenario keyword '" + key + "'" + didYouMean(key, scenarioKeys()) +
+                       "; keywords: " + join(scenarioKeys(), ", "));
+  }
+  if (batch < 1 || q_len < 1 || context < 1) throw UsageError("batch, q_len and context must be at least 1");
+  if (s.tp < 1) throw UsageError("tp must be at least 1");
+  s.workload = mix.empty() ? Workload::uniform(parsePhase(phase), batch, q_len, context, s.spec.topk.value_or(1))
+                           : parseMix(mix);
+  qualifyBackends(s);
+  return s;
+}
+
+// A call's scenario: the Scenario given, or one made of the keywords (not both).
+Scenario scenarioOf(const std::optional<Scenario>& given, const py::kwargs& kwargs) {
+  if (!given) return scenarioFrom(kwargs);
+  if (!kwargs.empty()) throw UsageError("give a Scenario or scenario keywords, not both");
+  return *given;
+}
+
+// The catalog a call uses: the one given or the embedded default, with a study's calibrations.
+std::shared_ptr<const Catalog> catalogOf(const Catalog* given, const std::optional<std::string>& db) {
+  const Catalog& base = given ? *given : defaultCatalog();
+  if (!db) return std::shared_ptr<const Catalog>(&base, [](const Catalog*) {});
+  auto c = std::make_shared<Catalog>(base);
+  applyStudyCalibrations(*c, Store(*db));
+  return c;
+}
+
+std::vector<std::string> engineList(const py::object& engines) {
+  if (engines.is_none()) return {};
+  if (py::isinstance<py::str>(engines)) return splitList(engines.cast<std::string>());
+  return as<std::vector<std::string>>(engines, "engines", "a string or a list of strings");
+}
+
+std::string scenarioRepr(const Scenario& s) {
+  std::string what = !s.kernel.empty() ? "kernel=" + s.kernel
+                                       : "engine=" + (s.engine.empty() ? std::string("*") : s.engine) +
+                                             (s.backend ? ", backend=" + *s.backend : "");
+  return "Scenario(hardware=" + s.hardware + ", model=" + (s.model.empty() ? "custom" : s.model) + ", " + what +
+         ", workload=" + describe(s.workload) + ")";
+}
+
+}  // namespace
+
+PYBIND11_MODULE(attnsim, m) {
+  m.doc() = "attnsim: which attention backend serving engines pick, why, and how fast it runs";
+  m.attr("__version__") = ATTNSIM_VERSION;
+  g_input_error = PyErr_NewException("attnsim.InputError", PyExc_ValueError, nullptr);
+  g_catalog_error = PyErr_NewException("attnsim.CatalogError", g_input_error, nullptr);
+  g_usage_error = PyErr_NewException("attnsim.UsageError", g_input_error, nullptr);
+  g_engine_refusal = PyErr_NewException("attnsim.EngineRefusal", PyExc_RuntimeError, nullptr);
+  m.attr("InputError") = py::handle(g_input_error);
+  m.attr("CatalogError") = py::handle(g_catalog_error);
+  m.attr("UsageError") = py::handle(g_usage_error);
+  m.attr("EngineRefusal") = py::handle(g_engine_refusal);
+  py::register_exception_translator(translateErrors);
+
+  py::class_<Catalog, std::shared_ptr<Catalog>>(m, "Catalog", "the embedded catalog, optionally overlaid by a folder")
+      .def(py::init([](const std::optional<std::string>& overlay) {
+             CatalogSource source = CatalogSource::embedded();
+             if (overlay) source.overlayDirectory(*overlay);
+             return std::make_shared<Catalog>(Catalog::load(source));
+           }),
+           py::arg("overlay") = py::none())
+      .def(
+          "list",
+          [](const Catalog& c, const std::string& what, const std::string& engine) {
+            return toPython(catalogListJson(c, what, engine));
+          },
+          py::arg("what"), py::arg("engine") = "",
+          "entries of one kind: hardware, models, backends, kernels, engines or variables")
+      .def_property_readonly("hash", &Catalog::contentHash);
+
+  py::class_<Scenario>(m, "Scenario", "one scenario; keywords as the CLI's flags (batch, context, kv_dtype, ...)")
+      .def(py::init([](const py::kwargs& kwargs) { return scenarioFrom(kwargs); }))
+      .def_readonly("hardware", &Scenario::hardware)
+      .def_readonly("model", &Scenario::model)
+      .def_readonly("engine", &Scenario::engine)
+      .def_readonly("backend", &Scenario::backend)
+      .def_readonly("kernel", &Scenario::kernel)
+      .def_property_readonly("phase", [](const Scenario& s) { return std::string(phaseName(s.workload.phase)); })
+      .def_property_readonly("workload", [](const Scenario& s) { return describe(s.workload); })
+      .def("__repr__", &scenarioRepr);
+
+  m.def(
+      "list",
+      [](const std::string& what, const std::string& engine, const Catalog* catalog) {
+        return toPython(catalogListJson(catalog ? *catalog : defaultCatalog(), what, engine));
+      },
+      py::arg("what"), py::arg("engine") = "", py::arg("catalog") = nullptr, "the default catalog's entries");
+  m.def(
+      "select",
+      [](const std::optional<Scenario>& scenario, const Catalog* catalog, const py::kwargs& kwargs) {
+        const auto c = catalogOf(catalog, std::nullopt);
+        return toPython(selectionJson(selectBackends(*c, scenarioOf(scenario, kwargs)), *c));
+      },
+      py::arg("scenario") = py::none(), py::kw_only(), py::arg("catalog") = nullptr,
+      "the engine's validation and auto-selection, with reasons (as `attnsim --json select`)");
+  m.def(
+      "predict",
+      [](const std::optional<Scenario>& scenario, const Catalog* catalog, const std::optional<std::string>& db,
+         const py::kwargs& kwargs) {
+        const auto c = catalogOf(catalog, db);
+        return toPython(predictionJson(predictScenario(*c, scenarioOf(scenario, kwargs)), *c));
+      },
+      py::arg("scenario") = py::none(), py::kw_only(), py::arg("catalog") = nullptr, py::arg("db") = py::none(),
+      "one backend's attention call and forward step (as `attnsim --json predict`)");
+  m.def(
+      "rank",
+      [](const std::optional<Scenario>& scenario, const py::object& engines, const Catalog* catalog,
+         const std::optional<std::string>& db, const py::kwargs& kwargs) {
+        const auto c = catalogOf(catalog, db);
+        return toPython(rankingJson(rankBackends(*c, scenarioOf(scenario, kwargs), engineList(engines)), *c));
+      },
+      py::arg("scenario") = py::none(), py::kw_only(), py::arg("engines") = py::none(), py::arg("catalog") = nullptr,
+      py::arg("db") = py::none(), "every valid backend ordered by step time (as `attnsim --json rank`)");
+  m.def(
+      "check",
+      [](const std::optional<Scenario>& scenario, double flop_budget, const Catalog* catalog,
+         const py::kwargs& kwargs) {
+        const auto c = catalogOf(catalog, std::nullopt);
+        return toPython(checkJson(checkScenario(*c, scenarioOf(scenario, kwargs), flop_budget)));
+      },
+      py::arg("scenario") = py::none(), py::kw_only(), py::arg("flop_budget") = 4e8, py::arg("catalog") = nullptr,
+      "a backend's algorithm on real numbers against the golden attention (as `attnsim --json check`)");
+}
