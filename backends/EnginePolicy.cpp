@@ -202,6 +202,7 @@ PriorityList parsePriorityList(const YamlReader& r, const Expr::VariableCheck& c
   l.when = r.findExpr("when", check);
   l.stage = r.findOneOf("stage", {"prefill", "decode"}).value_or("");
   l.order = r.get<std::vector<std::string>>("priority");
+  l.order_at = r.locateItems("priority");
   l.source = r.get<std::string>("source");
   r.finish();
   return l;
@@ -224,6 +225,7 @@ DocsTable parseDocsTable(const YamlReader& r) {
   DocsTable table;
   table.title = r.get<std::string>("title");
   table.rows = r.get<std::vector<std::string>>("rows");
+  table.rows_at = r.locateItems("rows");
   for (const auto& c : r.list("columns")) {
     table.columns.push_back({c.get<std::string>("header"), c.getOneOf("field", kDocsFields)});
     c.finish();
