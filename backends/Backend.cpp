@@ -54,6 +54,14 @@ Feature parseFeature(const YamlReader& parent, const std::string& key, const Exp
   return f;
 }
 
+// A kernel family id and where it is written; the catalog checks the id once all families are loaded.
+void readKernel(const YamlReader& r, std::string_view key, std::string& id, SourceLocation& at) {
+  if (auto k = r.find<std::string>(key)) {
+    id = *k;
+    at = r.locateValue(key);
+  }
+}
+
 void parseCaps(const YamlReader& r, BackendCaps& c, const Expr::VariableCheck& check) {
   if (r.has("platforms")) c.platforms = r.getListOf("platforms", kPlatforms);
   if (r.has("stages")) c.stages = r.getListOf("stages", kStages);
@@ -81,8 +89,8 @@ void parseCaps(const YamlReader& r, BackendCaps& c, const Expr::VariableCheck& c
     }
   }
   if (auto cg = r.findOneOf("cuda_graph", kCudaGraphLevels)) c.cuda_graph = *cg;
-  if (auto k = r.find<std::string>("prefill_kernel")) c.prefill_kernel = *k;
-  if (auto k = r.find<std::string>("decode_kernel")) c.decode_kernel = *k;
+  readKernel(r, "prefill_kernel", c.prefill_kernel, c.prefill_kernel_at);
+  readKernel(r, "decode_kernel", c.decode_kernel, c.decode_kernel_at);
   if (auto f = r.find<std::string>("server_flag")) c.server_flag = *f;
   if (auto doc = r.findMap("documented")) {
     for (const auto& field : doc->keysOf()) c.documented[field] = doc->get<std::string>(field);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/Error.hpp"
 #include "core/Expr.hpp"
 #include "core/YamlReader.hpp"
 
@@ -67,6 +68,8 @@ struct BackendCaps {
   std::string cuda_graph = "never";  // always, uniform_batch, uniform_single_token_decode, never
   std::string prefill_kernel;        // kernel family ids ("" = this backend does not run the phase)
   std::string decode_kernel;
+  SourceLocation prefill_kernel_at;  // where each id is written, for the catalog's cross-check
+  SourceLocation decode_kernel_at;
   std::string server_flag;
   std::map<std::string, std::string, std::less<>> documented;
 

@@ -174,6 +174,78 @@ CudaGraphPolicy parseCudaGraph(const YamlReader& r, const Expr::VariableCheck& c
   return g;
 }
 
+// The variables the policy's expressions may use: the scenario's and the engine's own options.
+std::vector<std::string> policyVariables(const YamlReader& r, const std::vector<EngineOption>& options,
+                                         const std::vector<std::string>& core_variables) {
+  std::vector<std::string> known = core_variables;
+  for (const auto& o : options) {
+    if (std::find(known.begin(), known.end(), o.name) != known.end()) {
+      r.fail("options", "option '" + o.name + "' shadows a scenario variable");
+    }
+    known.push_back(o.name);
+  }
+  return known;
+}
+
+Env parseDefaults(const YamlReader& defaults, const Expr::VariableCheck& check) {
+  Env env;
+  for (const auto& var : defaults.keysOf()) {
+    if (const auto problem = check(var); !problem.empty()) defaults.fail(var, problem);
+    env[var] = *defaults.findScalarValue(var);
+  }
+  return env;
+}
+
+PriorityList parsePriorityList(const YamlReader& r, const Expr::VariableCheck& check) {
+  PriorityList l;
+  l.label = r.get<std::string>("label");
+  l.when = r.findExpr("when", check);
+  l.stage = r.findOneOf("stage", {"prefill", "decode"}).value_or("");
+  l.order = r.get<std::vector<std::string>>("priority");
+  l.order_at = r.locateItems("priority");
+  l.source = r.get<std::string>("source");
+  r.finish();
+  return l;
+}
+
+std::map<std::string, MessageTemplate, std::less<>> parseMessages(const YamlReader& messages,
+                                                                  const Expr::VariableCheck& check) {
+  std::map<std::string, MessageTemplate, std::less<>> out;
+  for (const auto& key : messages.keysOf()) {
+    if (std::find(kMessageKeys.begin(), kMessageKeys.end(), key) == kMessageKeys.end()) {
+      messages.fail(key, fmt::format("unknown message '{}'{}; messages are: {}", key, didYouMean(key, kMessageKeys),
+                                     join(kMessageKeys, ", ")));
+    }
+    out[key] = parseMessage(messages, key, check, true);
+  }
+  return out;
+}
+
+DocsTable parseDocsTable(const YamlReader& r) {
+  DocsTable table;
+  table.title = r.get<std::string>("title");
+  table.rows = r.get<std::vector<std::string>>("rows");
+  table.rows_at = r.locateItems("rows");
+  for (const auto& c : r.list("columns")) {
+    table.columns.push_back({c.get<std::string>("header"), c.getOneOf("field", kDocsFields)});
+    c.finish();
+  }
+  r.finish();
+  return table;
+}
+
+// The docs section; priority tables name selection lists, so it is read after them.
+void parseDocs(const YamlReader& docs, EnginePolicy& p) {
+  for (const auto& t : docs.list("tables")) p.docs_tables.push_back(parseDocsTable(t));
+  for (const auto& t : docs.list("priority_tables")) {
+    PriorityDocsTable table{t.get<std::string>("title"), t.get<std::string>("list")};
+    if (!p.list(table.list)) t.fail("list", "no selection list is labelled '" + table.list + "'");
+    t.finish();
+    p.priority_tables.push_back(std::move(table));
+  }
+  docs.finish();
+}
+
 }  // namespace
 
 std::vector<std::int64_t> CudaGraphPolicy::captureSizes(const Env& env) const {
@@ -228,65 +300,16 @@ EnginePolicy parseEnginePolicy(const YamlReader& r, const std::vector<std::strin
   p.block_size_filters_selection = r.get<bool>("block_size_filters_selection", true);
   p.kv_dtypes = r.get<std::vector<std::string>>("kv_dtypes");
   for (const auto& o : r.list("options")) p.options.push_back(parseOption(o));
-
-  std::vector<std::string> known = core_variables;
-  for (const auto& o : p.options) {
-    if (std::find(known.begin(), known.end(), o.name) != known.end()) {
-      r.fail("options", "option '" + o.name + "' shadows a scenario variable");
-    }
-    known.push_back(o.name);
-  }
-  const auto check = makeCheck(known);
+  const auto check = makeCheck(policyVariables(r, p.options, core_variables));
 
   p.validate_explicit_when = r.findExpr("validate_explicit_when", check);
-  if (auto defaults = r.findMap("defaults")) {
-    for (const auto& var : defaults->keysOf()) {
-      if (const auto problem = check(var); !problem.empty()) defaults->fail(var, problem);
-      p.defaults[var] = *defaults->findScalarValue(var);
-    }
-  }
+  if (auto defaults = r.findMap("defaults")) p.defaults = parseDefaults(*defaults, check);
   for (const auto& c : r.list("validation")) p.validation.push_back(parseCheck(c, check));
   for (const auto& rule : r.list("rules")) p.rules.push_back(parseRule(rule, check));
-  for (const auto& s : r.list("selection")) {
-    PriorityList l;
-    l.label = s.get<std::string>("label");
-    l.when = s.findExpr("when", check);
-    l.stage = s.findOneOf("stage", {"prefill", "decode"}).value_or("");
-    l.order = s.get<std::vector<std::string>>("priority");
-    l.source = s.get<std::string>("source");
-    s.finish();
-    p.selection.push_back(std::move(l));
-  }
-  if (auto messages = r.findMap("messages")) {
-    for (const auto& key : messages->keysOf()) {
-      if (std::find(kMessageKeys.begin(), kMessageKeys.end(), key) == kMessageKeys.end()) {
-        messages->fail(key, fmt::format("unknown message '{}'{}; messages are: {}", key, didYouMean(key, kMessageKeys),
-                                        join(kMessageKeys, ", ")));
-      }
-      p.messages[key] = parseMessage(*messages, key, check, true);
-    }
-  }
+  for (const auto& s : r.list("selection")) p.selection.push_back(parsePriorityList(s, check));
+  if (auto messages = r.findMap("messages")) p.messages = parseMessages(*messages, check);
   if (auto graphs = r.findMap("cuda_graph")) p.cuda_graph = parseCudaGraph(*graphs, check);
-  if (auto docs = r.findMap("docs")) {
-    for (const auto& t : docs->list("tables")) {
-      DocsTable table;
-      table.title = t.get<std::string>("title");
-      table.rows = t.get<std::vector<std::string>>("rows");
-      for (const auto& c : t.list("columns")) {
-        table.columns.push_back({c.get<std::string>("header"), c.getOneOf("field", kDocsFields)});
-        c.finish();
-      }
-      t.finish();
-      p.docs_tables.push_back(std::move(table));
-    }
-    for (const auto& t : docs->list("priority_tables")) {
-      PriorityDocsTable table{t.get<std::string>("title"), t.get<std::string>("list")};
-      if (!p.list(table.list)) t.fail("list", "no selection list is labelled '" + table.list + "'");
-      t.finish();
-      p.priority_tables.push_back(std::move(table));
-    }
-    docs->finish();
-  }
+  if (auto docs = r.findMap("docs")) parseDocs(*docs, p);
   r.finish();
   return p;
 }

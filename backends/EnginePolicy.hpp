@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/Error.hpp"
 #include "core/Expr.hpp"
 #include "core/YamlReader.hpp"
 
@@ -52,6 +53,7 @@ struct PriorityList {
   std::optional<Expr> when;
   std::string stage;  // "", prefill or decode
   std::vector<std::string> order;
+  std::vector<SourceLocation> order_at;  // where each entry of `order` is written, for the cross-check
   std::string source;
 };
 
@@ -62,7 +64,8 @@ struct DocsColumn {
 
 struct DocsTable {
   std::string title;
-  std::vector<std::string> rows;  // backend names, NAME@VARIANT for a variant row; kind-qualified with NAME/mla
+  std::vector<std::string> rows;        // backend names, NAME@VARIANT for a variant row; kind-qualified with NAME/mla
+  std::vector<SourceLocation> rows_at;  // where each row is written, for the cross-check
   std::vector<DocsColumn> columns;
 };
 
@@ -84,9 +87,9 @@ struct CudaGraphPolicy {
   std::optional<Expr> enabled_when;  // absent: graphs on unless the scenario turns them off
   Expr max_batch;                    // the largest captured batch, an expression of the scenario
   std::vector<CaptureRange> sizes;
-  bool append_max = false;           // SGLang adds the maximum when the ranges miss it
-  std::optional<Expr> prefill_max_tokens;  // piecewise prefill graphs: the largest token count
-  std::vector<CaptureRange> prefill_sizes; // token counts captured for prefill (empty: none)
+  bool append_max = false;                  // SGLang adds the maximum when the ranges miss it
+  std::optional<Expr> prefill_max_tokens;   // piecewise prefill graphs: the largest token count
+  std::vector<CaptureRange> prefill_sizes;  // token counts captured for prefill (empty: none)
   double capture_memory_mib_per_size = 0;
   std::string source;
 

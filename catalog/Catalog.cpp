@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <set>
 
-#include "core/Strings.hpp"
 #include "backends/RuleVariables.hpp"
+#include "core/Strings.hpp"
 
 namespace attnsim {
 
@@ -72,48 +72,57 @@ Engine loadEngine(const CatalogSource& source, const std::string& folder) {
   return e;
 }
 
-void crossCheck(const Catalog& c, const CatalogSource& source) {
-  auto fileOf = [&source](const Engine& e) {
-    for (const auto* f : source.filesUnder("backends/" + e.policy.engine + "/engine.yaml")) return f->display;
-    return std::string("backends/" + e.policy.engine + "/engine.yaml");
-  };
+// A kernel family id written in a backend file must name a loaded family.
+void checkKernel(const Catalog& c, const std::string& id, const SourceLocation& at, std::string key_path,
+                 const std::string& owner) {
+  if (id.empty() || c.findKernel(id)) return;
+  throw CatalogError(at, std::move(key_path), fmt::format("{} names unknown kernel family '{}'", owner, id));
+}
+
+void checkKernels(const Catalog& c, const Backend& b) {
+  checkKernel(c, b.caps.prefill_kernel, b.caps.prefill_kernel_at, "prefill_kernel", "backend " + b.id());
+  checkKernel(c, b.caps.decode_kernel, b.caps.decode_kernel_at, "decode_kernel", "backend " + b.id());
+  // A variant inherits the base's ids, which were checked above, so a failing id is the variant's own.
+  for (std::size_t i = 0; i < b.variants.size(); ++i) {
+    const BackendVariant& v = b.variants[i];
+    const std::string variant_path = fmt::format("variants[{}].", i);
+    const std::string owner = fmt::format("variant {} of {}", v.name, b.id());
+    checkKernel(c, v.caps.prefill_kernel, v.caps.prefill_kernel_at, variant_path + "prefill_kernel", owner);
+    checkKernel(c, v.caps.decode_kernel, v.caps.decode_kernel_at, variant_path + "decode_kernel", owner);
+  }
+}
+
+// Docs rows and priority lists of engine.yaml must name the engine's backends (and variants).
+void checkPolicyNames(const Engine& e) {
+  for (std::size_t t = 0; t < e.policy.docs_tables.size(); ++t) {
+    const DocsTable& table = e.policy.docs_tables[t];
+    for (std::size_t i = 0; i < table.rows.size(); ++i) {
+      try {
+        (void)resolveDocsRow(e, table.rows[i]);
+      } catch (const InputError& err) {
+        throw CatalogError(table.rows_at.at(i), fmt::format("docs.tables[{}].rows", t), err.what());
+      }
+    }
+  }
+  const auto names = backendNames(e);
+  for (std::size_t l = 0; l < e.policy.selection.size(); ++l) {
+    const PriorityList& list = e.policy.selection[l];
+    for (std::size_t i = 0; i < list.order.size(); ++i) {
+      const std::string& n = list.order[i];
+      if (std::find(names.begin(), names.end(), n) == names.end()) {
+        throw CatalogError(list.order_at.at(i), fmt::format("selection[{}].priority", l),
+                           fmt::format("unknown backend '{}'{}", n, didYouMean(n, names)));
+      }
+    }
+  }
+}
+
+// Names that refer to other files are checked once everything is loaded; each error points at
+// the file, line and column where the name is written.
+void crossCheck(const Catalog& c) {
   for (const auto& e : c.engines()) {
-    const auto names = backendNames(e);
-    for (const auto& b : e.backends) {
-      for (const auto* caps : {&b.caps}) {
-        for (const auto& k : {caps->prefill_kernel, caps->decode_kernel}) {
-          if (!k.empty() && !c.findKernel(k)) {
-            throw CatalogError({"backends/" + e.policy.engine + "/" + b.name, 1, 1}, "kernel",
-                               fmt::format("backend {} names unknown kernel family '{}'", b.id(), k));
-          }
-        }
-      }
-      for (const auto& v : b.variants) {
-        for (const auto& k : {v.caps.prefill_kernel, v.caps.decode_kernel}) {
-          if (!k.empty() && !c.findKernel(k)) {
-            throw CatalogError({"backends/" + e.policy.engine + "/" + b.name, 1, 1}, "variants",
-                               fmt::format("variant {} of {} names unknown kernel family '{}'", v.name, b.id(), k));
-          }
-        }
-      }
-    }
-    for (const auto& table : e.policy.docs_tables) {
-      for (const auto& row : table.rows) {
-        try {
-          (void)resolveDocsRow(e, row);
-        } catch (const InputError& err) {
-          throw CatalogError({fileOf(e), 1, 1}, "docs.tables", err.what());
-        }
-      }
-    }
-    for (const auto& list : e.policy.selection) {
-      for (const auto& n : list.order) {
-        if (std::find(names.begin(), names.end(), n) == names.end()) {
-          throw CatalogError({fileOf(e), 1, 1}, "selection." + list.label,
-                             fmt::format("unknown backend '{}'{}", n, didYouMean(n, names)));
-        }
-      }
-    }
+    for (const auto& b : e.backends) checkKernels(c, b);
+    checkPolicyNames(e);
   }
 }
 
@@ -155,7 +164,7 @@ void loadCalibrations(const CatalogSource& source, std::vector<HardwareProfile>&
     const YamlReader families = r.map("kernels");
     for (const auto& name : families.keysOf()) {
       if (std::none_of(kernels.begin(), kernels.end(), [&](const KernelFamily& k) { return k.id == name; })) {
-        families.fail(name, "no kernel family '" + name + "'");
+        throw CatalogError(families.locateKey(name), families.keyPath(name), "no kernel family '" + name + "'");
       }
       const YamlReader phases = families.map(name);
       for (const char* phase : {"prefill", "extend", "decode"}) {
@@ -228,7 +237,7 @@ Catalog Catalog::load(const CatalogSource& source) {
     }
   }
   for (const auto& folder : engine_folders) c.engines_.push_back(loadEngine(source, folder));
-  crossCheck(c, source);
+  crossCheck(c);
   c.hash_ = source.contentHash();
   return c;
 }

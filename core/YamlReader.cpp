@@ -44,6 +44,26 @@ SourceLocation YamlReader::locate(const YAML::Node& node) const {
   return {*file_, m.line + 1, m.column + 1};
 }
 
+SourceLocation YamlReader::locateValue(std::string_view key) const {
+  const auto node = lookup(key);
+  return locate(node ? *node : node_);
+}
+
+SourceLocation YamlReader::locateKey(std::string_view key) const {
+  for (const auto& entry : node_) {
+    if (entry.first.Scalar() == key) return locate(entry.first);
+  }
+  return location();
+}
+
+std::vector<SourceLocation> YamlReader::locateItems(std::string_view key) const {
+  std::vector<SourceLocation> out;
+  const auto node = lookup(key);
+  if (!node || !node->IsSequence()) return out;
+  for (const auto& item : *node) out.push_back(locate(item));
+  return out;
+}
+
 std::string YamlReader::keyPath(std::string_view key) const {
   if (path_.empty()) return std::string(key);
   if (key.empty()) return path_;

@@ -66,6 +66,12 @@ class YamlReader {
   [[noreturn]] void failAt(const YAML::Node& node, std::string_view key, const std::string& message) const;
   [[nodiscard]] SourceLocation locate(const YAML::Node& node) const;
   [[nodiscard]] SourceLocation location() const { return locate(node_); }
+  // Where a name is written that is checked against other files after loading (a kernel family,
+  // a backend in a priority list), so that check can point at it. The mapping itself when absent.
+  [[nodiscard]] SourceLocation locateValue(std::string_view key) const;
+  [[nodiscard]] SourceLocation locateKey(std::string_view key) const;
+  // One location per item of the list under `key`; empty when the key is absent or not a list.
+  [[nodiscard]] std::vector<SourceLocation> locateItems(std::string_view key) const;
   [[nodiscard]] std::string keyPath(std::string_view key) const;
   [[nodiscard]] const std::string& path() const { return path_; }
   [[nodiscard]] const std::string& file() const { return *file_; }

@@ -31,6 +31,24 @@ int lineOf(const std::string& text, const std::string& needle) {
   return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(at), '\n'));
 }
 
+// "file:line:col" of the first `needle` in `text`, written to `path` in the overlay: what a
+// cross-check error must start with, the file shown as the overlay path the loader displays.
+std::string locationOf(const OverlayDir& overlay, const std::string& path, const std::string& text,
+                       const std::string& needle) {
+  const auto at = text.find(needle);
+  EXPECT_NE(at, std::string::npos) << needle;
+  const auto line_start = text.rfind('\n', at);
+  const auto column = at - (line_start == std::string::npos ? 0 : line_start + 1) + 1;
+  return (overlay.path() / path).string() + ":" + std::to_string(lineOf(text, needle)) + ":" + std::to_string(column);
+}
+
+// The error names the file, line and column where the offending name is written, then its key.
+void expectAt(const CatalogError& e, const std::string& location, const std::string& key_path) {
+  EXPECT_EQ(e.where().str(), location);
+  EXPECT_EQ(e.keyPath(), key_path);
+  EXPECT_EQ(std::string(e.what()).rfind(location + ": '" + key_path + "': ", 0), 0U) << e.what();
+}
+
 const char* kH100 = "hardware/profiles/h100-sxm.yaml";
 
 TEST(CatalogErrors, YamlSyntaxErrorNamesLine) {
@@ -129,19 +147,79 @@ TEST(CatalogErrors, ModelLayerPatternMustNameALayerType) {
 TEST(CatalogErrors, BackendMustNameAKnownKernelFamily) {
   OverlayDir overlay;
   const std::string path = "backends/vllm/TRITON_ATTN.yaml";
-  overlay.write(path, replaceOnce(embeddedFile(path), "decode_kernel: triton-unified", "decode_kernel: triton-unfied"));
+  const std::string text =
+      replaceOnce(embeddedFile(path), "decode_kernel: triton-unified", "decode_kernel: triton-unfied");
+  overlay.write(path, text);
   const CatalogError e = loadError(overlay);
+  expectAt(e, locationOf(overlay, path, text, "triton-unfied"), "decode_kernel");
   EXPECT_NE(std::string(e.what()).find("unknown kernel family 'triton-unfied'"), std::string::npos) << e.what();
+}
+
+TEST(CatalogErrors, BackendPrefillKernelErrorPointsAtTheName) {
+  OverlayDir overlay;
+  const std::string path = "backends/vllm/FLASH_ATTN.yaml";
+  const std::string text = replaceOnce(embeddedFile(path), "prefill_kernel: fa2", "prefill_kernel: fa22");
+  overlay.write(path, text);
+  const CatalogError e = loadError(overlay);
+  expectAt(e, locationOf(overlay, path, text, "fa22"), "prefill_kernel");
+  EXPECT_NE(std::string(e.what()).find("backend vllm:FLASH_ATTN names unknown kernel family 'fa22'"), std::string::npos)
+      << e.what();
+}
+
+TEST(CatalogErrors, VariantKernelErrorPointsAtTheName) {
+  OverlayDir overlay;
+  const std::string path = "backends/vllm/FLASH_ATTN.yaml";
+  const std::string text = replaceOnce(embeddedFile(path), "    decode_kernel: fa3\n", "    decode_kernel: fa33\n");
+  overlay.write(path, text);
+  const CatalogError e = loadError(overlay);
+  expectAt(e, locationOf(overlay, path, text, "fa33"), "variants[0].decode_kernel");
+  EXPECT_NE(std::string(e.what()).find("variant FA3 of vllm:FLASH_ATTN names unknown kernel family 'fa33'"),
+            std::string::npos)
+      << e.what();
 }
 
 TEST(CatalogErrors, PriorityListMustNameKnownBackends) {
   OverlayDir overlay;
   const std::string path = "backends/vllm/engine.yaml";
-  overlay.write(path, replaceOnce(embeddedFile(path), "[FLASH_ATTN, FLASHINFER, TRITON_ATTN, FLEX_ATTENTION]",
-                                  "[FLASH_ATTN, FLASHINFR, TRITON_ATTN, FLEX_ATTENTION]"));
+  const std::string text = replaceOnce(embeddedFile(path), "[FLASH_ATTN, FLASHINFER, TRITON_ATTN, FLEX_ATTENTION]",
+                                       "[FLASH_ATTN, FLASHINFR, TRITON_ATTN, FLEX_ATTENTION]");
+  overlay.write(path, text);
   const CatalogError e = loadError(overlay);
+  expectAt(e, locationOf(overlay, path, text, "FLASHINFR"), "selection[3].priority");
   EXPECT_NE(std::string(e.what()).find("unknown backend 'FLASHINFR' (did you mean 'FLASHINFER'?)"), std::string::npos)
       << e.what();
+}
+
+TEST(CatalogErrors, DocsRowWithAnUnknownVariantPointsAtTheRow) {
+  OverlayDir overlay;
+  const std::string path = "backends/vllm/engine.yaml";
+  const std::string text = replaceOnce(embeddedFile(path), "FLASH_ATTN@FA3,", "FLASH_ATTN@FA4,");
+  overlay.write(path, text);
+  const CatalogError e = loadError(overlay);
+  expectAt(e, locationOf(overlay, path, text, "FLASH_ATTN@FA4"), "docs.tables[0].rows");
+  EXPECT_NE(std::string(e.what()).find("vllm docs: backend FLASH_ATTN has no variant 'FA4'"), std::string::npos)
+      << e.what();
+}
+
+TEST(CatalogErrors, DocsRowWithAnUnknownBackendPointsAtTheRow) {
+  OverlayDir overlay;
+  const std::string path = "backends/vllm/engine.yaml";
+  const std::string text = replaceOnce(embeddedFile(path), "ROCM_AITER_MLA_SPARSE,", "ROCM_AITER_MLA_SPARSEE,");
+  overlay.write(path, text);
+  const CatalogError e = loadError(overlay);
+  expectAt(e, locationOf(overlay, path, text, "ROCM_AITER_MLA_SPARSEE"), "docs.tables[1].rows");
+  EXPECT_NE(std::string(e.what()).find("vllm docs: row 'ROCM_AITER_MLA_SPARSEE' names no backend"), std::string::npos)
+      << e.what();
+}
+
+TEST(CatalogErrors, CalibrationOfAnUnknownKernelFamilyPointsAtItsName) {
+  OverlayDir overlay;
+  const std::string path = "hardware/calibrations/h100-sxm.yaml";
+  const std::string text = replaceOnce(embeddedFile(path), "\n  fa2:\n", "\n  fa22:\n");
+  overlay.write(path, text);
+  const CatalogError e = loadError(overlay);
+  expectAt(e, locationOf(overlay, path, text, "fa22"), "kernels.fa22");
+  EXPECT_NE(std::string(e.what()).find("no kernel family 'fa22'"), std::string::npos) << e.what();
 }
 
 TEST(CatalogErrors, UnknownFeatureNameListsTheFeatures) {
