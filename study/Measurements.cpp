@@ -8,9 +8,9 @@
 #include <map>
 #include <sstream>
 
+#include "catalog/Catalog.hpp"
 #include "core/Error.hpp"
 #include "core/Strings.hpp"
-#include "catalog/Catalog.hpp"
 
 namespace attnsim {
 
@@ -23,6 +23,169 @@ const std::vector<std::string> kColumns{"device",   "date",     "torch",  "trito
 const std::vector<std::string> kKinds{"attention",    "copy",         "gemm",       "launch", "graph_capture",
                                       "graph_replay", "graph_launch", "graph_node", "step"};
 const std::vector<std::string> kPhases{"prefill", "extend", "decode", "verify"};
+
+// What the catalog calls the harness's names: device name -> hardware profile, measured
+// implementation -> kernel family.
+struct CatalogNames {
+  std::map<std::string, std::string> device_to_hw, impl_to_kernel;
+  std::vector<std::string> impls;
+};
+
+CatalogNames catalogNames(const Catalog& catalog) {
+  CatalogNames names;
+  for (const auto& h : catalog.hardwareProfiles()) {
+    for (const auto& n : h.device_names) names.device_to_hw[n] = h.id;
+  }
+  for (const auto& k : catalog.kernels()) {
+    for (const auto& m : k.measured_as) {
+      names.impl_to_kernel[m] = k.id;
+      names.impls.push_back(m);
+    }
+  }
+  return names;
+}
+
+// Column name -> index; every required column must be there.
+std::map<std::string, std::size_t> columnsOf(const std::vector<std::string>& header, const std::string& source) {
+  std::map<std::string, std::size_t> col;
+  for (std::size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
+  for (const auto& c : kColumns) {
+    if (!col.count(c)) throw InputError(fmt::format("{}:1: missing column '{}'", source, c));
+  }
+  return col;
+}
+
+// One record's cells by column name, and everything wrong with them, in the order found.
+class RowCells {
+ public:
+  RowCells(const std::map<std::string, std::size_t>& col, std::vector<std::string> cells, std::string source, int line)
+      : col_(col), cells_(std::move(cells)), source_(std::move(source)), line_(line) {}
+
+  [[nodiscard]] std::string cell(const std::string& name) const {
+    const auto found = col_.find(name);
+    if (found == col_.end()) return {};  // an optional column the file does not have
+    const std::size_t i = found->second;
+    return i < cells_.size() ? cells_[i] : std::string{};
+  }
+  void fail(const std::string& name, const std::string& msg) {
+    errors_.push_back(fmt::format("{}:{}: column '{}': {}", source_, line_, name, msg));
+  }
+  std::int64_t integer(const std::string& name, bool required) {
+    const std::string s = cell(name);
+    if (s.empty()) {
+      if (required) fail(name, "is empty");
+      return 0;
+    }
+    std::int64_t v = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc{} || end != s.data() + s.size() || v < 0)
+      fail(name, "'" + s + "' is not a non-negative integer");
+    return v;
+  }
+  double real(const std::string& name, bool required) {
+    const std::string s = cell(name);
+    if (s.empty()) {
+      if (required) fail(name, "is empty");
+      return 0;
+    }
+    double v = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc{} || end != s.data() + s.size() || !(v >= 0))
+      fail(name, "'" + s + "' is not a non-negative number");
+    return v;
+  }
+  [[nodiscard]] const std::string& source() const { return source_; }
+  [[nodiscard]] int line() const { return line_; }
+  [[nodiscard]] const std::vector<std::string>& errors() const { return errors_; }
+
+ private:
+  const std::map<std::string, std::size_t>& col_;
+  std::vector<std::string> cells_;
+  std::string source_;
+  int line_;
+  std::vector<std::string> errors_;
+};
+
+MeasurementRow textFields(const RowCells& cells) {
+  MeasurementRow r;
+  r.source = cells.source();
+  r.line = cells.line();
+  r.device = cells.cell("device");
+  r.date = cells.cell("date");
+  r.torch = cells.cell("torch");
+  r.triton = cells.cell("triton");
+  r.cuda = cells.cell("cuda");
+  r.kind = cells.cell("kind");
+  r.impl = cells.cell("impl");
+  r.phase = cells.cell("phase");
+  r.dtype = cells.cell("dtype");
+  r.note = cells.cell("note");
+  return r;
+}
+
+void mapDeviceAndKind(MeasurementRow& r, const CatalogNames& names, RowCells& cells) {
+  if (const auto it = names.device_to_hw.find(r.device); it != names.device_to_hw.end()) {
+    r.hardware = it->second;
+  } else {
+    cells.fail("device", "'" + r.device + "' is no hardware profile's device_names");
+  }
+  if (std::find(kKinds.begin(), kKinds.end(), r.kind) == kKinds.end()) {
+    cells.fail("kind", fmt::format("'{}' is not one of: {}{}", r.kind, join(kKinds, ", "), didYouMean(r.kind, kKinds)));
+  }
+}
+
+// Shape and timing columns are required of attention rows only; other kinds leave them empty.
+void numberFields(MeasurementRow& r, RowCells& cells) {
+  const bool attention = r.kind == "attention";
+  r.batch = cells.integer("batch", true);
+  r.q_len = cells.integer("q_len", attention);
+  r.kv_len = cells.integer("kv_len", attention);
+  r.heads = cells.integer("heads", attention);
+  r.kv_heads = cells.integer("kv_heads", attention);
+  r.head_dim = cells.integer("head_dim", attention);
+  r.causal = cells.integer("causal", attention) != 0;
+  r.median_us = cells.real("median_us", true);
+  r.p20_us = cells.real("p20_us", false);
+  r.p80_us = cells.real("p80_us", false);
+  r.runs = cells.integer("runs", true);
+  r.flops = cells.real("flops", attention);
+  r.bytes = cells.real("bytes", attention);
+  r.page_size = cells.integer("page_size", false);  // optional column: absent or empty is contiguous KV
+}
+
+void checkAttention(MeasurementRow& r, const CatalogNames& names, RowCells& cells) {
+  if (r.median_us <= 0) cells.fail("median_us", "must be positive");
+  if (r.kind != "attention") return;
+  if (const auto it = names.impl_to_kernel.find(r.impl); it != names.impl_to_kernel.end()) {
+    r.kernel = it->second;
+  } else {
+    cells.fail("impl", fmt::format("'{}' is no kernel family's measured_as ({}){}", r.impl, join(names.impls, ", "),
+                                   didYouMean(r.impl, names.impls)));
+  }
+  if (std::find(kPhases.begin(), kPhases.end(), r.phase) == kPhases.end()) {
+    cells.fail("phase", fmt::format("'{}' is not one of: {}", r.phase, join(kPhases, ", ")));
+  }
+  if (r.q_len < 1 || r.kv_len < r.q_len) cells.fail("q_len", "needs 1 <= q_len <= kv_len");
+  if (r.kv_heads < 1 || r.heads < r.kv_heads || r.heads % r.kv_heads != 0) cells.fail("kv_heads", "must divide heads");
+  if (r.runs < 20) cells.fail("runs", "fewer than 20 timed runs");
+}
+
+MeasurementRow parseRow(RowCells& cells, const CatalogNames& names) {
+  MeasurementRow r = textFields(cells);
+  mapDeviceAndKind(r, names, cells);
+  numberFields(r, cells);
+  checkAttention(r, names, cells);
+  return r;
+}
+
+void throwIfBad(const std::vector<std::string>& errors) {
+  if (errors.empty()) return;
+  const std::size_t shown = std::min<std::size_t>(errors.size(), 20);
+  std::string msg = fmt::format("{} bad row(s); nothing imported:\n", errors.size());
+  for (std::size_t i = 0; i < shown; ++i) msg += "  " + errors[i] + "\n";
+  if (shown < errors.size()) msg += fmt::format("  ... and {} more\n", errors.size() - shown);
+  throw InputError(msg);
+}
 
 }  // namespace
 
@@ -56,136 +219,32 @@ std::vector<std::string> splitCsvLine(const std::string& line) {
 
 std::vector<MeasurementRow> parseMeasurementCsv(const std::string& text, const std::string& source,
                                                 const Catalog& catalog) {
-  std::map<std::string, std::string> device_to_hw;
-  for (const auto& h : catalog.hardwareProfiles()) {
-    for (const auto& n : h.device_names) device_to_hw[n] = h.id;
-  }
-  std::map<std::string, std::string> impl_to_kernel;
-  std::vector<std::string> impls;
-  for (const auto& k : catalog.kernels()) {
-    for (const auto& m : k.measured_as) {
-      impl_to_kernel[m] = k.id;
-      impls.push_back(m);
-    }
-  }
+  const CatalogNames names = catalogNames(catalog);
   std::istringstream in(text);
   std::string line;
   if (!std::getline(in, line)) throw InputError(source + ": empty file");
   const auto header = splitCsvLine(line);
-  std::map<std::string, std::size_t> col;
-  for (std::size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
-  for (const auto& c : kColumns) {
-    if (!col.count(c)) throw InputError(fmt::format("{}:1: missing column '{}'", source, c));
-  }
+  const auto col = columnsOf(header, source);
   std::vector<MeasurementRow> rows;
   std::vector<std::string> errors;
   int number = 1;
   while (std::getline(in, line)) {
     ++number;
     if (line.empty()) continue;
-    const auto cells = splitCsvLine(line);
-    std::vector<std::string> row_errors;
-    auto cell = [&](const std::string& name) -> std::string {
-      const auto found = col.find(name);
-      if (found == col.end()) return {};  // an optional column the file does not have
-      const std::size_t i = found->second;
-      return i < cells.size() ? cells[i] : std::string{};
-    };
-    auto fail = [&](const std::string& name, const std::string& msg) {
-      row_errors.push_back(fmt::format("{}:{}: column '{}': {}", source, number, name, msg));
-    };
-    auto integer = [&](const std::string& name, bool required) -> std::int64_t {
-      const std::string s = cell(name);
-      if (s.empty()) {
-        if (required) fail(name, "is empty");
-        return 0;
-      }
-      std::int64_t v = 0;
-      const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-      if (ec != std::errc{} || end != s.data() + s.size() || v < 0)
-        fail(name, "'" + s + "' is not a non-negative integer");
-      return v;
-    };
-    auto real = [&](const std::string& name, bool required) -> double {
-      const std::string s = cell(name);
-      if (s.empty()) {
-        if (required) fail(name, "is empty");
-        return 0;
-      }
-      double v = 0;
-      const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-      if (ec != std::errc{} || end != s.data() + s.size() || !(v >= 0))
-        fail(name, "'" + s + "' is not a non-negative number");
-      return v;
-    };
+    auto cells = splitCsvLine(line);
     if (cells.size() != header.size()) {
       errors.push_back(fmt::format("{}:{}: {} cells, the header has {}", source, number, cells.size(), header.size()));
       continue;
     }
-    MeasurementRow r;
-    r.source = source;
-    r.line = number;
-    r.device = cell("device");
-    r.date = cell("date");
-    r.torch = cell("torch");
-    r.triton = cell("triton");
-    r.cuda = cell("cuda");
-    r.kind = cell("kind");
-    r.impl = cell("impl");
-    r.phase = cell("phase");
-    r.dtype = cell("dtype");
-    r.note = cell("note");
-    if (const auto it = device_to_hw.find(r.device); it != device_to_hw.end()) {
-      r.hardware = it->second;
-    } else {
-      fail("device", "'" + r.device + "' is no hardware profile's device_names");
-    }
-    if (std::find(kKinds.begin(), kKinds.end(), r.kind) == kKinds.end()) {
-      fail("kind", fmt::format("'{}' is not one of: {}{}", r.kind, join(kKinds, ", "), didYouMean(r.kind, kKinds)));
-    }
-    const bool attention = r.kind == "attention";
-    r.batch = integer("batch", true);
-    r.q_len = integer("q_len", attention);
-    r.kv_len = integer("kv_len", attention);
-    r.heads = integer("heads", attention);
-    r.kv_heads = integer("kv_heads", attention);
-    r.head_dim = integer("head_dim", attention);
-    r.causal = integer("causal", attention) != 0;
-    r.median_us = real("median_us", true);
-    r.p20_us = real("p20_us", false);
-    r.p80_us = real("p80_us", false);
-    r.runs = integer("runs", true);
-    r.flops = real("flops", attention);
-    r.bytes = real("bytes", attention);
-    r.page_size = integer("page_size", false);  // optional column: absent or empty is contiguous KV
-    if (r.median_us <= 0) fail("median_us", "must be positive");
-    if (attention) {
-      if (const auto it = impl_to_kernel.find(r.impl); it != impl_to_kernel.end()) {
-        r.kernel = it->second;
-      } else {
-        fail("impl", fmt::format("'{}' is no kernel family's measured_as ({}){}", r.impl, join(impls, ", "),
-                                 didYouMean(r.impl, impls)));
-      }
-      if (std::find(kPhases.begin(), kPhases.end(), r.phase) == kPhases.end()) {
-        fail("phase", fmt::format("'{}' is not one of: {}", r.phase, join(kPhases, ", ")));
-      }
-      if (r.q_len < 1 || r.kv_len < r.q_len) fail("q_len", "needs 1 <= q_len <= kv_len");
-      if (r.kv_heads < 1 || r.heads < r.kv_heads || r.heads % r.kv_heads != 0) fail("kv_heads", "must divide heads");
-      if (r.runs < 20) fail("runs", "fewer than 20 timed runs");
-    }
-    if (row_errors.empty()) {
+    RowCells row(col, std::move(cells), source, number);
+    MeasurementRow r = parseRow(row, names);
+    if (row.errors().empty()) {
       rows.push_back(std::move(r));
     } else {
-      errors.insert(errors.end(), row_errors.begin(), row_errors.end());
+      errors.insert(errors.end(), row.errors().begin(), row.errors().end());
     }
   }
-  if (!errors.empty()) {
-    const std::size_t shown = std::min<std::size_t>(errors.size(), 20);
-    std::string msg = fmt::format("{} bad row(s); nothing imported:\n", errors.size());
-    for (std::size_t i = 0; i < shown; ++i) msg += "  " + errors[i] + "\n";
-    if (shown < errors.size()) msg += fmt::format("  ... and {} more\n", errors.size() - shown);
-    throw InputError(msg);
-  }
+  throwIfBad(errors);
   return rows;
 }
 
@@ -195,6 +254,21 @@ std::vector<MeasurementRow> readMeasurementCsv(const std::string& path, const Ca
   std::ostringstream text;
   text << in.rdbuf();
   return parseMeasurementCsv(text.str(), path, catalog);
+}
+
+MeasurementImport importMeasurements(const std::vector<std::string>& files, const std::string& db,
+                                     const Catalog& catalog) {
+  std::vector<MeasurementRow> all;
+  for (const auto& f : files) {
+    auto rows = readMeasurementCsv(f, catalog);
+    all.insert(all.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
+  }
+  Store store(db);
+  store.insertMeasurements(all);
+  MeasurementImport out;
+  out.rows = all.size();
+  for (const auto& r : all) ++out.by_hardware_and_kind[r.hardware + " " + r.kind];
+  return out;
 }
 
 }  // namespace attnsim

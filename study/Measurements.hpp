@@ -2,6 +2,7 @@
 // Reading the measurement harness's CSV: every row is validated (line, column, what is wrong)
 // and mapped to the catalog (device name -> hardware profile, implementation -> kernel family)
 // before anything is stored.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,5 +19,15 @@ std::vector<MeasurementRow> parseMeasurementCsv(const std::string& text, const s
 
 // Splits one CSV record (RFC 4180 quoting).
 std::vector<std::string> splitCsvLine(const std::string& line);
+
+struct MeasurementImport {
+  std::size_t rows = 0;
+  std::map<std::string, int> by_hardware_and_kind;  // "hardware kind" -> rows
+};
+
+// Every file is read and validated before the study file is opened, so a bad file leaves no
+// study behind; then all rows go in one transaction.
+MeasurementImport importMeasurements(const std::vector<std::string>& files, const std::string& db,
+                                     const Catalog& catalog);
 
 }  // namespace attnsim

@@ -10,6 +10,8 @@
 #include "reports/StepValidation.hpp"
 #include "reports/ValidationReport.hpp"
 #include "study/Measurements.hpp"
+#include "study/StepValidation.hpp"
+#include "study/Validation.hpp"
 #include "tests/TestSupport.hpp"
 
 namespace attnsim::test {
@@ -167,7 +169,7 @@ TEST(StepValidation, ComparesTheSyntheticDecoderAndFitsTheHostCostOnFourBatches)
   }
   ASSERT_GT(n, 0);
   EXPECT_NEAR(s.host_us_per_node.at("h100-sxm"), host / n, 1e-9);
-  EXPECT_NE(s.markdown.find("## Forward step"), std::string::npos);
+  EXPECT_NE(stepValidationMarkdown(s).find("## Forward step"), std::string::npos);
   // A step row that is not the catalog's synthetic decoder is refused with its line.
   rows.front().note = "synthetic decoder: 4 layers, hidden 2048, heads 16/4, d 128, mlp 5632, context 2048";
   try {
@@ -248,19 +250,20 @@ TEST(Measurements, AStoreOfAnotherSchemaIsRefused) {
 
 TEST(Calibration, ReportOnTheCommittedSample) {
   const auto rows = readMeasurementCsv(kSample, defaultCatalog());
-  const ValidationSummary s = validationReport(defaultCatalog(), rows, {{2048, 8192}});
-  ASSERT_FALSE(s.fits.empty());
-  for (const auto& f : s.fits) {
+  const Validation v = runValidation(defaultCatalog(), rows, {{2048, 8192}});
+  const std::string markdown = validationMarkdown(v, StepValidation{});
+  ASSERT_FALSE(v.fits.empty());
+  for (const auto& f : v.fits) {
     EXPECT_GT(f.train, 0) << f.kernel;
     EXPECT_TRUE(std::isfinite(f.fit.mape)) << f.kernel;
     EXPECT_GE(f.fit.params.memory_efficiency, 0.01);
     EXPECT_LE(f.fit.params.memory_efficiency, 1.0);
   }
-  EXPECT_NE(s.markdown.find("## Held-out error per implementation and phase"), std::string::npos);
-  EXPECT_NE(s.markdown.find("## Ranking agreement"), std::string::npos);
-  EXPECT_GE(s.top1_agreement, 0.0);
-  EXPECT_LE(s.top1_agreement, 1.0);
-  EXPECT_NE(s.svg.find("<circle"), std::string::npos);
+  EXPECT_NE(markdown.find("## Held-out error per implementation and phase"), std::string::npos);
+  EXPECT_NE(markdown.find("## Ranking agreement"), std::string::npos);
+  EXPECT_GE(v.ranking.top1, 0.0);
+  EXPECT_LE(v.ranking.top1, 1.0);
+  EXPECT_NE(validationScatterSvg(v).find("<circle"), std::string::npos);
 }
 
 TEST(Calibration, ExportedFitsLoadIntoTheCatalogAndDbTakesOver) {

@@ -1,0 +1,73 @@
+#pragma once
+// Predicted versus measured attention times: fit on the training points, score the held-out ones
+// per kernel family and phase, the ranking agreement of implementations per shape, and each
+// device's fit predicting the other devices. Only the figures: reports/ValidationReport renders them.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "study/Calibration.hpp"
+
+namespace attnsim {
+
+class Catalog;
+
+struct ValidationOptions {
+  std::vector<std::int64_t> holdout_contexts{1024, 8192};
+};
+
+struct FamilyFit {
+  std::string hardware, kernel;
+  std::string phase;  // prefill or decode
+  FitResult fit;
+  FitParams defaults;
+  int train = 0, test = 0;
+};
+
+// A held-out point, predicted with the family's own figures (before) and with its fit (after).
+struct ScoredPoint {
+  std::string hardware, kernel, impl, phase;
+  std::string shape;  // phase, batch, lengths, heads, head size and paging, as one label
+  double measured_us = 0, before_us = 0, after_us = 0;
+};
+
+// Held-out error of one (hardware, kernel family, implementation, phase).
+struct HeldOutError {
+  std::string hardware, kernel, impl, phase;
+  std::size_t points = 0;
+  double mape_before = 0, mape_after = 0, worst_after = 0;
+};
+
+// Over the held-out shapes measured with two or more implementations.
+struct RankingAgreement {
+  int shapes = 0;
+  double top1 = 0;              // share of shapes whose fastest measured is the fastest predicted
+  double mean_kendall_tau = 0;  // predicted against measured order
+};
+
+// One device's fit predicting every measurement of another device.
+struct CrossDeviceRow {
+  std::string fitted_on, predicts, kernel, phase;
+  std::size_t points = 0;
+  double mape = 0, own_fit_mape = 0;
+};
+
+struct Validation {
+  std::vector<std::int64_t> holdout_contexts;
+  std::vector<FamilyFit> fits;
+  std::vector<ScoredPoint> held_out;  // in the order of the measurement rows
+  std::vector<HeldOutError> errors;
+  std::vector<ScoredPoint> worst;  // up to ten, the largest error after the fit first
+  RankingAgreement ranking;
+  double worst_test_mape = 0;  // the largest MAPE after the fit over `errors`
+  std::size_t devices = 0;     // hardware with a fit; cross-device rows need two
+  std::vector<CrossDeviceRow> cross_device;
+};
+
+// Fits every (hardware, kernel family, phase class) with attention measurements on its training points.
+std::vector<FamilyFit> fitAll(const Catalog& catalog, const std::vector<MeasurementRow>& rows,
+                              const ValidationOptions& options);
+Validation runValidation(const Catalog& catalog, const std::vector<MeasurementRow>& rows,
+                         const ValidationOptions& options);
+
+}  // namespace attnsim
