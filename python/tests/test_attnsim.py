@@ -1,0 +1,156 @@
+"""The Python API: each call answers what the CLI's --json answers, and each error is the CLI's."""
+import json
+import os
+import subprocess
+
+import pytest
+
+import attnsim
+
+SOURCE_DIR = os.environ.get("ATTNSIM_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+BINARY = os.environ.get("ATTNSIM_BINARY", os.path.join(SOURCE_DIR, "build", "attnsim"))
+
+
+def cli_json(*args):
+    out = subprocess.run([BINARY, "--json", *args], capture_output=True, text=True, check=False)
+    return out.returncode, json.loads(out.stdout) if out.stdout.strip() else None
+
+
+def test_select_answers_as_the_cli():
+    answer = attnsim.select(engine="vllm", hardware="h100-sxm", model="llama-3.1-8b")
+    assert answer["backend"] == "FLASH_ATTN"
+    assert answer["prefill"]["variant"] == "FA3"
+    code, cli = cli_json("select", "--engine", "vllm", "--hardware", "h100-sxm", "--model", "llama-3.1-8b")
+    assert code == 0
+    assert answer == cli
+
+
+def test_select_takes_a_scenario_object():
+    s = attnsim.Scenario(engine="rtp-llm", hardware="h100-sxm", model="llama-3.1-8b")
+    assert s.engine == "rtp-llm" and s.phase == "decode"
+    answer = attnsim.select(s)
+    assert answer["prefill_backend"] == "TRT_V2"
+    assert answer["decode_backend"] == "XQA"
+    assert "rtp-llm" in repr(s)
+
+
+def test_a_refused_selection_is_an_answer_not_an_exception():
+    answer = attnsim.select(engine="vllm", hardware="a100-sxm-80g", model="deepseek-v3", backend="FLASHMLA")
+    assert answer["backend"] is None
+    assert answer["error"].startswith("Selected backend FLASHMLA is not valid")
+
+
+def test_predict_answers_as_the_cli():
+    answer = attnsim.predict(hardware="h100-sxm", model="llama-3.1-8b", backend="vllm:FLASH_ATTN",
+                             phase="decode", batch=32, context=4096)
+    code, cli = cli_json("predict", "--hardware", "h100-sxm", "--model", "llama-3.1-8b", "--backend",
+                         "vllm:FLASH_ATTN", "--phase", "decode", "--batch", "32", "--context", "4096")
+    assert code == 0
+    assert answer == cli
+    assert answer["step_us_graph"] < answer["step_us_eager"]
+    assert answer["selection"]["backend"] == "FLASH_ATTN"
+
+
+def test_predict_a_kernel_on_a_custom_geometry():
+    answer = attnsim.predict(hardware="b200", kernel="fa4", phase="prefill", context=8192,
+                             geometry={"num_heads": 40, "num_kv_heads": 8, "head_dim": 128})
+    assert answer["selection"] is None
+    assert answer["attention_layers"][0]["kernel"] == "fa4"
+    assert answer["scenario"]["model"] == "custom"
+
+
+def test_predict_a_mixed_batch():
+    answer = attnsim.predict(hardware="h100-sxm", model="qwen3-8b", engine="sglang", mix="1x2048@2048,31x1@4096")
+    assert answer["scenario"]["mixed"] is True
+    assert len(answer["scenario"]["requests"]) == 2
+
+
+def test_rank_orders_every_valid_backend():
+    answer = attnsim.rank(hardware="h100-sxm", model="llama-3.1-8b", engines="vllm", batch=32, context=4096)
+    steps = [r["step_us"] for r in answer["ranked"]]
+    assert steps == sorted(steps)
+    assert all(r["engine"] == "vllm" for r in answer["ranked"])
+    assert "vllm" in answer["engine_defaults"]
+    assert answer["invalid"]
+    code, cli = cli_json("rank", "--engine", "vllm", "--hardware", "h100-sxm", "--model", "llama-3.1-8b",
+                         "--batch", "32", "--context", "4096")
+    assert answer == cli
+
+
+def test_check_runs_the_algorithm_against_golden():
+    answer = attnsim.check(backend="vllm:FLASH_ATTN", model="llama-3.1-8b", phase="decode", flop_budget=1e6)
+    assert answer["passed"] is True
+    assert answer["max_rel_err"] <= answer["tolerance"]
+    assert answer["hardware"] == "h100-sxm"
+
+
+def test_catalog_lists_as_the_cli():
+    catalog = attnsim.Catalog()
+    hardware = catalog.list("hardware")
+    assert "h100-sxm" in [h["id"] for h in hardware]
+    assert len(catalog.hash) == 16
+    code, cli = cli_json("list", "backends", "--engine", "sglang")
+    assert attnsim.list("backends", engine="sglang") == cli
+
+
+def test_catalog_overlay(tmp_path):
+    (tmp_path / "model" / "configs").mkdir(parents=True)
+    source = open(os.path.join(SOURCE_DIR, "model", "configs", "llama-3.1-8b.yaml")).read()
+    (tmp_path / "model" / "configs" / "my-llama.yaml").write_text(source.replace("id: llama-3.1-8b", "id: my-llama"))
+    catalog = attnsim.Catalog(str(tmp_path))
+    assert "my-llama" in [m["id"] for m in catalog.list("models")]
+    assert attnsim.select(engine="vllm", hardware="h100-sxm", model="my-llama", catalog=catalog)["backend"] == \
+        "FLASH_ATTN"
+    assert catalog.hash != attnsim.Catalog().hash
+
+
+def test_unknown_id_is_a_usage_error_with_a_suggestion():
+    with pytest.raises(attnsim.UsageError, match="did you mean 'llama-3.1-8b'"):
+        attnsim.select(engine="vllm", hardware="h100-sxm", model="llama-3.1-8B")
+    with pytest.raises(attnsim.InputError):
+        attnsim.select(engine="vlm", hardware="h100-sxm", model="llama-3.1-8b")
+
+
+def test_unknown_keyword_and_wrong_type_name_the_keyword():
+    with pytest.raises(attnsim.UsageError, match="no scenario keyword 'contxt'.*did you mean 'context'"):
+        attnsim.Scenario(hardware="h100-sxm", contxt=4096)
+    with pytest.raises(attnsim.UsageError, match="batch: expected an integer"):
+        attnsim.Scenario(hardware="h100-sxm", batch="many")
+    with pytest.raises(attnsim.UsageError, match="--phase fill"):
+        attnsim.Scenario(hardware="h100-sxm", phase="fill")
+    with pytest.raises(attnsim.UsageError, match="not both"):
+        attnsim.select(attnsim.Scenario(hardware="h100-sxm"), engine="vllm")
+
+
+def test_engine_refusal_is_its_own_exception():
+    with pytest.raises(attnsim.EngineRefusal, match="FLASHMLA"):
+        attnsim.predict(hardware="a100-sxm-80g", model="deepseek-v3", backend="vllm:FLASHMLA", batch=8)
+    with pytest.raises(attnsim.EngineRefusal):
+        attnsim.check(backend="vllm:FLASHMLA", model="deepseek-v3", hardware="a100-sxm-80g")
+    assert issubclass(attnsim.EngineRefusal, RuntimeError)
+    assert issubclass(attnsim.UsageError, ValueError)
+
+
+def test_a_backend_of_another_engine_is_refused():
+    with pytest.raises(attnsim.UsageError, match="names engine 'sglang' but the scenario's engine is 'vllm'"):
+        attnsim.select(engine="vllm", hardware="h100-sxm", model="llama-3.1-8b", backend="sglang:fa3")
+
+
+def test_catalog_error_carries_file_line_and_key(tmp_path):
+    (tmp_path / "hardware" / "profiles").mkdir(parents=True)
+    source = open(os.path.join(SOURCE_DIR, "hardware", "profiles", "h100-sxm.yaml")).read()
+    (tmp_path / "hardware" / "profiles" / "h100-sxm.yaml").write_text(source + "memory_bandwith_gbps: 3\n")
+    with pytest.raises(attnsim.CatalogError) as error:
+        attnsim.Catalog(str(tmp_path))
+    e = error.value
+    assert e.file.endswith("hardware/profiles/h100-sxm.yaml")
+    assert e.line == source.count("\n") + 1
+    assert e.column == 1
+    assert e.key == "memory_bandwith_gbps"
+    assert "did you mean 'memory_bandwidth_gbps'" in str(e)
+
+
+def test_a_study_database_that_does_not_exist_is_created_empty(tmp_path):
+    db = str(tmp_path / "study.db")
+    answer = attnsim.predict(hardware="h100-sxm", model="llama-3.1-8b", engine="vllm", db=db)
+    assert answer == attnsim.predict(hardware="h100-sxm", model="llama-3.1-8b", engine="vllm")
