@@ -260,20 +260,20 @@ LinearOps linearOps(const ModelSpec& model, const LinearKernels& k, const Worklo
   double kv_tokens = 0;
   for (const auto& g : w.groups) kv_tokens += static_cast<double>(g.count * g.context);
   const AttentionLayerSpec& attn = model.primaryLayer();
-  return {ranks,
-          model.dtype == "fp32" ? 4.0 : 2.0,
-          weightBytesPerElement(model.weight_dtype, false),
-          weightBytesPerElement(model.weight_dtype, true),
-          static_cast<double>(w.tokens()),
-          static_cast<double>(w.requests()),
-          kv_tokens,
-          static_cast<double>(model.hidden_size),
-          std::max(1.0, attn.num_heads / ranks),
-          attn.isMla() ? 1.0 : std::max(1.0, attn.num_kv_heads / ranks),
-          {k.gemm, k.device_weights},
-          {k.gemm, k.device},
-          {k.grouped_gemm, k.device_weights},
-          {k.elementwise, k.device}};
+  return {.ranks = ranks,
+          .act = model.dtype == "fp32" ? 4.0 : 2.0,
+          .wb = weightBytesPerElement(model.weight_dtype, false),
+          .wb_experts = weightBytesPerElement(model.weight_dtype, true),
+          .tokens = static_cast<double>(w.tokens()),
+          .requests = static_cast<double>(w.requests()),
+          .kv_tokens = kv_tokens,
+          .hidden = static_cast<double>(model.hidden_size),
+          .hq = std::max(1.0, attn.num_heads / ranks),
+          .hkv = attn.isMla() ? 1.0 : std::max(1.0, attn.num_kv_heads / ranks),
+          .gemm_fp = {k.gemm, k.device_weights},
+          .gemm_bf = {k.gemm, k.device},
+          .grouped = {k.grouped_gemm, k.device_weights},
+          .elementwise = {k.elementwise, k.device}};
 }
 
 void costMlaProjections(const LinearOps& c, const MlaGeometry& m, double kv_elem_bytes, OpTimes& op) {
