@@ -6,9 +6,9 @@
 #include <cmath>
 #include <iterator>
 
+#include "catalog/Catalog.hpp"
 #include "hardware/HardwareProfile.hpp"
 #include "model/ModelSpec.hpp"
-#include "catalog/Catalog.hpp"
 
 namespace attnsim {
 
@@ -75,58 +75,77 @@ const char* stepOpName(StepOp op) {
   return names[at(op)];
 }
 
-StepGraph::StepGraph(const ModelSpec& model, bool decode_like) {
-  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, StepNode>;
-  using Vertex = Graph::vertex_descriptor;
-  Graph g;
-  auto add = [&g](StepNode node, std::initializer_list<Vertex> preds) {
-    const Vertex v = boost::add_vertex(node, g);
-    for (const Vertex p : preds) boost::add_edge(p, v, g);
-    return v;
-  };
-  auto typeIndex = [&model](const AttentionLayerSpec& spec) {
-    return static_cast<int>(&spec - model.attention_layers.data());
-  };
-  Vertex prev = add({StepOp::InputNorm, -1, 0}, {});
-  for (int layer = 0; layer < model.num_layers; ++layer) {
-    const AttentionLayerSpec& spec = model.layerAt(layer);
-    const bool mla = spec.isMla();
-    const bool moe = model.moe && layer >= model.moe->first_dense_layers;
-    Vertex v = layer == 0 ? prev : add({StepOp::InputNorm, -1, layer}, {prev});
-    v = add({StepOp::QkvProj, -1, layer}, {v});
-    if (mla) v = add({StepOp::QbProj, -1, layer}, {v});
-    v = add({StepOp::Rope, -1, layer}, {v});
-    v = add({StepOp::KvWrite, -1, layer}, {v});
-    if (mla) v = add({decode_like ? StepOp::QAbsorb : StepOp::KvUpProj, -1, layer}, {v});
-    v = add({StepOp::Attention, typeIndex(spec), layer}, {v});
-    if (mla && decode_like) v = add({StepOp::OAbsorb, -1, layer}, {v});
-    v = add({StepOp::OProj, -1, layer}, {v});
-    const Vertex post = add({StepOp::PostNorm, -1, layer}, {v});
-    if (moe) {
-      Vertex r = add({StepOp::Router, -1, layer}, {post});
-      r = add({StepOp::TopK, -1, layer}, {r});
-      r = add({StepOp::ExpertsGateUp, -1, layer}, {r});
-      r = add({StepOp::ExpertsAct, -1, layer}, {r});
-      r = add({StepOp::ExpertsDown, -1, layer}, {r});
-      if (model.moe->shared_experts > 0) {
-        // The shared expert does not depend on routing: a parallel branch of the DAG.
-        Vertex s = add({StepOp::SharedGateUp, -1, layer}, {post});
-        s = add({StepOp::SharedAct, -1, layer}, {s});
-        s = add({StepOp::SharedDown, -1, layer}, {s});
-        prev = add({StepOp::MoeCombine, -1, layer}, {r, s});
-      } else {
-        prev = add({StepOp::MoeCombine, -1, layer}, {r});
-      }
-    } else {
-      v = add({StepOp::GateUp, -1, layer}, {post});
-      v = add({StepOp::Act, -1, layer}, {v});
-      prev = add({StepOp::Down, -1, layer}, {v});
-    }
-  }
-  Vertex v = add({StepOp::FinalNorm, -1, -1}, {prev});
-  v = add({StepOp::LmHead, -1, -1}, {v});
-  add({StepOp::Sampling, -1, -1}, {v});
+namespace {
 
+using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, StepNode>;
+using Vertex = Graph::vertex_descriptor;
+
+Vertex addNode(Graph& g, StepNode node, std::initializer_list<Vertex> preds) {
+  const Vertex v = boost::add_vertex(node, g);
+  for (const Vertex p : preds) boost::add_edge(p, v, g);
+  return v;
+}
+
+// From the layer's input norm to its post-attention norm, which it returns. Layer 0's input norm is
+// already in the graph as `prev`.
+Vertex addAttentionBlock(Graph& g, const ModelSpec& model, int layer, bool decode_like, Vertex prev) {
+  const AttentionLayerSpec& spec = model.layerAt(layer);
+  const bool mla = spec.isMla();
+  const int attention_type = static_cast<int>(&spec - model.attention_layers.data());
+  Vertex v = layer == 0 ? prev : addNode(g, {StepOp::InputNorm, -1, layer}, {prev});
+  v = addNode(g, {StepOp::QkvProj, -1, layer}, {v});
+  if (mla) v = addNode(g, {StepOp::QbProj, -1, layer}, {v});
+  v = addNode(g, {StepOp::Rope, -1, layer}, {v});
+  v = addNode(g, {StepOp::KvWrite, -1, layer}, {v});
+  if (mla) v = addNode(g, {decode_like ? StepOp::QAbsorb : StepOp::KvUpProj, -1, layer}, {v});
+  v = addNode(g, {StepOp::Attention, attention_type, layer}, {v});
+  if (mla && decode_like) v = addNode(g, {StepOp::OAbsorb, -1, layer}, {v});
+  v = addNode(g, {StepOp::OProj, -1, layer}, {v});
+  return addNode(g, {StepOp::PostNorm, -1, layer}, {v});
+}
+
+// Router, top-k and the routed experts, with the shared expert (when there is one) beside them;
+// returns the combine.
+Vertex addMoeBlock(Graph& g, const MoeSpec& moe, int layer, Vertex post) {
+  Vertex r = addNode(g, {StepOp::Router, -1, layer}, {post});
+  r = addNode(g, {StepOp::TopK, -1, layer}, {r});
+  r = addNode(g, {StepOp::ExpertsGateUp, -1, layer}, {r});
+  r = addNode(g, {StepOp::ExpertsAct, -1, layer}, {r});
+  r = addNode(g, {StepOp::ExpertsDown, -1, layer}, {r});
+  if (moe.shared_experts <= 0) return addNode(g, {StepOp::MoeCombine, -1, layer}, {r});
+  // The shared expert does not depend on routing: a parallel branch of the DAG.
+  Vertex s = addNode(g, {StepOp::SharedGateUp, -1, layer}, {post});
+  s = addNode(g, {StepOp::SharedAct, -1, layer}, {s});
+  s = addNode(g, {StepOp::SharedDown, -1, layer}, {s});
+  return addNode(g, {StepOp::MoeCombine, -1, layer}, {r, s});
+}
+
+Vertex addMlpBlock(Graph& g, int layer, Vertex post) {
+  Vertex v = addNode(g, {StepOp::GateUp, -1, layer}, {post});
+  v = addNode(g, {StepOp::Act, -1, layer}, {v});
+  return addNode(g, {StepOp::Down, -1, layer}, {v});
+}
+
+Graph buildStepGraph(const ModelSpec& model, bool decode_like) {
+  Graph g;
+  Vertex prev = addNode(g, {StepOp::InputNorm, -1, 0}, {});
+  for (int layer = 0; layer < model.num_layers; ++layer) {
+    const Vertex post = addAttentionBlock(g, model, layer, decode_like, prev);
+    const bool moe = model.moe && layer >= model.moe->first_dense_layers;
+    prev = moe ? addMoeBlock(g, *model.moe, layer, post) : addMlpBlock(g, layer, post);
+  }
+  Vertex v = addNode(g, {StepOp::FinalNorm, -1, -1}, {prev});
+  v = addNode(g, {StepOp::LmHead, -1, -1}, {v});
+  addNode(g, {StepOp::Sampling, -1, -1}, {v});
+  return g;
+}
+
+}  // namespace
+
+// Boost.Graph builds and orders the DAG; simulateStep walks it millions of times, so it is stored
+// flat: nodes in topological order, predecessors as positions in that order (CSR).
+StepGraph::StepGraph(const ModelSpec& model, bool decode_like) {
+  const Graph g = buildStepGraph(model, decode_like);
   std::vector<Vertex> reversed;
   boost::topological_sort(g, std::back_inserter(reversed));
   std::vector<int> position(boost::num_vertices(g));
@@ -211,6 +230,8 @@ LinearKernels resolveLinearKernels(const Catalog& catalog, const HardwareProfile
 
 namespace {
 
+using OpTimes = std::array<double, kOps>;
+
 struct Roofline {
   const KernelModel& kernel;
   const DeviceModel& device;
@@ -222,89 +243,115 @@ struct Roofline {
   }
 };
 
+// What every non-attention op's cost reads: the batch, the element widths per rank and the kernels'
+// rooflines. FP8 weights run their GEMMs at the FP8 peak.
+struct LinearOps {
+  double ranks, act, wb, wb_experts, tokens, requests, kv_tokens, hidden, hq, hkv;
+  Roofline gemm_fp, gemm_bf, grouped, elementwise;
+
+  [[nodiscard]] double linear(double m, double n, double kdim, double weight_bytes) const {
+    const Roofline& gemm = wb < 2.0 ? gemm_fp : gemm_bf;
+    return gemm(2.0 * m * n * kdim, m * kdim * act + n * kdim * weight_bytes + m * n * act);
+  }
+};
+
+LinearOps linearOps(const ModelSpec& model, const LinearKernels& k, const Workload& w, int tp) {
+  const double ranks = std::max(1, tp);
+  double kv_tokens = 0;
+  for (const auto& g : w.groups) kv_tokens += static_cast<double>(g.count * g.context);
+  const AttentionLayerSpec& attn = model.primaryLayer();
+  return {.ranks = ranks,
+          .act = model.dtype == "fp32" ? 4.0 : 2.0,
+          .wb = weightBytesPerElement(model.weight_dtype, false),
+          .wb_experts = weightBytesPerElement(model.weight_dtype, true),
+          .tokens = static_cast<double>(w.tokens()),
+          .requests = static_cast<double>(w.requests()),
+          .kv_tokens = kv_tokens,
+          .hidden = static_cast<double>(model.hidden_size),
+          .hq = std::max(1.0, attn.num_heads / ranks),
+          .hkv = attn.isMla() ? 1.0 : std::max(1.0, attn.num_kv_heads / ranks),
+          .gemm_fp = {k.gemm, k.device_weights},
+          .gemm_bf = {k.gemm, k.device},
+          .grouped = {k.grouped_gemm, k.device_weights},
+          .elementwise = {k.elementwise, k.device}};
+}
+
+void costMlaProjections(const LinearOps& c, const MlaGeometry& m, double kv_elem_bytes, OpTimes& op) {
+  const double latent = m.kv_lora_rank + m.qk_rope_head_dim;
+  const double q_in = m.q_lora_rank > 0 ? m.q_lora_rank : 0;
+  const double tokens = c.tokens, hq = c.hq, act = c.act;
+  op[at(StepOp::QkvProj)] = c.linear(tokens, q_in + latent, c.hidden, c.wb);
+  op[at(StepOp::QbProj)] =
+      c.linear(tokens, hq * (m.qk_nope_head_dim + m.qk_rope_head_dim), q_in > 0 ? q_in : c.hidden, c.wb);
+  op[at(StepOp::Rope)] = c.elementwise(0, 2 * tokens * (hq + 1) * m.qk_rope_head_dim * act);
+  op[at(StepOp::KvWrite)] = c.elementwise(0, tokens * latent * (act + kv_elem_bytes));
+  // Absorbed decode: queries into the latent space, and the latent output back to value heads.
+  op[at(StepOp::QAbsorb)] = c.gemm_bf(
+      2 * tokens * hq * m.qk_nope_head_dim * m.kv_lora_rank,
+      hq * m.qk_nope_head_dim * m.kv_lora_rank * 2.0 + tokens * hq * (m.qk_nope_head_dim + m.kv_lora_rank) * act);
+  op[at(StepOp::OAbsorb)] =
+      c.gemm_bf(2 * tokens * hq * m.kv_lora_rank * m.v_head_dim,
+                hq * m.kv_lora_rank * m.v_head_dim * 2.0 + tokens * hq * (m.kv_lora_rank + m.v_head_dim) * act);
+  // Naive prefill: every cached latent up-projected to per-head K (nope) and V.
+  op[at(StepOp::KvUpProj)] = c.linear(c.kv_tokens, hq * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank, c.wb);
+  op[at(StepOp::OProj)] = c.linear(tokens, c.hidden, hq * m.v_head_dim, c.wb);
+}
+
+void costMhaProjections(const LinearOps& c, const AttentionLayerSpec& attn, double kv_elem_bytes, OpTimes& op) {
+  const double tokens = c.tokens, hq = c.hq, hkv = c.hkv, act = c.act;
+  op[at(StepOp::QkvProj)] = c.linear(tokens, (hq + 2 * hkv) * attn.head_dim, c.hidden, c.wb);
+  op[at(StepOp::Rope)] = c.elementwise(0, 2 * tokens * (hq + hkv) * attn.head_dim * act);
+  op[at(StepOp::KvWrite)] = c.elementwise(0, tokens * hkv * (attn.head_dim + attn.head_dim_v) * (act + kv_elem_bytes));
+  op[at(StepOp::OProj)] = c.linear(tokens, c.hidden, hq * attn.head_dim_v, c.wb);
+}
+
+void costMoe(const LinearOps& c, const MoeSpec& moe, OpTimes& op) {
+  const double tokens = c.tokens, hidden = c.hidden, act = c.act, wb_experts = c.wb_experts;
+  const double experts = moe.num_experts;
+  const double topk = moe.experts_per_token;
+  const double e_inter = moe.expert_intermediate_size / c.ranks;
+  const double routed = tokens * topk;
+  // Distinct experts a batch touches: each token picks topk of E.
+  const double touched = experts * (1.0 - std::pow(1.0 - topk / experts, tokens));
+  op[at(StepOp::Router)] = c.gemm_bf(2 * tokens * experts * hidden, tokens * hidden * act + experts * hidden * 2.0);
+  op[at(StepOp::TopK)] = c.elementwise(0, tokens * experts * 4.0 * 2);
+  op[at(StepOp::ExpertsGateUp)] =
+      c.grouped(2 * routed * 2 * e_inter * hidden,
+                touched * 2 * e_inter * hidden * wb_experts + routed * (hidden + 2 * e_inter) * act);
+  op[at(StepOp::ExpertsAct)] = c.elementwise(0, 3 * routed * e_inter * act);
+  op[at(StepOp::ExpertsDown)] = c.grouped(2 * routed * hidden * e_inter,
+                                          touched * hidden * e_inter * wb_experts + routed * (hidden + e_inter) * act);
+  const double shared_inter = e_inter * moe.shared_experts;
+  op[at(StepOp::SharedGateUp)] = c.linear(tokens, 2 * shared_inter, hidden, c.wb);
+  op[at(StepOp::SharedAct)] = c.elementwise(0, 3 * tokens * shared_inter * act);
+  op[at(StepOp::SharedDown)] = c.linear(tokens, hidden, shared_inter, c.wb);
+  op[at(StepOp::MoeCombine)] = c.elementwise(0, (routed + tokens) * hidden * act);
+}
+
 }  // namespace
 
 void costLinearOps(const ModelSpec& model, const LinearKernels& k, const Workload& w, int tp, double kv_elem_bytes,
                    StepCosts& costs) {
-  const double ranks = std::max(1, tp);
-  const double act = model.dtype == "fp32" ? 4.0 : 2.0;
-  const double wb = weightBytesPerElement(model.weight_dtype, false);
-  const double wb_experts = weightBytesPerElement(model.weight_dtype, true);
-  const auto tokens = static_cast<double>(w.tokens());
-  const auto requests = static_cast<double>(w.requests());
-  double kv_tokens = 0;
-  for (const auto& g : w.groups) kv_tokens += static_cast<double>(g.count * g.context);
-  const Roofline gemm_fp{k.gemm, k.device_weights};
-  const Roofline gemm_bf{k.gemm, k.device};
-  const Roofline grouped{k.grouped_gemm, k.device_weights};
-  const Roofline elementwise{k.elementwise, k.device};
-  const Roofline& gemm = wb < 2.0 ? gemm_fp : gemm_bf;
-  auto linear = [&](double m, double n, double kdim, double weight_bytes) {
-    return gemm(2.0 * m * n * kdim, m * kdim * act + n * kdim * weight_bytes + m * n * act);
-  };
+  const LinearOps c = linearOps(model, k, w, tp);
   auto& op = costs.op_us;
   costs.op_launches.fill(1);
-  const double hidden = model.hidden_size;
-  const AttentionLayerSpec& attn = model.primaryLayer();
-  const double hq = std::max(1.0, attn.num_heads / ranks);
-  const double hkv = attn.isMla() ? 1.0 : std::max(1.0, attn.num_kv_heads / ranks);
-
-  op[at(StepOp::InputNorm)] = elementwise(0, 3 * tokens * hidden * act);
+  const double tokens = c.tokens, requests = c.requests, hidden = c.hidden, act = c.act, ranks = c.ranks;
+  op[at(StepOp::InputNorm)] = c.elementwise(0, 3 * tokens * hidden * act);
   op[at(StepOp::PostNorm)] = op[at(StepOp::InputNorm)];
-  op[at(StepOp::FinalNorm)] = elementwise(0, 2 * requests * hidden * act);
+  op[at(StepOp::FinalNorm)] = c.elementwise(0, 2 * requests * hidden * act);
+  const AttentionLayerSpec& attn = model.primaryLayer();
   if (attn.isMla()) {
-    const MlaGeometry& m = *attn.mla;
-    const double latent = m.kv_lora_rank + m.qk_rope_head_dim;
-    const double q_in = m.q_lora_rank > 0 ? m.q_lora_rank : 0;
-    op[at(StepOp::QkvProj)] = linear(tokens, q_in + latent, hidden, wb);
-    op[at(StepOp::QbProj)] =
-        linear(tokens, hq * (m.qk_nope_head_dim + m.qk_rope_head_dim), q_in > 0 ? q_in : hidden, wb);
-    op[at(StepOp::Rope)] = elementwise(0, 2 * tokens * (hq + 1) * m.qk_rope_head_dim * act);
-    op[at(StepOp::KvWrite)] = elementwise(0, tokens * latent * (act + kv_elem_bytes));
-    // Absorbed decode: queries into the latent space, and the latent output back to value heads.
-    op[at(StepOp::QAbsorb)] = gemm_bf(
-        2 * tokens * hq * m.qk_nope_head_dim * m.kv_lora_rank,
-        hq * m.qk_nope_head_dim * m.kv_lora_rank * 2.0 + tokens * hq * (m.qk_nope_head_dim + m.kv_lora_rank) * act);
-    op[at(StepOp::OAbsorb)] =
-        gemm_bf(2 * tokens * hq * m.kv_lora_rank * m.v_head_dim,
-                hq * m.kv_lora_rank * m.v_head_dim * 2.0 + tokens * hq * (m.kv_lora_rank + m.v_head_dim) * act);
-    // Naive prefill: every cached latent up-projected to per-head K (nope) and V.
-    op[at(StepOp::KvUpProj)] = linear(kv_tokens, hq * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank, wb);
-    op[at(StepOp::OProj)] = linear(tokens, hidden, hq * m.v_head_dim, wb);
+    costMlaProjections(c, *attn.mla, kv_elem_bytes, op);
   } else {
-    op[at(StepOp::QkvProj)] = linear(tokens, (hq + 2 * hkv) * attn.head_dim, hidden, wb);
-    op[at(StepOp::Rope)] = elementwise(0, 2 * tokens * (hq + hkv) * attn.head_dim * act);
-    op[at(StepOp::KvWrite)] = elementwise(0, tokens * hkv * (attn.head_dim + attn.head_dim_v) * (act + kv_elem_bytes));
-    op[at(StepOp::OProj)] = linear(tokens, hidden, hq * attn.head_dim_v, wb);
+    costMhaProjections(c, attn, kv_elem_bytes, op);
   }
   const double inter = model.intermediate_size / ranks;
-  op[at(StepOp::GateUp)] = linear(tokens, 2 * inter, hidden, wb);
-  op[at(StepOp::Act)] = elementwise(0, 3 * tokens * inter * act);
-  op[at(StepOp::Down)] = linear(tokens, hidden, inter, wb);
-  if (model.moe) {
-    const MoeSpec& moe = *model.moe;
-    const double experts = moe.num_experts;
-    const double topk = moe.experts_per_token;
-    const double e_inter = moe.expert_intermediate_size / ranks;
-    const double routed = tokens * topk;
-    // Distinct experts a batch touches: each token picks topk of E.
-    const double touched = experts * (1.0 - std::pow(1.0 - topk / experts, tokens));
-    op[at(StepOp::Router)] = gemm_bf(2 * tokens * experts * hidden, tokens * hidden * act + experts * hidden * 2.0);
-    op[at(StepOp::TopK)] = elementwise(0, tokens * experts * 4.0 * 2);
-    op[at(StepOp::ExpertsGateUp)] =
-        grouped(2 * routed * 2 * e_inter * hidden,
-                touched * 2 * e_inter * hidden * wb_experts + routed * (hidden + 2 * e_inter) * act);
-    op[at(StepOp::ExpertsAct)] = elementwise(0, 3 * routed * e_inter * act);
-    op[at(StepOp::ExpertsDown)] = grouped(2 * routed * hidden * e_inter,
-                                          touched * hidden * e_inter * wb_experts + routed * (hidden + e_inter) * act);
-    const double shared_inter = e_inter * moe.shared_experts;
-    op[at(StepOp::SharedGateUp)] = linear(tokens, 2 * shared_inter, hidden, wb);
-    op[at(StepOp::SharedAct)] = elementwise(0, 3 * tokens * shared_inter * act);
-    op[at(StepOp::SharedDown)] = linear(tokens, hidden, shared_inter, wb);
-    op[at(StepOp::MoeCombine)] = elementwise(0, (routed + tokens) * hidden * act);
-  }
-  op[at(StepOp::LmHead)] = linear(requests, model.vocab_size / ranks, hidden, 2.0);
-  op[at(StepOp::Sampling)] = elementwise(0, 2 * requests * (model.vocab_size / ranks) * 4.0);
+  op[at(StepOp::GateUp)] = c.linear(tokens, 2 * inter, hidden, c.wb);
+  op[at(StepOp::Act)] = c.elementwise(0, 3 * tokens * inter * act);
+  op[at(StepOp::Down)] = c.linear(tokens, hidden, inter, c.wb);
+  if (model.moe) costMoe(c, *model.moe, op);
+  op[at(StepOp::LmHead)] = c.linear(requests, model.vocab_size / ranks, hidden, 2.0);
+  op[at(StepOp::Sampling)] = c.elementwise(0, 2 * requests * (model.vocab_size / ranks) * 4.0);
 }
 
 }  // namespace attnsim

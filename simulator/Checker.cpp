@@ -110,6 +110,207 @@ std::vector<int> treeParents(std::int64_t nodes, std::int64_t topk) {
   return parent;
 }
 
+// The algorithm the kernel family computes with, as the tiled reference kernel runs it.
+TiledOptions tiledOptionsFor(const CheckRequest& rq) {
+  const KernelFamily& k = *rq.kernel;
+  const bool decode_like = rq.phase == Phase::Decode || rq.phase == Phase::Verify;
+  TiledOptions o;
+  o.tile_q = k.algorithm == "paged_decode" ? 16 : std::max(1, k.tile_q);
+  o.tile_kv = std::max(16, k.tile_kv);
+  o.layout = k.paging == "native"     ? KvLayout::PagedNative
+             : k.paging == "emulated" ? KvLayout::PagedPerToken
+                                      : KvLayout::Contiguous;
+  o.page_size = static_cast<int>(std::max<std::int64_t>(1, rq.page_size));
+  o.unfused = k.algorithm == "unfused";
+  o.round_p_to_bf16 = rq.dtype != "fp32" && !o.unfused;
+  o.splits = decode_like && k.split_kv ? 3 : 1;
+  o.seed = rq.seed;
+  return o;
+}
+
+// What the random inputs are drawn for. Every draw comes from one generator in a fixed order, so a
+// seed reproduces a check exactly.
+struct Inputs {
+  std::mt19937& rng;
+  const CheckRequest& rq;
+  const AttentionLayerSpec& layer;
+  const Lengths& len;
+  MaskSpec mask;
+  std::int64_t top_k = 0;  // scaled with the lengths
+};
+
+// Each row's top-k of random indexer scores among the keys it may see; none for dense attention.
+std::vector<std::vector<int>> keySets(const Inputs& in, std::int64_t q_len, std::int64_t prefix, std::int64_t kv_len) {
+  std::vector<std::vector<int>> sets;
+  if (in.top_k <= 0) return sets;
+  std::uniform_real_distribution<float> u(0.0f, 1.0f);
+  for (std::int64_t i = 0; i < q_len; ++i) {
+    const std::int64_t visible = std::min(kv_len, prefix + i + 1);
+    std::vector<std::pair<float, int>> scored;
+    for (std::int64_t j = 0; j < visible; ++j) scored.emplace_back(u(in.rng), static_cast<int>(j));
+    const auto keep = static_cast<std::size_t>(std::min<std::int64_t>(in.top_k, visible));
+    std::partial_sort(scored.begin(), scored.begin() + static_cast<long>(keep), scored.end(), std::greater<>());
+    std::vector<int> keys;
+    for (std::size_t a = 0; a < keep; ++a) keys.push_back(scored[a].second);
+    std::sort(keys.begin(), keys.end());
+    sets.push_back(std::move(keys));
+  }
+  return sets;
+}
+
+MlaProblem randomMlaProblem(const Inputs& in) {
+  const MlaGeometry& g = *in.layer.mla;
+  const int heads = in.layer.num_heads;
+  const std::string& dtype = in.rq.dtype;
+  MlaProblem m;
+  m.heads = heads;
+  m.kv_lora = g.kv_lora_rank;
+  m.nope = g.qk_nope_head_dim;
+  m.rope = g.qk_rope_head_dim;
+  m.v_dim = g.v_head_dim;
+  m.mask = in.mask;
+  const float w_sd = 1.0f / std::sqrt(static_cast<float>(g.kv_lora_rank));
+  m.w_uk = randomMatrix(in.rng, static_cast<Eigen::Index>(heads) * m.nope, m.kv_lora, dtype, w_sd);
+  m.w_uv = randomMatrix(in.rng, static_cast<Eigen::Index>(heads) * m.v_dim, m.kv_lora, dtype, w_sd);
+  for (int r = 0; r < 2; ++r) {
+    MlaProblem::Request req;
+    req.prefix = in.len.context[r] - in.len.q_len[r];
+    req.q_nope = randomMatrix(in.rng, in.len.q_len[r], static_cast<Eigen::Index>(heads) * m.nope, dtype);
+    req.q_rope = randomMatrix(in.rng, in.len.q_len[r], static_cast<Eigen::Index>(heads) * m.rope, dtype);
+    req.c_kv = randomMatrix(in.rng, in.len.context[r], m.kv_lora, dtype);
+    req.k_rope = randomMatrix(in.rng, in.len.context[r], m.rope, dtype);
+    req.key_sets = keySets(in, in.len.q_len[r], req.prefix, in.len.context[r]);
+    m.requests.push_back(std::move(req));
+  }
+  return m;
+}
+
+Problem randomProblem(const Inputs& in) {
+  const AttentionLayerSpec& layer = in.layer;
+  const CheckRequest& rq = in.rq;
+  const int heads = layer.num_heads;
+  Problem p;
+  p.geo = {heads, layer.num_kv_heads, layer.head_dim, layer.head_dim_v,
+           1.0 / std::sqrt(static_cast<double>(layer.head_dim))};
+  p.mask = in.mask;
+  if (layer.sinks) {
+    std::normal_distribution<float> n(0.0f, 1.0f);
+    for (int h = 0; h < heads; ++h) p.sinks.push_back(n(in.rng));
+  }
+  for (int r = 0; r < 2; ++r) {
+    const std::int64_t q_len = in.len.q_len[r];
+    const std::int64_t context = in.len.context[r];
+    RequestData d;
+    d.prefix = context - q_len;
+    d.q = randomMatrix(in.rng, q_len, static_cast<Eigen::Index>(heads) * layer.head_dim, rq.dtype);
+    d.k = randomMatrix(in.rng, context, static_cast<Eigen::Index>(layer.num_kv_heads) * layer.head_dim, rq.dtype);
+    d.v = randomMatrix(in.rng, context, static_cast<Eigen::Index>(layer.num_kv_heads) * layer.head_dim_v, rq.dtype);
+    if (rq.phase == Phase::Verify && rq.tree_topk > 1) d.tree_parent = treeParents(q_len, rq.tree_topk);
+    d.key_sets = keySets(in, q_len, d.prefix, context);
+    p.requests.push_back(std::move(d));
+  }
+  return p;
+}
+
+// The error is judged against the size of the golden output, over every request.
+struct ErrorStats {
+  double max_abs = 0;
+  double max_ref = 0;
+
+  void add(const Result& got, const Result& ref) {
+    for (std::size_t r = 0; r < ref.out.size(); ++r) {
+      max_abs = std::max(max_abs, (got.out[r] - ref.out[r]).cwiseAbs().maxCoeff());
+      max_ref = std::max(max_ref, ref.out[r].cwiseAbs().maxCoeff());
+    }
+  }
+};
+
+// The golden runs the naive form in full precision; the kernel reads the latent cache in the KV
+// format, weight-absorbed or up-projected per head. Returns the form's pipeline steps.
+std::vector<std::string> checkMla(const Inputs& in, const TiledOptions& o, bool absorbed, ErrorStats& err,
+                                  CheckOutcome& out) {
+  const MlaProblem m = randomMlaProblem(in);
+  const Result ref = goldenAttention(naiveMla(m));
+  MlaProblem cached = m;  // the latent cache holds the KV format
+  for (auto& req : cached.requests) {
+    quantize(req.c_kv, 1, m.kv_lora, in.rq.kv);
+    quantize(req.k_rope, 1, m.rope, in.rq.kv);
+  }
+  std::vector<std::string> steps;
+  if (absorbed) {
+    err.add(unabsorb(m, tiledAttention(absorbedMla(cached), o)), ref);
+    steps.emplace_back(fmt::format("MLA weight-absorbed ({}-wide keys, {}-wide values, one latent KV head)",
+                                   m.kv_lora + m.rope, m.kv_lora));
+  } else {
+    err.add(tiledAttention(naiveMla(cached), o), ref);
+    steps.emplace_back("MLA naive (latent up-projected to per-head K and V)");
+  }
+  out.heads = m.heads;
+  out.kv_heads = absorbed ? 1 : m.heads;
+  out.d_qk = absorbed ? m.kv_lora + m.rope : m.nope + m.rope;
+  out.d_v = absorbed ? m.kv_lora : m.v_dim;
+  return steps;
+}
+
+// MHA, GQA, MQA: the golden on the inputs as drawn, the kernel on K and V in the KV format.
+std::vector<std::string> checkMha(const Inputs& in, const TiledOptions& o, ErrorStats& err, CheckOutcome& out) {
+  const AttentionLayerSpec& layer = in.layer;
+  const Problem p = randomProblem(in);
+  const Result ref = goldenAttention(p);
+  Problem cached = p;
+  for (auto& d : cached.requests) {
+    quantize(d.k, layer.num_kv_heads, layer.head_dim, in.rq.kv);
+    quantize(d.v, layer.num_kv_heads, layer.head_dim_v, in.rq.kv);
+  }
+  err.add(tiledAttention(cached, o), ref);
+  out.heads = layer.num_heads;
+  out.kv_heads = layer.num_kv_heads;
+  out.d_qk = layer.head_dim;
+  out.d_v = layer.head_dim_v;
+  std::vector<std::string> steps;
+  if (layer.num_heads != layer.num_kv_heads)
+    steps.emplace_back(fmt::format("GQA {} query heads per KV head", layer.num_heads / layer.num_kv_heads));
+  if (layer.sinks) steps.emplace_back("attention sinks");
+  if (in.rq.phase == Phase::Verify)
+    steps.emplace_back(in.rq.tree_topk > 1 ? fmt::format("draft tree (topk {}) mask", in.rq.tree_topk) : "draft chain");
+  return steps;
+}
+
+// The form's steps framed by the algorithm before and the paging, splits, masks and formats after.
+std::string pipelineText(std::vector<std::string> steps, const Inputs& in, const TiledOptions& o) {
+  steps.insert(steps.begin(), o.unfused ? std::string("unfused (full score matrix)")
+                                        : fmt::format("tiled online softmax {}x{}", o.tile_q, o.tile_kv));
+  if (o.layout == KvLayout::PagedNative) steps.push_back(fmt::format("paged KV, native pages of {}", o.page_size));
+  if (o.layout == KvLayout::PagedPerToken)
+    steps.push_back(fmt::format("paged KV emulated by per-token indices (pages of {})", o.page_size));
+  if (o.splits > 1) steps.push_back(fmt::format("split-KV x{} + log-sum-exp merge", o.splits));
+  if (in.mask.window > 0) steps.push_back(fmt::format("sliding window {}", in.mask.window));
+  if (in.top_k > 0) steps.push_back(fmt::format("sparse top-{}", in.top_k));
+  if (isQuantized(in.rq.kv)) steps.push_back(kvFormatName(in.rq.kv) + " KV cache round trip");
+  if (o.round_p_to_bf16) steps.emplace_back("P rounded to bf16");
+  std::string pipeline;
+  for (const auto& s : steps) pipeline += (pipeline.empty() ? "" : " · ") + s;
+  return pipeline;
+}
+
+// The first request's shape, and how far the lengths and top-k were shrunk from the model's.
+void describeShape(CheckOutcome& out, const Inputs& in, const TiledOptions& o) {
+  const Lengths& len = in.len;
+  const std::int64_t model_top_k = in.layer.sparse_top_k;
+  out.batch = 2;
+  out.q_len = len.q_len[0];
+  out.context = len.context[0];
+  out.splits = o.splits;
+  out.window = in.mask.window;
+  out.top_k = in.top_k;
+  out.scaled_down = len.scaled || in.top_k != model_top_k;
+  if (out.scaled_down) {
+    out.scaled_note =
+        fmt::format("lengths scaled to contexts {} and {}{} to fit the time budget", len.context[0], len.context[1],
+                    in.top_k != model_top_k ? fmt::format(", top-k {} instead of {}", in.top_k, model_top_k) : "");
+  }
+}
+
 }  // namespace
 
 double checkTolerance(KvFormat kv, const std::string& dtype) {
@@ -123,168 +324,26 @@ double checkTolerance(KvFormat kv, const std::string& dtype) {
 CheckOutcome runCheck(const CheckRequest& rq) {
   const KernelFamily& k = *rq.kernel;
   const AttentionLayerSpec& layer = *rq.layer;
-  CheckOutcome out;
   std::mt19937 rng(rq.seed);
-  const bool decode_like = rq.phase == Phase::Decode || rq.phase == Phase::Verify;
   const std::int64_t tree_nodes = rq.tree_topk > 1 ? 7 : 4;
   const bool mla = layer.isMla();
   const bool absorbed = mla && (k.algorithm == "mla_absorbed" || k.algorithm == "mla_sparse");
-  const int heads = layer.num_heads;
   const int d_pair =
       mla ? (absorbed ? 576 + 512 : layer.head_dim + layer.head_dim_v) : layer.head_dim + layer.head_dim_v;
-  const Lengths len = lengthsFor(rq.phase, tree_nodes, 2.0 * heads * d_pair, rq.flop_budget);
+  const Lengths len = lengthsFor(rq.phase, tree_nodes, 2.0 * layer.num_heads * d_pair, rq.flop_budget);
+  const TiledOptions o = tiledOptionsFor(rq);
+  Inputs in{rng, rq, layer, len, {}, layer.sparse_top_k};
+  in.mask.causal = layer.causal;
+  in.mask.window = layer.sliding_window;
+  if (in.top_k > 0) in.top_k = std::max<std::int64_t>(8, len.context[0] / 4);  // scaled with the lengths
 
-  TiledOptions o;
-  o.tile_q = k.algorithm == "paged_decode" ? 16 : std::max(1, k.tile_q);
-  o.tile_kv = std::max(16, k.tile_kv);
-  o.layout = k.paging == "native"     ? KvLayout::PagedNative
-             : k.paging == "emulated" ? KvLayout::PagedPerToken
-                                      : KvLayout::Contiguous;
-  o.page_size = static_cast<int>(std::max<std::int64_t>(1, rq.page_size));
-  o.unfused = k.algorithm == "unfused";
-  o.round_p_to_bf16 = rq.dtype != "fp32" && !o.unfused;
-  o.splits = decode_like && k.split_kv ? 3 : 1;
-  o.seed = rq.seed;
-
-  MaskSpec mask;
-  mask.causal = layer.causal;
-  mask.window = layer.sliding_window;
-  std::int64_t top_k = layer.sparse_top_k;
-  if (top_k > 0) top_k = std::max<std::int64_t>(8, len.context[0] / 4);  // scaled with the lengths
-  auto keySets = [&](std::int64_t q_len, std::int64_t prefix, std::int64_t kv_len) {
-    std::vector<std::vector<int>> sets;
-    if (top_k <= 0) return sets;
-    // Each row's top-k of random indexer scores among the keys it may see.
-    std::uniform_real_distribution<float> u(0.0f, 1.0f);
-    for (std::int64_t i = 0; i < q_len; ++i) {
-      const std::int64_t visible = std::min(kv_len, prefix + i + 1);
-      std::vector<std::pair<float, int>> scored;
-      for (std::int64_t j = 0; j < visible; ++j) scored.emplace_back(u(rng), static_cast<int>(j));
-      const auto keep = static_cast<std::size_t>(std::min<std::int64_t>(top_k, visible));
-      std::partial_sort(scored.begin(), scored.begin() + static_cast<long>(keep), scored.end(), std::greater<>());
-      std::vector<int> keys;
-      for (std::size_t a = 0; a < keep; ++a) keys.push_back(scored[a].second);
-      std::sort(keys.begin(), keys.end());
-      sets.push_back(std::move(keys));
-    }
-    return sets;
-  };
-
-  MatrixD diff_max;
-  double max_abs = 0, max_ref = 0;
-  auto compare = [&](const Result& got, const Result& ref) {
-    for (std::size_t r = 0; r < ref.out.size(); ++r) {
-      max_abs = std::max(max_abs, (got.out[r] - ref.out[r]).cwiseAbs().maxCoeff());
-      max_ref = std::max(max_ref, ref.out[r].cwiseAbs().maxCoeff());
-    }
-  };
-
-  std::vector<std::string> steps;
-  if (mla) {
-    const MlaGeometry& g = *layer.mla;
-    MlaProblem m;
-    m.heads = heads;
-    m.kv_lora = g.kv_lora_rank;
-    m.nope = g.qk_nope_head_dim;
-    m.rope = g.qk_rope_head_dim;
-    m.v_dim = g.v_head_dim;
-    m.mask = mask;
-    const float w_sd = 1.0f / std::sqrt(static_cast<float>(g.kv_lora_rank));
-    m.w_uk = randomMatrix(rng, static_cast<Eigen::Index>(heads) * m.nope, m.kv_lora, rq.dtype, w_sd);
-    m.w_uv = randomMatrix(rng, static_cast<Eigen::Index>(heads) * m.v_dim, m.kv_lora, rq.dtype, w_sd);
-    for (int r = 0; r < 2; ++r) {
-      MlaProblem::Request req;
-      req.prefix = len.context[r] - len.q_len[r];
-      req.q_nope = randomMatrix(rng, len.q_len[r], static_cast<Eigen::Index>(heads) * m.nope, rq.dtype);
-      req.q_rope = randomMatrix(rng, len.q_len[r], static_cast<Eigen::Index>(heads) * m.rope, rq.dtype);
-      req.c_kv = randomMatrix(rng, len.context[r], m.kv_lora, rq.dtype);
-      req.k_rope = randomMatrix(rng, len.context[r], m.rope, rq.dtype);
-      req.key_sets = keySets(len.q_len[r], req.prefix, len.context[r]);
-      m.requests.push_back(std::move(req));
-    }
-    const Result ref = goldenAttention(naiveMla(m));
-    MlaProblem cached = m;  // the latent cache holds the KV format
-    for (auto& req : cached.requests) {
-      quantize(req.c_kv, 1, m.kv_lora, rq.kv);
-      quantize(req.k_rope, 1, m.rope, rq.kv);
-    }
-    if (absorbed) {
-      compare(unabsorb(m, tiledAttention(absorbedMla(cached), o)), ref);
-      steps.emplace_back(fmt::format("MLA weight-absorbed ({}-wide keys, {}-wide values, one latent KV head)",
-                                     m.kv_lora + m.rope, m.kv_lora));
-    } else {
-      compare(tiledAttention(naiveMla(cached), o), ref);
-      steps.emplace_back("MLA naive (latent up-projected to per-head K and V)");
-    }
-    out.heads = heads;
-    out.kv_heads = absorbed ? 1 : heads;
-    out.d_qk = absorbed ? m.kv_lora + m.rope : m.nope + m.rope;
-    out.d_v = absorbed ? m.kv_lora : m.v_dim;
-  } else {
-    Problem p;
-    p.geo = {heads, layer.num_kv_heads, layer.head_dim, layer.head_dim_v,
-             1.0 / std::sqrt(static_cast<double>(layer.head_dim))};
-    p.mask = mask;
-    if (layer.sinks) {
-      std::normal_distribution<float> n(0.0f, 1.0f);
-      for (int h = 0; h < heads; ++h) p.sinks.push_back(n(rng));
-    }
-    for (int r = 0; r < 2; ++r) {
-      RequestData d;
-      d.prefix = len.context[r] - len.q_len[r];
-      d.q = randomMatrix(rng, len.q_len[r], static_cast<Eigen::Index>(heads) * layer.head_dim, rq.dtype);
-      d.k = randomMatrix(rng, len.context[r], static_cast<Eigen::Index>(layer.num_kv_heads) * layer.head_dim, rq.dtype);
-      d.v =
-          randomMatrix(rng, len.context[r], static_cast<Eigen::Index>(layer.num_kv_heads) * layer.head_dim_v, rq.dtype);
-      if (rq.phase == Phase::Verify && rq.tree_topk > 1) d.tree_parent = treeParents(len.q_len[r], rq.tree_topk);
-      d.key_sets = keySets(len.q_len[r], d.prefix, len.context[r]);
-      p.requests.push_back(std::move(d));
-    }
-    const Result ref = goldenAttention(p);
-    Problem cached = p;
-    for (auto& d : cached.requests) {
-      quantize(d.k, layer.num_kv_heads, layer.head_dim, rq.kv);
-      quantize(d.v, layer.num_kv_heads, layer.head_dim_v, rq.kv);
-    }
-    compare(tiledAttention(cached, o), ref);
-    out.heads = heads;
-    out.kv_heads = layer.num_kv_heads;
-    out.d_qk = layer.head_dim;
-    out.d_v = layer.head_dim_v;
-    if (heads != layer.num_kv_heads)
-      steps.emplace_back(fmt::format("GQA {} query heads per KV head", heads / layer.num_kv_heads));
-    if (layer.sinks) steps.emplace_back("attention sinks");
-    if (rq.phase == Phase::Verify)
-      steps.emplace_back(rq.tree_topk > 1 ? fmt::format("draft tree (topk {}) mask", rq.tree_topk) : "draft chain");
-  }
-  steps.insert(steps.begin(), o.unfused ? std::string("unfused (full score matrix)")
-                                        : fmt::format("tiled online softmax {}x{}", o.tile_q, o.tile_kv));
-  if (o.layout == KvLayout::PagedNative) steps.push_back(fmt::format("paged KV, native pages of {}", o.page_size));
-  if (o.layout == KvLayout::PagedPerToken)
-    steps.push_back(fmt::format("paged KV emulated by per-token indices (pages of {})", o.page_size));
-  if (o.splits > 1) steps.push_back(fmt::format("split-KV x{} + log-sum-exp merge", o.splits));
-  if (mask.window > 0) steps.push_back(fmt::format("sliding window {}", mask.window));
-  if (top_k > 0) steps.push_back(fmt::format("sparse top-{}", top_k));
-  if (isQuantized(rq.kv)) steps.push_back(kvFormatName(rq.kv) + " KV cache round trip");
-  if (o.round_p_to_bf16) steps.emplace_back("P rounded to bf16");
-  std::string pipeline;
-  for (const auto& s : steps) pipeline += (pipeline.empty() ? "" : " · ") + s;
-
-  out.pipeline = pipeline;
-  out.batch = 2;
-  out.q_len = len.q_len[0];
-  out.context = len.context[0];
-  out.splits = o.splits;
-  out.window = mask.window;
-  out.top_k = top_k;
-  out.scaled_down = len.scaled || top_k != layer.sparse_top_k;
-  if (out.scaled_down) {
-    out.scaled_note = fmt::format(
-        "lengths scaled to contexts {} and {}{} to fit the time budget", len.context[0], len.context[1],
-        top_k != layer.sparse_top_k ? fmt::format(", top-k {} instead of {}", top_k, layer.sparse_top_k) : "");
-  }
-  out.max_abs_err = max_abs;
-  out.max_rel_err = max_ref > 0 ? max_abs / max_ref : max_abs;
+  CheckOutcome out;
+  ErrorStats err;
+  std::vector<std::string> steps = mla ? checkMla(in, o, absorbed, err, out) : checkMha(in, o, err, out);
+  out.pipeline = pipelineText(std::move(steps), in, o);
+  describeShape(out, in, o);
+  out.max_abs_err = err.max_abs;
+  out.max_rel_err = err.max_ref > 0 ? err.max_abs / err.max_ref : err.max_abs;
   out.tolerance = checkTolerance(rq.kv, rq.dtype);
   out.passed = std::isfinite(out.max_rel_err) && out.max_rel_err <= out.tolerance;
   return out;
