@@ -50,20 +50,9 @@ void refreshDerived(Env& env, const EnginePolicy& policy) {
   env["block_size"] = policy.block_size_filters_selection ? env["page_size"] : Value{};
 }
 
-Env buildEnv(const SelectionInput& s) {
-  const HardwareProfile& hw = *s.hardware;
-  const ModelSpec& m = *s.model;
-  const EnginePolicy& policy = *s.engine;
-  const ServingOptions& o = s.options;
-  const AttentionLayerSpec& layer = m.primaryLayer();
-  const bool mla = m.usesMla();
-  const AttentionLayerSpec* mla_layer = nullptr;
-  for (const auto& l : m.attention_layers) {
-    if (l.isMla()) mla_layer = &l;
-  }
-  const AttentionLayerSpec& decisive = mla_layer ? *mla_layer : layer;
+namespace {
 
-  Env env;
+void addHardwareVariables(Env& env, const HardwareProfile& hw) {
   env["hardware"] = hw.id;
   env["platform"] = hw.platform;
   env["vendor"] = hw.vendor;
@@ -77,7 +66,17 @@ Env buildEnv(const SelectionInput& s) {
   env["compute_units"] = static_cast<std::int64_t>(hw.compute_units);
   env["has_amx"] = hw.hasFeature("amx");
   env["has_xmx"] = hw.hasFeature("xmx");
+}
 
+// The layer that decides validity: the MLA layer when the model has one, else the primary layer.
+void addModelVariables(Env& env, const ModelSpec& m, std::int64_t tp) {
+  const AttentionLayerSpec& layer = m.primaryLayer();
+  const bool mla = m.usesMla();
+  const AttentionLayerSpec* mla_layer = nullptr;
+  for (const auto& l : m.attention_layers) {
+    if (l.isMla()) mla_layer = &l;
+  }
+  const AttentionLayerSpec& decisive = mla_layer ? *mla_layer : layer;
   env["model"] = m.id;
   env["family"] = m.family;
   env["architecture"] = m.architecture;
@@ -91,7 +90,6 @@ Env buildEnv(const SelectionInput& s) {
   env["num_heads"] = static_cast<std::int64_t>(decisive.num_heads);
   env["num_kv_heads"] = static_cast<std::int64_t>(decisive.num_kv_heads);
   env["gqa_group"] = static_cast<std::int64_t>(decisive.num_heads / decisive.num_kv_heads);
-  const std::int64_t tp = std::max<std::int64_t>(1, o.tp);
   const std::int64_t kv_heads_sglang = mla ? decisive.num_heads : decisive.num_kv_heads;
   env["num_kv_heads_per_rank"] = std::max<std::int64_t>(1, kv_heads_sglang / tp);
   env["qk_nope_head_dim"] = optInt(mla_layer ? mla_layer->mla->qk_nope_head_dim : 0, mla_layer != nullptr);
@@ -100,8 +98,9 @@ Env buildEnv(const SelectionInput& s) {
   env["multimodal"] = m.isMultimodal();
   env["mm_prefix"] = m.mm_prefix_lm;
   env["attn_type"] = std::string("decoder");
+}
 
-  env["engine"] = policy.engine;
+void checkServingOptions(const EnginePolicy& policy, const ServingOptions& o) {
   if (o.kv_dtype &&
       std::find(policy.kv_dtypes.begin(), policy.kv_dtypes.end(), *o.kv_dtype) == policy.kv_dtypes.end()) {
     throw UsageError(fmt::format("--kv-dtype {}: {} accepts {}{}", *o.kv_dtype, policy.engine,
@@ -113,6 +112,9 @@ Env buildEnv(const SelectionInput& s) {
       *o.speculative_attention_mode != "decode") {
     throw UsageError("--speculative-attention-mode must be prefill or decode");
   }
+}
+
+void addServingVariables(Env& env, const HardwareProfile& hw, const ServingOptions& o, std::int64_t tp) {
   env["kv_dtype"] = opt(o.kv_dtype);
   env["page_size"] = opt(o.page_size);
   env["page_size_user"] = opt(o.page_size);
@@ -130,7 +132,10 @@ Env buildEnv(const SelectionInput& s) {
   env["decode_attention_backend"] = opt(o.decode_backend);
   env["speculative_attention_mode"] = opt(o.speculative_attention_mode);
   env["cuda_graph_disabled"] = false;
+}
 
+// The engine's own flags: declared defaults, then what the user set, then the policy's defaults.
+void addEngineOptions(Env& env, const EnginePolicy& policy, const ServingOptions& o) {
   for (const auto& opt_decl : policy.options) env[opt_decl.name] = opt_decl.default_value;
   for (const auto& [name, text] : o.engine_options) {
     const EngineOption* decl = policy.option(name);
@@ -145,6 +150,21 @@ Env buildEnv(const SelectionInput& s) {
   for (const auto& [name, value] : policy.defaults) {
     if (isNull(env[name])) env[name] = value;
   }
+}
+
+}  // namespace
+
+Env buildEnv(const SelectionInput& s) {
+  const EnginePolicy& policy = *s.engine;
+  const ServingOptions& o = s.options;
+  const std::int64_t tp = std::max<std::int64_t>(1, o.tp);
+  Env env;
+  addHardwareVariables(env, *s.hardware);
+  addModelVariables(env, *s.model, tp);
+  env["engine"] = policy.engine;
+  checkServingOptions(policy, o);
+  addServingVariables(env, *s.hardware, o, tp);
+  addEngineOptions(env, policy, o);
   if (!std::holds_alternative<std::string>(env["kv_dtype"])) env["kv_dtype"] = std::string("auto");
   refreshDerived(env, policy);
   return env;

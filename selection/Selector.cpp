@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "core/Strings.hpp"
 
@@ -144,11 +145,10 @@ std::vector<std::string> Selector::validate(const Engine& engine, std::string_vi
   return reasons;
 }
 
-Selection Selector::select(const SelectionInput& scenario) const {
-  const Engine& engine = catalog_.engine(scenario.engine->engine);
-  Selection out;
-  out.engine = engine.policy.engine;
-  Env env = buildEnv(scenario);
+namespace {
+
+// An explicit backend name the engine does not have is bad input, not a refusal.
+void requireKnownExplicitNames(const Engine& engine, Env& env) {
   for (const auto* name : {"attention_backend", "prefill_attention_backend", "decode_attention_backend"}) {
     if (const auto* s = std::get_if<std::string>(&env[name])) {
       if (findBackends(engine, *s).empty()) {
@@ -158,84 +158,120 @@ Selection Selector::select(const SelectionInput& scenario) const {
       }
     }
   }
-  applyRules(engine, env, out);
+}
 
+// The stage's explicit backend: its own flag, else the one for both stages; null when auto.
+const Value& explicitBackend(Env& stage_env, const std::string& stage) {
+  const Value& own = stage_env[stage == "prefill"  ? "prefill_attention_backend"
+                               : stage == "decode" ? "decode_attention_backend"
+                                                   : "attention_backend"];
+  return isNull(own) ? stage_env["attention_backend"] : own;
+}
+
+// The first priority list whose condition holds for the stage.
+const PriorityList* priorityListFor(const Engine& engine, const std::string& stage, const Env& stage_env) {
+  for (const auto& l : engine.policy.selection) {
+    if ((l.stage.empty() || l.stage == stage) && (!l.when || l.when->test(stage_env))) return &l;
+  }
+  return nullptr;
+}
+
+std::string refusalMessage(const Engine& engine, const char* message, const Env& stage_env, const std::string& stage,
+                           const std::function<void(Env&)>& fill = {}) {
+  Env msg = stage_env;
+  msg["stage_name"] = stage;
+  if (fill) fill(msg);
+  return engine.policy.message(message).render(msg);
+}
+
+}  // namespace
+
+std::optional<BackendChoice> Selector::chooseExplicit(const Engine& engine, const std::string& name,
+                                                      const std::string& stage, const Env& stage_env,
+                                                      Selection& out) const {
+  const auto& when = engine.policy.validate_explicit_when;
+  auto reasons = !when || when->test(stage_env) ? validate(engine, name, stage_env) : std::vector<std::string>{};
+  if (!reasons.empty()) {
+    out.refusal = refusalMessage(engine, "explicit_invalid", stage_env, stage, [&](Env& msg) {
+      msg["backend"] = name;
+      msg["reasons"] = pythonList(reasons);
+    });
+    return std::nullopt;
+  }
+  BackendChoice choice;
+  choice.name = name;
+  choice.how = "explicit";
+  return choice;
+}
+
+std::optional<BackendChoice> Selector::walkPriorityList(const Engine& engine, const std::string& stage,
+                                                        const Env& stage_env, Selection& out) const {
+  const PriorityList* list = priorityListFor(engine, stage, stage_env);
+  if (!list) {
+    out.refusal = refusalMessage(engine, "no_list", stage_env, stage);
+    return std::nullopt;
+  }
+  BackendChoice choice;
+  ReasonList invalid;
+  for (const auto& candidate : list->order) {
+    auto reasons = validate(engine, candidate, stage_env);
+    if (reasons.empty()) {
+      choice.name = candidate;
+      choice.how = list->label;
+      break;
+    }
+    invalid.emplace_back(candidate, std::move(reasons));
+  }
+  for (const auto& entry : invalid) {
+    if (std::find(out.considered.begin(), out.considered.end(), entry) == out.considered.end()) {
+      out.considered.push_back(entry);
+    }
+  }
+  if (choice.name.empty()) {
+    out.refusal = refusalMessage(engine, "none_valid", stage_env, stage,
+                                 [&](Env& msg) { msg["all_reasons"] = reasonsDict(invalid); });
+    return std::nullopt;
+  }
+  return choice;
+}
+
+bool Selector::chooseForStage(const Engine& engine, const std::string& stage, const Env& env, Selection& out) const {
+  Env stage_env = env;
+  stage_env["stage"] = stage.empty() ? Value{} : Value{stage};
+  const Value& explicit_value = explicitBackend(stage_env, stage);
+  std::optional<BackendChoice> choice;
+  if (const auto* name = std::get_if<std::string>(&explicit_value)) {
+    choice = chooseExplicit(engine, *name, stage, stage_env, out);
+  } else {
+    choice = walkPriorityList(engine, stage, stage_env, out);
+  }
+  if (!choice) return false;
+  choice->backend = backendForKind(engine, choice->name, truthy(stage_env["use_mla"]));
+  if (!choice->backend) choice->backend = findBackends(engine, choice->name).front();
+  choice->caps = &choice->backend->resolve(stage_env, &choice->variant);
+  if (stage.empty() || stage == "prefill") out.prefill = choice;
+  if (stage.empty() || stage == "decode") out.decode = choice;
+  return true;
+}
+
+Selection Selector::select(const SelectionInput& scenario) const {
+  const Engine& engine = catalog_.engine(scenario.engine->engine);
+  Selection out;
+  out.engine = engine.policy.engine;
+  Env env = buildEnv(scenario);
+  requireKnownExplicitNames(engine, env);
+  applyRules(engine, env, out);
   // Every backend that cannot serve this scenario, whichever stage it would run.
   for (const auto& name : backendNames(engine)) {
     auto reasons = validate(engine, name, env);
     if (!reasons.empty()) out.rejected.emplace_back(name, std::move(reasons));
   }
-  if (out.refusal) {
-    out.env = std::move(env);
-    return out;
-  }
-
-  const bool use_mla = truthy(env["use_mla"]);
-  const std::vector<std::string> stages =
-      engine.policy.per_stage ? std::vector<std::string>{"prefill", "decode"} : std::vector<std::string>{""};
-  for (const auto& stage : stages) {
-    Env stage_env = env;
-    stage_env["stage"] = stage.empty() ? Value{} : Value{stage};
-    const Value& stage_explicit = stage_env[stage == "prefill"  ? "prefill_attention_backend"
-                                            : stage == "decode" ? "decode_attention_backend"
-                                                                : "attention_backend"];
-    const Value& explicit_value = isNull(stage_explicit) ? stage_env["attention_backend"] : stage_explicit;
-    BackendChoice choice;
-    if (const auto* name = std::get_if<std::string>(&explicit_value)) {
-      const auto& when = engine.policy.validate_explicit_when;
-      auto reasons = !when || when->test(stage_env) ? validate(engine, *name, stage_env) : std::vector<std::string>{};
-      if (!reasons.empty()) {
-        Env msg = stage_env;
-        msg["backend"] = *name;
-        msg["reasons"] = pythonList(reasons);
-        msg["stage_name"] = stage;
-        out.refusal = engine.policy.message("explicit_invalid").render(msg);
-        break;
-      }
-      choice.name = *name;
-      choice.how = "explicit";
-    } else {
-      const PriorityList* list = nullptr;
-      for (const auto& l : engine.policy.selection) {
-        if ((l.stage.empty() || l.stage == stage) && (!l.when || l.when->test(stage_env))) {
-          list = &l;
-          break;
-        }
-      }
-      if (!list) {
-        Env msg = stage_env;
-        msg["stage_name"] = stage;
-        out.refusal = engine.policy.message("no_list").render(msg);
-        break;
-      }
-      ReasonList invalid;
-      for (const auto& candidate : list->order) {
-        auto reasons = validate(engine, candidate, stage_env);
-        if (reasons.empty()) {
-          choice.name = candidate;
-          choice.how = list->label;
-          break;
-        }
-        invalid.emplace_back(candidate, std::move(reasons));
-      }
-      for (const auto& entry : invalid) {
-        if (std::find(out.considered.begin(), out.considered.end(), entry) == out.considered.end()) {
-          out.considered.push_back(entry);
-        }
-      }
-      if (choice.name.empty()) {
-        Env msg = stage_env;
-        msg["all_reasons"] = reasonsDict(invalid);
-        msg["stage_name"] = stage;
-        out.refusal = engine.policy.message("none_valid").render(msg);
-        break;
-      }
+  if (!out.refusal) {
+    const std::vector<std::string> stages =
+        engine.policy.per_stage ? std::vector<std::string>{"prefill", "decode"} : std::vector<std::string>{""};
+    for (const auto& stage : stages) {
+      if (!chooseForStage(engine, stage, env, out)) break;
     }
-    choice.backend = backendForKind(engine, choice.name, use_mla);
-    if (!choice.backend) choice.backend = findBackends(engine, choice.name).front();
-    choice.caps = &choice.backend->resolve(stage_env, &choice.variant);
-    if (stage.empty() || stage == "prefill") out.prefill = choice;
-    if (stage.empty() || stage == "decode") out.decode = choice;
   }
   out.env = std::move(env);
   return out;

@@ -44,6 +44,14 @@ class Selector {
   [[nodiscard]] Selection select(const SelectionInput& scenario) const;
 
  private:
+  // Each fills the stage's choice, or sets out.refusal and returns nothing.
+  std::optional<BackendChoice> chooseExplicit(const Engine& engine, const std::string& name, const std::string& stage,
+                                              const Env& stage_env, Selection& out) const;
+  std::optional<BackendChoice> walkPriorityList(const Engine& engine, const std::string& stage, const Env& stage_env,
+                                                Selection& out) const;
+  // False when the engine refuses the stage.
+  bool chooseForStage(const Engine& engine, const std::string& stage, const Env& env, Selection& out) const;
+
   const Catalog& catalog_;
 };
 
