@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -101,34 +102,6 @@ ModelGeometry geometryFrom(const py::dict& d) {
   return g;
 }
 
-const std::vector<std::string>& scenarioKeys() {
-  static const std::vector<std::string> keys{"hardware",
-                                             "model",
-                                             "engine",
-                                             "backend",
-                                             "prefill_backend",
-                                             "decode_backend",
-                                             "kernel",
-                                             "phase",
-                                             "batch",
-                                             "q_len",
-                                             "context",
-                                             "mix",
-                                             "kv_dtype",
-                                             "page_size",
-                                             "tp",
-                                             "spec_algorithm",
-                                             "spec_topk",
-                                             "spec_draft_tokens",
-                                             "spec_attention_mode",
-                                             "prefix",
-                                             "cuda_version",
-                                             "cuda_graphs",
-                                             "options",
-                                             "geometry"};
-  return keys;
-}
-
 std::optional<std::string> optString(const py::handle& v, const std::string& key) {
   if (v.is_none()) return std::nullopt;
   return as<std::string>(v, key, "a string");
@@ -139,71 +112,74 @@ std::optional<std::int64_t> optInt(const py::handle& v, const std::string& key) 
   return as<std::int64_t>(v, key, "an integer");
 }
 
-// Keywords as the command line's flags (underscores for dashes), with the same defaults.
-Scenario scenarioFrom(const py::kwargs& kwargs) {
+// A scenario as keywords give it; the workload is assembled once every keyword is read.
+struct ScenarioKeywords {
   Scenario s;
   std::string phase = "decode", mix;
   std::int64_t batch = 1, q_len = 1, context = 4096;
-  for (const auto& [k, v] : kwargs) {
-    const std::string key = as<std::string>(k, "keyword", "a string");
-    if (key == "hardware")
-      s.hardware = as<std::string>(v, key, "a string");
-    else if (key == "model")
-      s.model = as<std::string>(v, key, "a string");
-    else if (key == "engine")
-      s.engine = as<std::string>(v, key, "a string");
-    else if (key == "backend")
-      s.backend = optString(v, key);
-    else if (key == "prefill_backend")
-      s.prefill_backend = optString(v, key);
-    else if (key == "decode_backend")
-      s.decode_backend = optString(v, key);
-    else if (key == "kernel")
-      s.kernel = as<std::string>(v, key, "a string");
-    else if (key == "phase")
-      phase = as<std::string>(v, key, "a string");
-    else if (key == "batch")
-      batch = as<std::int64_t>(v, key, "an integer");
-    else if (key == "q_len")
-      q_len = as<std::int64_t>(v, key, "an integer");
-    else if (key == "context")
-      context = as<std::int64_t>(v, key, "an integer");
-    else if (key == "mix")
-      mix = as<std::string>(v, key, "a string");
-    else if (key == "kv_dtype")
-      s.kv_dtype = optString(v, key);
-    else if (key == "page_size")
-      s.page_size = optInt(v, key);
-    else if (key == "tp")
-      s.tp = as<std::int64_t>(v, key, "an integer");
-    else if (key == "spec_algorithm")
-      s.spec.algorithm = optString(v, key);
-    else if (key == "spec_topk")
-      s.spec.topk = optInt(v, key);
-    else if (key == "spec_draft_tokens")
-      s.spec.draft_tokens = optInt(v, key);
-    else if (key == "spec_attention_mode")
-      s.spec.attention_mode = optString(v, key);
-    else if (key == "prefix")
-      s.has_prefix = as<bool>(v, key, "a bool");
-    else if (key == "cuda_version")
-      s.cuda_version = as<double>(v, key, "a number");
-    else if (key == "cuda_graphs")
-      s.cuda_graphs = as<bool>(v, key, "a bool");
-    else if (key == "options")
-      s.engine_options = as<std::map<std::string, std::string>>(v, key, "a dict of strings");
-    else if (key == "geometry")
-      s.geometry = geometryFrom(as<py::dict>(v, key, "a dict"));
-    else
-      throw UsageError("no scenario keyword '" + key + "'" + didYouMean(key, scenarioKeys()) +
-                       "; keywords: " + join(scenarioKeys(), ", "));
+};
+using Setter = void (*)(ScenarioKeywords&, const py::handle&, const std::string&);
+
+std::string str(const py::handle& v, const std::string& key) { return as<std::string>(v, key, "a string"); }
+std::int64_t integer(const py::handle& v, const std::string& key) { return as<std::int64_t>(v, key, "an integer"); }
+
+// Keywords as the command line's flags (underscores for dashes), with the same defaults.
+const std::map<std::string, Setter>& scenarioSetters() {
+  using K = ScenarioKeywords;
+  using H = const py::handle&;
+  using S = const std::string&;
+  static const std::map<std::string, Setter> setters{
+      {"hardware", [](K& k, H v, S key) { k.s.hardware = str(v, key); }},
+      {"model", [](K& k, H v, S key) { k.s.model = str(v, key); }},
+      {"engine", [](K& k, H v, S key) { k.s.engine = str(v, key); }},
+      {"backend", [](K& k, H v, S key) { k.s.backend = optString(v, key); }},
+      {"prefill_backend", [](K& k, H v, S key) { k.s.prefill_backend = optString(v, key); }},
+      {"decode_backend", [](K& k, H v, S key) { k.s.decode_backend = optString(v, key); }},
+      {"kernel", [](K& k, H v, S key) { k.s.kernel = str(v, key); }},
+      {"phase", [](K& k, H v, S key) { k.phase = str(v, key); }},
+      {"batch", [](K& k, H v, S key) { k.batch = integer(v, key); }},
+      {"q_len", [](K& k, H v, S key) { k.q_len = integer(v, key); }},
+      {"context", [](K& k, H v, S key) { k.context = integer(v, key); }},
+      {"mix", [](K& k, H v, S key) { k.mix = str(v, key); }},
+      {"kv_dtype", [](K& k, H v, S key) { k.s.kv_dtype = optString(v, key); }},
+      {"page_size", [](K& k, H v, S key) { k.s.page_size = optInt(v, key); }},
+      {"tp", [](K& k, H v, S key) { k.s.tp = integer(v, key); }},
+      {"spec_algorithm", [](K& k, H v, S key) { k.s.spec.algorithm = optString(v, key); }},
+      {"spec_topk", [](K& k, H v, S key) { k.s.spec.topk = optInt(v, key); }},
+      {"spec_draft_tokens", [](K& k, H v, S key) { k.s.spec.draft_tokens = optInt(v, key); }},
+      {"spec_attention_mode", [](K& k, H v, S key) { k.s.spec.attention_mode = optString(v, key); }},
+      {"prefix", [](K& k, H v, S key) { k.s.has_prefix = as<bool>(v, key, "a bool"); }},
+      {"cuda_version", [](K& k, H v, S key) { k.s.cuda_version = as<double>(v, key, "a number"); }},
+      {"cuda_graphs", [](K& k, H v, S key) { k.s.cuda_graphs = as<bool>(v, key, "a bool"); }},
+      {"options",
+       [](K& k, H v, S key) {
+         k.s.engine_options = as<std::map<std::string, std::string>>(v, key, "a dict of strings");
+       }},
+      {"geometry", [](K& k, H v, S key) { k.s.geometry = geometryFrom(as<py::dict>(v, key, "a dict")); }},
+  };
+  return setters;
+}
+
+Scenario scenarioFrom(const py::kwargs& kwargs) {
+  ScenarioKeywords k;
+  const auto& setters = scenarioSetters();
+  for (const auto& [name, value] : kwargs) {
+    const std::string key = as<std::string>(name, "keyword", "a string");
+    const auto it = setters.find(key);
+    if (it == setters.end()) {
+      std::vector<std::string> keys;
+      for (const auto& [known, setter] : setters) keys.push_back(known);
+      throw UsageError("no scenario keyword '" + key + "'" + didYouMean(key, keys) + "; keywords: " + join(keys, ", "));
+    }
+    it->second(k, value, key);
   }
-  if (batch < 1 || q_len < 1 || context < 1) throw UsageError("batch, q_len and context must be at least 1");
-  if (s.tp < 1) throw UsageError("tp must be at least 1");
-  s.workload = mix.empty() ? Workload::uniform(parsePhase(phase), batch, q_len, context, s.spec.topk.value_or(1))
-                           : parseMix(mix);
-  qualifyBackends(s);
-  return s;
+  if (k.batch < 1 || k.q_len < 1 || k.context < 1) throw UsageError("batch, q_len and context must be at least 1");
+  if (k.s.tp < 1) throw UsageError("tp must be at least 1");
+  k.s.workload = k.mix.empty()
+                     ? Workload::uniform(parsePhase(k.phase), k.batch, k.q_len, k.context, k.s.spec.topk.value_or(1))
+                     : parseMix(k.mix);
+  qualifyBackends(k.s);
+  return k.s;
 }
 
 // A call's scenario: the Scenario given, or one made of the keywords (not both).
