@@ -4,6 +4,7 @@
 
 #include "cost/Predictor.hpp"
 #include "selection/Selector.hpp"
+#include "simulator/EngineRun.hpp"
 
 namespace attnsim {
 namespace {
@@ -51,17 +52,8 @@ void BM_StepDeepSeekV3Decode(benchmark::State& state) {
   const Engine& e = c.engine("sglang");
   const HardwareProfile& hw = c.hardware("b200");
   const ModelSpec& m = c.model("deepseek-v3");
-  const Selection s = Selector(c).select({&hw, &m, &e.policy, {}});
-  PredictionInput in;
-  in.hardware = &hw;
-  in.model = &m;
-  in.prefill_kernel = &c.kernel(s.prefill->caps->prefill_kernel);
-  in.decode_kernel = &c.kernel(s.decode->caps->decode_kernel);
-  in.cuda_graph_level = s.decode->caps->cuda_graph;
-  in.graphs = &*e.policy.cuda_graph;
-  in.engine_env = s.env;
-  in.page_size = 64;
-  const Predictor predictor(c, in);
+  const EngineRun run = runEngine(c, hw, m, e, {}, std::nullopt, Phase::Decode);
+  const Predictor predictor(c, predictionInputFor(c, hw, m, e, run, true));
   std::int64_t batch = 1;
   for (auto _ : state) {
     benchmark::DoNotOptimize(predictor.predict(Workload::uniform(Phase::Decode, batch, 1, 4096)));

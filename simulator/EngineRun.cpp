@@ -47,6 +47,18 @@ PredictionInput predictionInputFor(const Catalog& c, const HardwareProfile& hw, 
   return in;
 }
 
+PredictionInput kernelPredictionInput(const HardwareProfile& hw, const ModelSpec& m, const KernelFamily& kernel,
+                                      std::string kv_dtype, std::int64_t page_size, int tp) {
+  PredictionInput in;
+  in.hardware = &hw;
+  in.model = &m;
+  in.prefill_kernel = in.decode_kernel = &kernel;
+  in.kv_dtype = std::move(kv_dtype);
+  in.page_size = page_size;
+  in.tp = tp;
+  return in;
+}
+
 const KernelFamily& kernelFor(const Catalog& c, const EngineRun& run, Phase phase) {
   const BackendCaps& caps = *run.choice->caps;
   const bool prefill = std::string(stageOf(phase)) == "prefill";

@@ -1,6 +1,6 @@
 #pragma once
-// A backend as an engine runs it, and the one bridge from an engine's selection to the cost
-// model's input.
+// A backend as an engine runs it, and the bridges to the cost model's input: from an engine's
+// selection, or from a kernel family alone.
 #include <optional>
 #include <string>
 
@@ -27,6 +27,11 @@ EngineRun runEngine(const Catalog& c, const HardwareProfile& hw, const ModelSpec
 // the engine's capture rules and the variables after the engine's rules.
 PredictionInput predictionInputFor(const Catalog& c, const HardwareProfile& hw, const ModelSpec& m, const Engine& e,
                                    const EngineRun& run, bool cuda_graphs);
+
+// The prediction input for a kernel family outside any engine: one kernel for every phase, every
+// batch captured, full CUDA graphs.
+PredictionInput kernelPredictionInput(const HardwareProfile& hw, const ModelSpec& m, const KernelFamily& kernel,
+                                      std::string kv_dtype, std::int64_t page_size, int tp);
 
 // The kernel family a run's backend uses for `phase`.
 const KernelFamily& kernelFor(const Catalog& c, const EngineRun& run, Phase phase);

@@ -47,12 +47,8 @@ void predictEngineBackend(const Catalog& c, const Scenario& s, ScenarioPredictio
 }
 
 void predictKernel(const Catalog& c, const Scenario& s, ScenarioPrediction& out) {
-  out.input.hardware = out.hardware;
-  out.input.model = out.model.get();
-  out.input.prefill_kernel = out.input.decode_kernel = &c.kernel(s.kernel);
-  out.input.kv_dtype = s.kv_dtype.value_or("auto");
-  out.input.page_size = s.page_size.value_or(16);
-  out.input.tp = static_cast<int>(s.tp);
+  out.input = kernelPredictionInput(*out.hardware, *out.model, c.kernel(s.kernel), s.kv_dtype.value_or("auto"),
+                                    s.page_size.value_or(16), static_cast<int>(s.tp));
   out.label = fmt::format("{} · {} · kernel {} (no engine: every batch captured, full graphs)", out.hardware->id,
                           out.model->id, s.kernel);
 }

@@ -11,6 +11,7 @@
 #include "core/Error.hpp"
 #include "cost/Predictor.hpp"
 #include "hardware/HardwareProfile.hpp"
+#include "simulator/EngineRun.hpp"
 
 namespace attnsim {
 
@@ -105,12 +106,8 @@ std::vector<StepComparison> compareSteps(const Catalog& catalog, const ModelSpec
     const auto& [hardware, batch] = key;
     auto& predictor = predictors[hardware];
     if (!predictor) {
-      PredictionInput in;
-      in.hardware = &catalog.hardware(hardware);
-      in.model = &model;
-      in.prefill_kernel = &sdpa_flash;
-      in.decode_kernel = &sdpa_flash;
-      in.page_size = 1;  // contiguous K/V
+      // Contiguous K/V: page size 1.
+      const PredictionInput in = kernelPredictionInput(catalog.hardware(hardware), model, sdpa_flash, "auto", 1, 1);
       predictor = std::make_unique<Predictor>(catalog, in);
     }
     const StepNote& note = rows.note;

@@ -6,6 +6,7 @@
 #include "backends/KernelFamily.hpp"
 #include "cost/Predictor.hpp"
 #include "selection/Selector.hpp"
+#include "simulator/EngineRun.hpp"
 #include "tests/TestSupport.hpp"
 
 namespace attnsim::test {
@@ -36,22 +37,10 @@ TEST(StepGraph, SharedExpertIsAParallelBranch) {
 Predictor engineBackend(const Catalog& c, const char* engine, const char* hw, const char* model, const char* backend,
                         const HardwareProfile* hw_override = nullptr) {
   const Engine& e = c.engine(engine);
-  ServingOptions o;
-  o.backend = backend;
   const HardwareProfile& h = hw_override ? *hw_override : c.hardware(hw);
-  const Selection s = Selector(c).select({&h, &c.model(model), &e.policy, o});
-  EXPECT_FALSE(s.refusal.has_value()) << *s.refusal;
-  PredictionInput in;
-  in.hardware = &h;
-  in.model = &c.model(model);
-  in.prefill_kernel = &c.kernel(s.prefill->caps->prefill_kernel);
-  in.decode_kernel = &c.kernel(s.decode->caps->decode_kernel);
-  in.cuda_graph_level = s.decode->caps->cuda_graph;
-  in.graphs = &*e.policy.cuda_graph;
-  in.engine_env = s.env;
-  in.kv_dtype = toDisplay(s.env.at("kv_dtype"));
-  in.page_size = std::get<std::int64_t>(s.env.at("page_size"));
-  return Predictor(c, in);
+  const EngineRun run = runEngine(c, h, c.model(model), e, {}, std::string(backend), Phase::Decode);
+  EXPECT_FALSE(run.selection.refusal.has_value()) << *run.selection.refusal;
+  return Predictor(c, predictionInputFor(c, h, c.model(model), e, run, true));
 }
 
 TEST(CudaGraphs, CaptureSizesFollowTheEngines) {
