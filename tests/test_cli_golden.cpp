@@ -140,32 +140,54 @@ void diff(const json& want, const json& got, const std::string& path, std::vecto
   }
 }
 
-TEST(Golden, EveryCommandAnswersAsRecorded) {
-  const fs::path tmp = fs::temp_directory_path() / ("attnsim-golden-" + std::to_string(::getpid()));
+std::map<std::string, json> recordedAnswers() {
+  std::map<std::string, json> expected;
+  std::ifstream in(kGoldenDir / "expected.jsonl");
+  std::string line;
+  while (std::getline(in, line)) {
+    json j = json::parse(line);
+    expected[j["arguments"].get<std::string>()] = j;
+  }
+  return expected;
+}
+
+json answerOf(const Case& c, const fs::path& tmp) {
+  const std::string args = replaceAll(replaceAll(c.arguments, "{src}", ATTNSIM_SOURCE_DIR), "{tmp}", tmp.string());
+  const Outcome o = run(args, tmp);
+  json got = {{"arguments", c.arguments},
+              {"exit_code", o.exit_code},
+              {"stdout", recorded(o.out, tmp)},
+              {"stderr", recorded(o.err, tmp)}};
+  for (const auto& f : c.files) got["files"][f] = recorded(readFile(tmp / f), tmp);
+  return got;
+}
+
+// The cases run in shards so that ctest spreads them over the cores (the sanitizer build runs
+// each invocation several times slower). Cases that share the {tmp} folder are steps of one
+// study and stay together, in order, in shard 0. With ATTNSIM_UPDATE_GOLDEN, shard 0 rewrites
+// every answer and the others do nothing.
+constexpr int kShards = 6;
+
+class GoldenShard : public ::testing::TestWithParam<int> {};
+
+TEST_P(GoldenShard, AnswersAsRecorded) {
+  const int shard = GetParam();
+  const bool update = std::getenv("ATTNSIM_UPDATE_GOLDEN") != nullptr;
+  if (update && shard != 0) GTEST_SKIP() << "shard 0 rewrites every answer";
+  const fs::path tmp =
+      fs::temp_directory_path() / ("attnsim-golden-" + std::to_string(::getpid()) + "-" + std::to_string(shard));
   fs::remove_all(tmp);
   fs::create_directories(tmp);
-  const bool update = std::getenv("ATTNSIM_UPDATE_GOLDEN") != nullptr;
-  std::map<std::string, json> expected;
-  if (!update) {
-    std::ifstream in(kGoldenDir / "expected.jsonl");
-    std::string line;
-    while (std::getline(in, line)) {
-      json j = json::parse(line);
-      expected[j["arguments"].get<std::string>()] = j;
-    }
-  }
-  std::ofstream rewrite;
-  if (update) rewrite.open(kGoldenDir / "expected.jsonl");
   const auto cases = readCases();
   ASSERT_GT(cases.size(), 300U);
-  for (const auto& c : cases) {
-    const std::string args = replaceAll(replaceAll(c.arguments, "{src}", ATTNSIM_SOURCE_DIR), "{tmp}", tmp.string());
-    const Outcome o = run(args, tmp);
-    json got = {{"arguments", c.arguments},
-                {"exit_code", o.exit_code},
-                {"stdout", recorded(o.out, tmp)},
-                {"stderr", recorded(o.err, tmp)}};
-    for (const auto& f : c.files) got["files"][f] = recorded(readFile(tmp / f), tmp);
+  const std::map<std::string, json> expected = update ? std::map<std::string, json>{} : recordedAnswers();
+  std::ofstream rewrite;
+  if (update) rewrite.open(kGoldenDir / "expected.jsonl");
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    const bool study_step = c.arguments.find("{tmp}") != std::string::npos;
+    if (!update && (study_step ? 0 : static_cast<int>(i % kShards)) != shard) continue;
+    const json got = answerOf(c, tmp);
     if (update) {
       rewrite << got.dump() << "\n";
       continue;
@@ -177,15 +199,14 @@ TEST(Golden, EveryCommandAnswersAsRecorded) {
     }
     std::vector<std::string> differences;
     diff(it->second, got, "", differences);
-    EXPECT_TRUE(differences.empty()) << "attnsim " << c.arguments << "\n"
-                                     << [&] {
-                                          std::string s;
-                                          for (const auto& d : differences) s += "  " + d + "\n";
-                                          return s;
-                                        }();
+    std::string listed;
+    for (const auto& d : differences) listed += "  " + d + "\n";
+    EXPECT_TRUE(differences.empty()) << "attnsim " << c.arguments << "\n" << listed;
   }
   fs::remove_all(tmp);
 }
+
+INSTANTIATE_TEST_SUITE_P(Golden, GoldenShard, ::testing::Range(0, kShards));
 
 }  // namespace
 }  // namespace attnsim::test
