@@ -5,9 +5,9 @@
 #include <algorithm>
 
 #include "backends/KernelFamily.hpp"
+#include "catalog/Catalog.hpp"
 #include "hardware/HardwareProfile.hpp"
 #include "model/ModelSpec.hpp"
-#include "catalog/Catalog.hpp"
 
 namespace attnsim {
 
