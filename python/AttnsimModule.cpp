@@ -1,6 +1,7 @@
 // `import attnsim`: the library's catalog, select, predict, rank and check for notebooks. Every
 // answer is the same plain data `attnsim --json` prints (dicts and lists); every error is the
 // CLI's, as a Python exception that carries its location.
+#include <fmt/format.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -38,6 +39,7 @@ void raise(PyObject* type, const char* message, const SourceLocation* where = nu
   PyErr_SetObject(type, exc.ptr());
 }
 
+// NOLINTNEXTLINE(performance-unnecessary-value-param): pybind11 takes a void(*)(std::exception_ptr) translator
 void translateErrors(std::exception_ptr p) {
   try {
     if (p) std::rethrow_exception(p);
@@ -75,7 +77,7 @@ ModelGeometry geometryFrom(const py::dict& d) {
   const std::vector<std::string> keys{"num_heads",   "num_kv_heads",      "head_dim",   "head_dim_v",    "num_layers",
                                       "hidden_size", "intermediate_size", "vocab_size", "sliding_window"};
   for (const auto& [k, v] : d) {
-    const std::string key = as<std::string>(k, "geometry", "string keys");
+    const auto key = as<std::string>(k, "geometry", "string keys");
     const int n = as<int>(v, "geometry." + key, "an integer");
     if (key == "num_heads")
       g.num_heads = n;
@@ -139,69 +141,97 @@ std::optional<std::int64_t> optInt(const py::handle& v, const std::string& key) 
   return as<std::int64_t>(v, key, "an integer");
 }
 
+// The keywords that make the scenario's workload, with the command line's defaults.
+struct WorkloadKeywords {
+  std::string phase = "decode", mix;
+  std::int64_t batch = 1, q_len = 1, context = 4096;
+};
+
+// Sets one workload keyword; false when `key` is not one.
+bool setWorkloadKeyword(WorkloadKeywords& w, const std::string& key, const py::handle& v) {
+  if (key == "phase")
+    w.phase = as<std::string>(v, key, "a string");
+  else if (key == "batch")
+    w.batch = as<std::int64_t>(v, key, "an integer");
+  else if (key == "q_len")
+    w.q_len = as<std::int64_t>(v, key, "an integer");
+  else if (key == "context")
+    w.context = as<std::int64_t>(v, key, "an integer");
+  else if (key == "mix")
+    w.mix = as<std::string>(v, key, "a string");
+  else
+    return false;
+  return true;
+}
+
+// Sets one keyword naming the engine, its backends or its speculative decoding; false when `key` is not one.
+bool setEngineKeyword(Scenario& s, const std::string& key, const py::handle& v) {
+  if (key == "engine")
+    s.engine = as<std::string>(v, key, "a string");
+  else if (key == "backend")
+    s.backend = optString(v, key);
+  else if (key == "prefill_backend")
+    s.prefill_backend = optString(v, key);
+  else if (key == "decode_backend")
+    s.decode_backend = optString(v, key);
+  else if (key == "kernel")
+    s.kernel = as<std::string>(v, key, "a string");
+  else if (key == "spec_algorithm")
+    s.spec.algorithm = optString(v, key);
+  else if (key == "spec_topk")
+    s.spec.topk = optInt(v, key);
+  else if (key == "spec_draft_tokens")
+    s.spec.draft_tokens = optInt(v, key);
+  else if (key == "spec_attention_mode")
+    s.spec.attention_mode = optString(v, key);
+  else if (key == "options")
+    s.engine_options = as<std::map<std::string, std::string>>(v, key, "a dict of strings");
+  else
+    return false;
+  return true;
+}
+
+// Sets one keyword of the deployment (hardware, model, KV cache, parallelism, CUDA); false when `key` is not one.
+bool setDeploymentKeyword(Scenario& s, const std::string& key, const py::handle& v) {
+  if (key == "hardware")
+    s.hardware = as<std::string>(v, key, "a string");
+  else if (key == "model")
+    s.model = as<std::string>(v, key, "a string");
+  else if (key == "geometry")
+    s.geometry = geometryFrom(as<py::dict>(v, key, "a dict"));
+  else if (key == "kv_dtype")
+    s.kv_dtype = optString(v, key);
+  else if (key == "page_size")
+    s.page_size = optInt(v, key);
+  else if (key == "tp")
+    s.tp = as<std::int64_t>(v, key, "an integer");
+  else if (key == "prefix")
+    s.has_prefix = as<bool>(v, key, "a bool");
+  else if (key == "cuda_version")
+    s.cuda_version = as<double>(v, key, "a number");
+  else if (key == "cuda_graphs")
+    s.cuda_graphs = as<bool>(v, key, "a bool");
+  else
+    return false;
+  return true;
+}
+
 // Keywords as the command line's flags (underscores for dashes), with the same defaults.
 Scenario scenarioFrom(const py::kwargs& kwargs) {
   Scenario s;
-  std::string phase = "decode", mix;
-  std::int64_t batch = 1, q_len = 1, context = 4096;
+  WorkloadKeywords w;
   for (const auto& [k, v] : kwargs) {
-    const std::string key = as<std::string>(k, "keyword", "a string");
-    if (key == "hardware")
-      s.hardware = as<std::string>(v, key, "a string");
-    else if (key == "model")
-      s.model = as<std::string>(v, key, "a string");
-    else if (key == "engine")
-      s.engine = as<std::string>(v, key, "a string");
-    else if (key == "backend")
-      s.backend = optString(v, key);
-    else if (key == "prefill_backend")
-      s.prefill_backend = optString(v, key);
-    else if (key == "decode_backend")
-      s.decode_backend = optString(v, key);
-    else if (key == "kernel")
-      s.kernel = as<std::string>(v, key, "a string");
-    else if (key == "phase")
-      phase = as<std::string>(v, key, "a string");
-    else if (key == "batch")
-      batch = as<std::int64_t>(v, key, "an integer");
-    else if (key == "q_len")
-      q_len = as<std::int64_t>(v, key, "an integer");
-    else if (key == "context")
-      context = as<std::int64_t>(v, key, "an integer");
-    else if (key == "mix")
-      mix = as<std::string>(v, key, "a string");
-    else if (key == "kv_dtype")
-      s.kv_dtype = optString(v, key);
-    else if (key == "page_size")
-      s.page_size = optInt(v, key);
-    else if (key == "tp")
-      s.tp = as<std::int64_t>(v, key, "an integer");
-    else if (key == "spec_algorithm")
-      s.spec.algorithm = optString(v, key);
-    else if (key == "spec_topk")
-      s.spec.topk = optInt(v, key);
-    else if (key == "spec_draft_tokens")
-      s.spec.draft_tokens = optInt(v, key);
-    else if (key == "spec_attention_mode")
-      s.spec.attention_mode = optString(v, key);
-    else if (key == "prefix")
-      s.has_prefix = as<bool>(v, key, "a bool");
-    else if (key == "cuda_version")
-      s.cuda_version = as<double>(v, key, "a number");
-    else if (key == "cuda_graphs")
-      s.cuda_graphs = as<bool>(v, key, "a bool");
-    else if (key == "options")
-      s.engine_options = as<std::map<std::string, std::string>>(v, key, "a dict of strings");
-    else if (key == "geometry")
-      s.geometry = geometryFrom(as<py::dict>(v, key, "a dict"));
-    else
-      throw UsageError("no scenario keyword '" + key + "'" + didYouMean(key, scenarioKeys()) +
-                       "; keywords: " + join(scenarioKeys(), ", "));
+    const auto key = as<std::string>(k, "keyword", "a string");
+    if (!setWorkloadKeyword(w, key, v) && !setEngineKeyword(s, key, v) && !setDeploymentKeyword(s, key, v)) {
+      throw UsageError(fmt::format("no scenario keyword '{}'{}; keywords: {}", key, didYouMean(key, scenarioKeys()),
+                                   join(scenarioKeys(), ", ")));
+    }
   }
-  if (batch < 1 || q_len < 1 || context < 1) throw UsageError("batch, q_len and context must be at least 1");
+  if (w.batch < 1 || w.q_len < 1 || w.context < 1) throw UsageError("batch, q_len and context must be at least 1");
   if (s.tp < 1) throw UsageError("tp must be at least 1");
-  s.workload = mix.empty() ? Workload::uniform(parsePhase(phase), batch, q_len, context, s.spec.topk.value_or(1))
-                           : parseMix(mix);
+  s.workload = w.mix.empty()
+                   ? Workload::uniform(parsePhase(w.phase), w.batch, w.q_len, w.context, s.spec.topk.value_or(1))
+                   : parseMix(w.mix);
   qualifyBackends(s);
   return s;
 }
@@ -216,7 +246,7 @@ Scenario scenarioOf(const std::optional<Scenario>& given, const py::kwargs& kwar
 // The catalog a call uses: the one given or the embedded default, with a study's calibrations.
 std::shared_ptr<const Catalog> catalogOf(const Catalog* given, const std::optional<std::string>& db) {
   const Catalog& base = given ? *given : defaultCatalog();
-  if (!db) return std::shared_ptr<const Catalog>(&base, [](const Catalog*) {});
+  if (!db) return {&base, [](const Catalog*) {}};
   auto c = std::make_shared<Catalog>(base);
   applyStudyCalibrations(*c, Store(*db));
   return c;
