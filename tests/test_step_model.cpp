@@ -51,7 +51,7 @@ Predictor engineBackend(const Catalog& c, const char* engine, const char* hw, co
   in.engine_env = s.env;
   in.kv_dtype = toDisplay(s.env.at("kv_dtype"));
   in.page_size = std::get<std::int64_t>(s.env.at("page_size"));
-  return Predictor(c, in);
+  return {c, in};
 }
 
 TEST(CudaGraphs, CaptureSizesFollowTheEngines) {
