@@ -65,7 +65,7 @@ MessageTemplate parseMessage(const YamlReader& r, std::string_view key, const Ex
     const bool special =
         std::find(kMessagePlaceholders.begin(), kMessagePlaceholders.end(), name) != kMessagePlaceholders.end();
     if (const std::string problem = check(name); !special && !problem.empty()) {
-      r.fail(key, "placeholder {" + name + "}: " + problem);
+      r.fail(key, fmt::format("placeholder {{{}}}: {}", name, problem));
     }
   }
   return m;

@@ -11,7 +11,6 @@
 
 namespace attnsim {
 
-
 // A kernel that picks its tile shape by head dimension (CUTLASS/xFormers: 64×64 up to d 64,
 // 64×128 up to 128, 32×128 above): the first rule whose max_head_dim covers the call applies.
 struct HeadDimTiles {

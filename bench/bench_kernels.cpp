@@ -19,9 +19,9 @@ Problem prefillProblem(int heads) {
   Problem p;
   p.geo = {heads, heads, kHeadDim, kHeadDim, 1.0 / std::sqrt(128.0)};
   RequestData r;
-  r.q = Matrix::NullaryExpr(kTokens, heads * kHeadDim, [&] { return n(rng); });
-  r.k = Matrix::NullaryExpr(kTokens, heads * kHeadDim, [&] { return n(rng); });
-  r.v = Matrix::NullaryExpr(kTokens, heads * kHeadDim, [&] { return n(rng); });
+  r.q = Matrix::NullaryExpr(kTokens, static_cast<Eigen::Index>(heads) * kHeadDim, [&] { return n(rng); });
+  r.k = Matrix::NullaryExpr(kTokens, static_cast<Eigen::Index>(heads) * kHeadDim, [&] { return n(rng); });
+  r.v = Matrix::NullaryExpr(kTokens, static_cast<Eigen::Index>(heads) * kHeadDim, [&] { return n(rng); });
   p.requests.push_back(std::move(r));
   return p;
 }
@@ -41,8 +41,8 @@ void BM_EigenGemm(benchmark::State& state) {
     o.noalias() = s * k;
     benchmark::DoNotOptimize(o.data());
   }
-  state.counters["FLOPS"] = benchmark::Counter(4.0 * kTokens * kTokens * kHeadDim * static_cast<double>(state.iterations()),
-                                               benchmark::Counter::kIsRate);
+  state.counters["FLOPS"] = benchmark::Counter(
+      4.0 * kTokens * kTokens * kHeadDim * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_EigenGemm)->Unit(benchmark::kMillisecond);
 
@@ -53,16 +53,16 @@ void BM_TiledPrefill(benchmark::State& state) {
   o.tile_kv = static_cast<int>(state.range(0));
   o.round_p_to_bf16 = false;
   for (auto _ : state) benchmark::DoNotOptimize(tiledAttention(p, o));
-  state.counters["FLOPS"] = benchmark::Counter(causalFlops(1) * static_cast<double>(state.iterations()),
-                                               benchmark::Counter::kIsRate);
+  state.counters["FLOPS"] =
+      benchmark::Counter(causalFlops(1) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_TiledPrefill)->Arg(64)->Arg(128)->Unit(benchmark::kMillisecond);
 
 void BM_GoldenPrefill(benchmark::State& state) {
   const Problem p = prefillProblem(1);
   for (auto _ : state) benchmark::DoNotOptimize(goldenAttention(p));
-  state.counters["FLOPS"] = benchmark::Counter(causalFlops(1) * static_cast<double>(state.iterations()),
-                                               benchmark::Counter::kIsRate);
+  state.counters["FLOPS"] =
+      benchmark::Counter(causalFlops(1) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_GoldenPrefill)->Unit(benchmark::kMillisecond)->Iterations(2);
 

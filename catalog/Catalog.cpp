@@ -38,6 +38,7 @@ const T& lookup(const std::vector<T>& items, std::string_view id, std::string_vi
     if (item.id == id) return item;
   }
   std::vector<std::string> ids;
+  ids.reserve(items.size());
   for (const auto& item : items) ids.push_back(item.id);
   throw UsageError(fmt::format("unknown {} '{}'{}; valid ids: {}", what, id, didYouMean(id, ids), join(ids, ", ")));
 }
@@ -144,11 +145,11 @@ void loadCalibrations(const CatalogSource& source, std::vector<HardwareProfile>&
                       const std::vector<KernelFamily>& kernels) {
   for (const auto* f : source.filesUnder("hardware/calibrations/")) {
     const YamlReader r = YamlReader::parseDocument(f->content, f->display);
-    const std::string id = r.get<std::string>("hardware");
+    const auto id = r.get<std::string>("hardware");
     auto hw = std::find_if(hardware.begin(), hardware.end(), [&](const HardwareProfile& h) { return h.id == id; });
     if (hw == hardware.end()) r.fail("hardware", "no hardware profile '" + id + "'");
     if (id != stem(f->path)) r.fail("hardware", fmt::format("'{}' must match the file name '{}'", id, stem(f->path)));
-    const std::string origin = r.get<std::string>("source");
+    const auto origin = r.get<std::string>("source");
     (void)r.get<std::string>("created");
     if (auto o = r.findMap("overheads")) {
       hw->overheads.kernel_launch_us = o->getNumber("kernel_launch_us", 0, 1000);

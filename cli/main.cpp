@@ -7,16 +7,15 @@
 #include "cli/Commands.hpp"
 #include "core/Error.hpp"
 
-int main(int argc, char** argv) {
-  using namespace attnsim;
-  CLI::App app{"attnsim: simulation and performance model of LLM attention backends"};
-  app.set_version_flag("--version", std::string(ATTNSIM_VERSION));
-  app.require_subcommand(1);
-  cli::GlobalOptions global;
-  app.add_option("--catalog", global.catalog_dir, "directory overlaid on the embedded catalog (same layout)");
-  app.add_flag("--json", global.json, "machine-readable output");
+namespace {
 
-  std::vector<std::pair<CLI::App*, cli::Runner>> commands;
+using namespace attnsim;
+
+using Commands = std::vector<std::pair<CLI::App*, cli::Runner>>;
+
+// Every subcommand with the runner that answers it; the runners read `global` once parsed.
+Commands addCommands(CLI::App& app, const cli::GlobalOptions& global) {
+  Commands commands;
   auto add = [&](const char* name, const char* help, auto adder) {
     CLI::App* sub = app.add_subcommand(name, help);
     commands.emplace_back(sub, adder(*sub, global));
@@ -32,6 +31,17 @@ int main(int argc, char** argv) {
   add("measurements", "import GPU measurements into a study database", cli::addMeasurementsCommand);
   add("calibrate", "fit kernel-family efficiencies to imported measurements", cli::addCalibrateCommand);
   add("report", "write a report from a study database (validation)", cli::addReportCommand);
+  return commands;
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"attnsim: simulation and performance model of LLM attention backends"};
+  app.set_version_flag("--version", std::string(ATTNSIM_VERSION));
+  app.require_subcommand(1);
+  cli::GlobalOptions global;
+  app.add_option("--catalog", global.catalog_dir, "directory overlaid on the embedded catalog (same layout)");
+  app.add_flag("--json", global.json, "machine-readable output");
+  const Commands commands = addCommands(app, global);
 
   try {
     app.parse(argc, argv);
@@ -46,8 +56,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    for (auto& [sub, run] : commands) {
-      if (sub->parsed()) return run();
+    for (const auto& [sub, runner] : commands) {
+      if (sub->parsed()) return runner();
     }
   } catch (const InputError& e) {
     std::cerr << "attnsim: " << e.what() << "\n";
@@ -57,4 +67,18 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Input errors and refusals have their exit codes in run(); anything else escaping is a bug in attnsim.
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "attnsim: internal error: " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << "attnsim: internal error\n";
+  }
+  return 3;
 }

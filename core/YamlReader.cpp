@@ -16,8 +16,8 @@ CatalogError::CatalogError(SourceLocation where, std::string key_path, const std
       where_(std::move(where)),
       key_path_(std::move(key_path)) {}
 
-YamlReader::YamlReader(YAML::Node node, std::shared_ptr<const std::string> file, std::string path)
-    : node_(std::move(node)),
+YamlReader::YamlReader(const YAML::Node& node, std::shared_ptr<const std::string> file, std::string path)
+    : node_(node),
       file_(std::move(file)),
       path_(std::move(path)),
       read_keys_(std::make_shared<std::set<std::string, std::less<>>>()) {
@@ -35,7 +35,7 @@ YamlReader YamlReader::parseDocument(std::string_view text, const std::string& f
     throw CatalogError({file, e.mark.line + 1, e.mark.column + 1}, "", "YAML syntax error: " + e.msg);
   }
   if (!root.IsMap()) throw CatalogError({file, 1, 1}, "", "the document must be a mapping of keys to values");
-  return YamlReader(root, name, "");
+  return {root, name, ""};
 }
 
 SourceLocation YamlReader::locate(const YAML::Node& node) const {
@@ -276,7 +276,7 @@ std::vector<std::string> YamlReader::getListOf(std::string_view key, const std::
 std::optional<Expr> YamlReader::findExpr(std::string_view key, const Expr::VariableCheck& check) const {
   const auto n = raw(key);
   if (!n || n->IsNull()) return std::nullopt;
-  const std::string text = convertOrFail<std::string>(*this, *n, key);
+  const auto text = convertOrFail<std::string>(*this, *n, key);
   try {
     return Expr::parse(text, check);
   } catch (const ExprSyntaxError& e) {

@@ -20,7 +20,7 @@ namespace attnsim {
 
 class YamlReader {
  public:
-  YamlReader(YAML::Node node, std::shared_ptr<const std::string> file, std::string path);
+  YamlReader(const YAML::Node& node, std::shared_ptr<const std::string> file, std::string path);
   // Parses a whole document; a syntax error becomes a CatalogError at its line.
   static YamlReader parseDocument(std::string_view text, const std::string& file);
 

@@ -107,7 +107,7 @@ struct DecodeUnit {
   };
   // One unit's work when the KV is cut into `splits` pieces.
   [[nodiscard]] Work work(const AttentionShape& s, const KernelModel& k, int splits) const {
-    const double keys = static_cast<double>(ceilDiv(kv_tiles, splits) * k.tile_kv);
+    const auto keys = static_cast<double>(ceilDiv(kv_tiles, splits) * k.tile_kv);
     double bytes = keys * kv_bytes_per_key + qo_bytes;
     if (splits > 1) bytes += rows_in_unit * (s.d_v + 1) * kPartialBytes;
     return {2.0 * rows_padded * keys * (s.d_qk + s.d_v), bytes, keys};

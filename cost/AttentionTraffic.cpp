@@ -24,7 +24,7 @@ double attendedKeys(const RequestGroup& g, const AttentionShape& s) {
   if (!s.causal) return static_cast<double>(g.q_len) * static_cast<double>(std::min(g.context, cap));
   if (g.tree_topk > 1) {
     // A speculative tree: the root, then levels of tree_topk nodes; a node sees the prefix and its path.
-    double sum = static_cast<double>(keysAt(prefix, cap));
+    auto sum = static_cast<double>(keysAt(prefix, cap));
     std::int64_t remaining = g.q_len - 1;
     for (std::int64_t depth = 1; remaining > 0; ++depth) {
       const std::int64_t n = std::min(remaining, g.tree_topk);

@@ -3,9 +3,9 @@
 #include <algorithm>
 
 #include "backends/KernelFamily.hpp"
+#include "cost/AttentionCost.hpp"
 #include "hardware/HardwareProfile.hpp"
 #include "model/ModelSpec.hpp"
-#include "cost/AttentionCost.hpp"
 
 namespace attnsim {
 

@@ -3,11 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "backends/KernelFamily.hpp"
+#include "catalog/Catalog.hpp"
 #include "hardware/HardwareProfile.hpp"
 #include "model/ModelSpec.hpp"
-#include "catalog/Catalog.hpp"
 
 namespace attnsim {
 
@@ -24,6 +25,8 @@ Predictor::Predictor(const Catalog& catalog, PredictionInput input)
   if (input_.model_dtype.empty()) input_.model_dtype = model.dtype;
   if (!input_.prefill_kernel) input_.prefill_kernel = input_.decode_kernel;
   if (!input_.decode_kernel) input_.decode_kernel = input_.prefill_kernel;
+  // Callers pass the kernels the selection chose; a prediction without either is our bug, not bad input.
+  if (!input_.prefill_kernel) throw std::logic_error("PredictionInput needs a prefill or a decode kernel");
   device_ = resolveDevice(hw, input_.model_dtype);
   prefill_model_ = resolveKernel(*input_.prefill_kernel, hw);
   decode_model_ = resolveKernel(*input_.decode_kernel, hw, Phase::Decode);

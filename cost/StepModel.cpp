@@ -1,6 +1,7 @@
 #include "cost/StepModel.hpp"
 
 #include <algorithm>
+#include <array>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/topological_sort.hpp>
 #include <cmath>
@@ -66,13 +67,14 @@ const char* graphModeName(GraphMode m) {
 }
 
 const char* stepOpName(StepOp op) {
-  static const char* const names[] = {"input_norm", "qkv_proj",        "q_b_proj",    "rope",         "kv_write",
-                                      "kv_up_proj", "q_absorb",        "attention",   "o_absorb",     "o_proj",
-                                      "post_norm",  "gate_up_proj",    "act",         "down_proj",    "moe_router",
-                                      "moe_topk",   "experts_gate_up", "experts_act", "experts_down", "shared_gate_up",
-                                      "shared_act", "shared_down",     "moe_combine", "final_norm",   "lm_head",
-                                      "sampling"};
-  return names[at(op)];
+  static constexpr auto names = std::to_array<const char*>(
+      {"input_norm",   "qkv_proj",       "q_b_proj",   "rope",        "kv_write",        "kv_up_proj",
+       "q_absorb",     "attention",      "o_absorb",   "o_proj",      "post_norm",       "gate_up_proj",
+       "act",          "down_proj",      "moe_router", "moe_topk",    "experts_gate_up", "experts_act",
+       "experts_down", "shared_gate_up", "shared_act", "shared_down", "moe_combine",     "final_norm",
+       "lm_head",      "sampling"});
+  static_assert(names.size() == static_cast<std::size_t>(StepOp::Count));
+  return names.at(at(op));
 }
 
 namespace {

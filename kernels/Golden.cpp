@@ -51,7 +51,8 @@ Result goldenAttention(const Problem& p) {
     MatrixD lse = MatrixD::Constant(r.qLen(), g.num_heads, -std::numeric_limits<double>::infinity());
     for (int h = 0; h < g.num_heads; ++h) {
       const int kvh = h / g.group();
-      const MatrixD s = q.middleCols(h * g.d_qk, g.d_qk) * k.middleCols(kvh * g.d_qk, g.d_qk).transpose() * g.scale;
+      const MatrixD s = q.middleCols(static_cast<Eigen::Index>(h) * g.d_qk, g.d_qk) *
+                        k.middleCols(static_cast<Eigen::Index>(kvh) * g.d_qk, g.d_qk).transpose() * g.scale;
       for (std::int64_t i = 0; i < r.qLen(); ++i) {
         double m = p.sinks.empty() ? -std::numeric_limits<double>::infinity() : p.sinks[static_cast<std::size_t>(h)];
         for (std::int64_t j = 0; j < r.kvLen(); ++j) {
@@ -64,9 +65,9 @@ Result goldenAttention(const Problem& p) {
           if (!mask.allowed(i, j)) continue;
           const double w = std::exp(s(i, j) - m);
           sum += w;
-          acc += w * v.row(j).segment(kvh * g.d_v, g.d_v);
+          acc += w * v.row(j).segment(static_cast<Eigen::Index>(kvh) * g.d_v, g.d_v);
         }
-        out.row(i).segment(h * g.d_v, g.d_v) = acc / sum;
+        out.row(i).segment(static_cast<Eigen::Index>(h) * g.d_v, g.d_v) = acc / sum;
         lse(i, h) = m + std::log(sum);
       }
     }

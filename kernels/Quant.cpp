@@ -149,7 +149,7 @@ float roundToFp16(float x) { return static_cast<float>(Eigen::half(x)); }
 std::size_t roundTripKv(std::span<float> values, int rows, int heads, int width, KvFormat format,
                         ScaleGranularity granularity) {
   const auto at = [&](int r, int h, int c) -> float& {
-    return values[static_cast<std::size_t>((r * heads + h) * width + c)];
+    return values[(static_cast<std::size_t>(r) * heads + h) * width + c];
   };
   if (format == KvFormat::FP32) return 0;
   if (format == KvFormat::BF16 || format == KvFormat::FP16) {

@@ -58,8 +58,8 @@ class KvCache {
     k_tile.resize(n, g.d_qk);
     v_tile.resize(n, g.d_v);
     if (layout_ == KvLayout::Contiguous) {
-      k_tile = r.k.block(j0, kv_head * g.d_qk, n, g.d_qk);
-      v_tile = r.v.block(j0, kv_head * g.d_v, n, g.d_v);
+      k_tile = r.k.block(j0, static_cast<Eigen::Index>(kv_head) * g.d_qk, n, g.d_qk);
+      v_tile = r.v.block(j0, static_cast<Eigen::Index>(kv_head) * g.d_v, n, g.d_v);
       return;
     }
     for (std::int64_t j = j0; j < j1; ++j) {
@@ -67,8 +67,8 @@ class KvCache {
           layout_ == KvLayout::PagedNative
               ? static_cast<std::int64_t>(page_tables_[ri][static_cast<std::size_t>(j / page_)]) * page_ + j % page_
               : token_index_[ri][static_cast<std::size_t>(j)];
-      k_tile.row(j - j0) = k_pool_.row(slot).segment(kv_head * g.d_qk, g.d_qk);
-      v_tile.row(j - j0) = v_pool_.row(slot).segment(kv_head * g.d_v, g.d_v);
+      k_tile.row(j - j0) = k_pool_.row(slot).segment(static_cast<Eigen::Index>(kv_head) * g.d_qk, g.d_qk);
+      v_tile.row(j - j0) = v_pool_.row(slot).segment(static_cast<Eigen::Index>(kv_head) * g.d_v, g.d_v);
     }
   }
 
@@ -99,7 +99,8 @@ void attendHead(const Problem& p, const RequestData& r, std::size_t ri, const Kv
   for (std::int64_t i0 = 0; i0 < r.qLen(); i0 += tile_q) {
     const std::int64_t i1 = std::min(r.qLen(), i0 + tile_q);
     const auto rows = static_cast<Eigen::Index>(i1 - i0);
-    const auto q_tile = r.q.block(i0, h * g.d_qk, rows, g.d_qk);
+    const auto q_tile = r.q.block(i0, static_cast<Eigen::Index>(h) * g.d_qk, rows, g.d_qk);
+    // NOLINTNEXTLINE(bugprone-narrowing-conversions): float to float; clang-tidy 14 misreads -inf in a ?: as narrowing
     const float sink = with_sink ? p.sinks[static_cast<std::size_t>(h)] : kNegInf;
     m = Eigen::VectorXf::Constant(rows, sink);
     l = Eigen::VectorXf::Constant(rows, with_sink ? 1.0f : 0.0f);  // exp(sink - m) with m = sink
@@ -137,10 +138,10 @@ void attendHead(const Problem& p, const RequestData& r, std::size_t ri, const Kv
     for (Eigen::Index a = 0; a < rows; ++a) {
       const std::int64_t i = i0 + a;
       if (l(a) > 0) {
-        out.row(i).segment(h * g.d_v, g.d_v) = (acc.row(a) / l(a)).cast<double>();
+        out.row(i).segment(static_cast<Eigen::Index>(h) * g.d_v, g.d_v) = (acc.row(a) / l(a)).cast<double>();
         lse(i, h) = static_cast<double>(m(a)) + std::log(static_cast<double>(l(a)));
       } else {
-        out.row(i).segment(h * g.d_v, g.d_v).setZero();
+        out.row(i).segment(static_cast<Eigen::Index>(h) * g.d_v, g.d_v).setZero();
         lse(i, h) = -std::numeric_limits<double>::infinity();
       }
     }
@@ -203,8 +204,10 @@ Result tiledAttention(const Problem& p, const TiledOptions& o) {
   const int splits = std::max(1, o.splits);
   if (splits == 1) return runRange(p, cache, o, 0, 1);
   std::vector<Result> parts;
+  parts.reserve(static_cast<std::size_t>(splits));
   for (int s = 0; s < splits; ++s) parts.push_back(runRange(p, cache, o, s, splits));
   std::vector<const Result*> views;
+  views.reserve(parts.size());
   for (const auto& part : parts) views.push_back(&part);
   Result merged;
   mergePartials(views, merged);
@@ -251,8 +254,8 @@ Result cascadeAttention(const Problem& p, std::int64_t shared, const TiledOption
   Result shared_result;
   at = 0;
   for (const auto& r : p.requests) {
-    shared_result.out.push_back(shared_stacked.out.front().middleRows(at, r.qLen()));
-    shared_result.lse.push_back(shared_stacked.lse.front().middleRows(at, r.qLen()));
+    shared_result.out.emplace_back(shared_stacked.out.front().middleRows(at, r.qLen()));
+    shared_result.lse.emplace_back(shared_stacked.lse.front().middleRows(at, r.qLen()));
     at += r.qLen();
   }
   Result merged;

@@ -1,6 +1,7 @@
 // `import attnsim`: the library's catalog, select, predict, rank and check for notebooks. Every
 // answer is the same plain data `attnsim --json` prints (dicts and lists); every error is the
 // CLI's, as a Python exception that carries its location.
+#include <fmt/format.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -39,6 +40,7 @@ void raise(PyObject* type, const char* message, const SourceLocation* where = nu
   PyErr_SetObject(type, exc.ptr());
 }
 
+// NOLINTNEXTLINE(performance-unnecessary-value-param): pybind11 takes a void(*)(std::exception_ptr) translator
 void translateErrors(std::exception_ptr p) {
   try {
     if (p) std::rethrow_exception(p);
@@ -76,7 +78,7 @@ ModelGeometry geometryFrom(const py::dict& d) {
   const std::vector<std::string> keys{"num_heads",   "num_kv_heads",      "head_dim",   "head_dim_v",    "num_layers",
                                       "hidden_size", "intermediate_size", "vocab_size", "sliding_window"};
   for (const auto& [k, v] : d) {
-    const std::string key = as<std::string>(k, "geometry", "string keys");
+    const auto key = as<std::string>(k, "geometry", "string keys");
     const int n = as<int>(v, "geometry." + key, "an integer");
     if (key == "num_heads")
       g.num_heads = n;
@@ -168,6 +170,7 @@ Scenario scenarioFrom(const py::kwargs& kwargs) {
     const auto it = setters.find(key);
     if (it == setters.end()) {
       std::vector<std::string> keys;
+      keys.reserve(setters.size());
       for (const auto& [known, setter] : setters) keys.push_back(known);
       throw UsageError("no scenario keyword '" + key + "'" + didYouMean(key, keys) + "; keywords: " + join(keys, ", "));
     }
@@ -192,7 +195,7 @@ Scenario scenarioOf(const std::optional<Scenario>& given, const py::kwargs& kwar
 // The catalog a call uses: the one given or the embedded default, with a study's calibrations.
 std::shared_ptr<const Catalog> catalogOf(const Catalog* given, const std::optional<std::string>& db) {
   const Catalog& base = given ? *given : defaultCatalog();
-  if (!db) return std::shared_ptr<const Catalog>(&base, [](const Catalog*) {});
+  if (!db) return {&base, [](const Catalog*) {}};
   auto c = std::make_shared<Catalog>(base);
   applyStudyCalibrations(*c, Store(*db));
   return c;

@@ -47,6 +47,7 @@ bool backendHasFeature(const Backend& b, const BackendCaps& caps, const std::str
 // Python's repr of a list of strings, as the engines print reasons.
 std::string pythonList(const std::vector<std::string>& items) {
   std::vector<std::string> quoted;
+  quoted.reserve(items.size());
   for (const auto& i : items) quoted.push_back("'" + i + "'");
   return "[" + join(quoted, ", ") + "]";
 }

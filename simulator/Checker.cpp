@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <random>
 
@@ -56,13 +57,13 @@ void quantize(Matrix& m, int heads, int width, KvFormat kv) {
 
 // Query rows and contexts of the check's two requests, shrunk to the FLOP budget.
 struct Lengths {
-  std::int64_t q_len[2];
-  std::int64_t context[2];
+  std::array<std::int64_t, 2> q_len{};
+  std::array<std::int64_t, 2> context{};
   bool scaled = false;
 };
 
 Lengths lengthsFor(Phase phase, std::int64_t tree_nodes, double flops_per_pair, double budget) {
-  std::int64_t base[2] = {300, 173};  // odd lengths, not multiples of pages or tiles
+  const std::array<std::int64_t, 2> base{300, 173};  // odd lengths, not multiples of pages or tiles
   auto cost = [&](double f) {
     double total = 0;
     for (const auto c : base) {

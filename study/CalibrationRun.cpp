@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <ctime>
 
 #include "catalog/Catalog.hpp"
@@ -15,9 +16,9 @@ namespace {
 
 std::string today() {
   const std::time_t t = std::time(nullptr);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&t));
-  return buf;
+  std::array<char, 16> buf{};
+  std::strftime(buf.data(), buf.size(), "%Y-%m-%d", std::gmtime(&t));
+  return buf.data();
 }
 
 std::string sourcesOf(const std::vector<MeasurementRow>& rows, const std::string& hardware) {
@@ -145,7 +146,7 @@ std::map<std::string, std::string> calibrationYaml(const std::vector<FamilyCalib
   std::map<std::string, std::string> files;
   for (const auto& [hardware, text] : header) {
     files[hardware] = text + "kernels:\n";
-    for (const auto& [kernel, phases] : kernels[hardware]) files[hardware] += "  " + kernel + ":\n" + phases;
+    for (const auto& [kernel, phases] : kernels[hardware]) files[hardware] += fmt::format("  {}:\n{}", kernel, phases);
   }
   return files;
 }

@@ -111,8 +111,9 @@ TEST(Bounds, ExtendAndDecodeFlopsEqualClosedForms) {
   const AttentionShape shape = mha(64, 8, 128);
   // Extend: q new tokens over a prefix P: Σ_{i=1..q} (P + i).
   const std::int64_t q = 300, prefix = 5000;
+  const std::int64_t attended_pairs = q * prefix + q * (q + 1) / 2;  // q * (q + 1) is even: exact
   EXPECT_DOUBLE_EQ(predict(s, shape, Phase::Extend, {1, q, prefix + q}).flops,
-                   2.0 * 64 * static_cast<double>(q * prefix + q * (q + 1) / 2) * 256);
+                   2.0 * 64 * static_cast<double>(attended_pairs) * 256);
   // Decode: one row per request over the whole context.
   EXPECT_DOUBLE_EQ(predict(s, shape, Phase::Decode, {16, 1, 8192}).flops, 2.0 * 16 * 64 * 8192 * 256);
 }

@@ -2,6 +2,7 @@
 // Guards refactoring (outputs must not change by accident) and makes intended changes visible:
 // run with ATTNSIM_UPDATE_GOLDEN=1 to rewrite tests/data/cli_golden/expected.jsonl, then review
 // the diff. JSON answers are compared field by field, numbers to a relative 1e-9; text exactly.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -120,13 +121,13 @@ void diff(const json& want, const json& got, const std::string& path, std::vecto
   if (want.is_object()) {
     for (const auto& [k, v] : want.items()) {
       if (!got.contains(k)) {
-        out.push_back(path + "/" + k + ": missing");
+        out.push_back(fmt::format("{}/{}: missing", path, k));
       } else {
-        diff(v, got[k], path + "/" + k, out);
+        diff(v, got[k], fmt::format("{}/{}", path, k), out);
       }
     }
     for (const auto& [k, v] : got.items()) {
-      if (!want.contains(k)) out.push_back(path + "/" + k + ": unexpected");
+      if (!want.contains(k)) out.push_back(fmt::format("{}/{}: unexpected", path, k));
     }
   } else if (want.is_array()) {
     if (want.size() != got.size()) {

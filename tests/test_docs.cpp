@@ -1,5 +1,6 @@
 // golden: the support matrices regenerated from the descriptors equal the engines' published
 // tables cell for cell (expected cells in tests/data/seed_tables, transcribed from ../shared/seeds).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -75,7 +76,7 @@ TEST(GoldenDocs, SupportMatrixIsUpToDate) {
 TEST(GoldenDocs, RulesDocumentEveryScenarioVariable) {
   const std::string rules = readFile(std::string(ATTNSIM_SOURCE_DIR) + "/docs/RULES.md");
   for (const auto& [name, meaning] : scenarioVariableDocs()) {
-    EXPECT_NE(rules.find("| `" + name + "` | " + meaning + " |"), std::string::npos) << name;
+    EXPECT_NE(rules.find(fmt::format("| `{}` | {} |", name, meaning)), std::string::npos) << name;
   }
 }
 

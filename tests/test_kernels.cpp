@@ -189,13 +189,13 @@ TEST(Kernels, MlaAbsorbedEqualsNaive) {
   m.nope = 16;
   m.rope = 8;
   m.v_dim = 16;
-  m.w_uk = randn(rng, m.heads * m.nope, m.kv_lora) * 0.125f;
-  m.w_uv = randn(rng, m.heads * m.v_dim, m.kv_lora) * 0.125f;
+  m.w_uk = randn(rng, static_cast<Eigen::Index>(m.heads) * m.nope, m.kv_lora) * 0.125f;
+  m.w_uv = randn(rng, static_cast<Eigen::Index>(m.heads) * m.v_dim, m.kv_lora) * 0.125f;
   for (const auto& [prefix, q] : std::vector<std::pair<int, int>>{{0, 9}, {77, 1}, {30, 4}}) {
     MlaProblem::Request r;
     r.prefix = prefix;
-    r.q_nope = randn(rng, q, m.heads * m.nope);
-    r.q_rope = randn(rng, q, m.heads * m.rope);
+    r.q_nope = randn(rng, q, static_cast<Eigen::Index>(m.heads) * m.nope);
+    r.q_rope = randn(rng, q, static_cast<Eigen::Index>(m.heads) * m.rope);
     r.c_kv = randn(rng, prefix + q, m.kv_lora);
     r.k_rope = randn(rng, prefix + q, m.rope);
     m.requests.push_back(r);

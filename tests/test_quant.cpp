@@ -1,6 +1,7 @@
 // unit: the KV-cache number formats against their definitions, and the attention error they cost.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 
 #include "backends/KernelFamily.hpp"
@@ -58,7 +59,7 @@ TEST(Fp8E5M2, DecodeAndEncodeFollowTheIeeeLayout) {
 }
 
 TEST(Fp4E2M1, TheEightMagnitudes) {
-  const float expected[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+  const std::array<float, 8> expected{0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
   for (int code = 0; code < 8; ++code) {
     EXPECT_EQ(decode(MiniFloat::E2M1, static_cast<std::uint8_t>(code)), expected[code]);
     EXPECT_EQ(decode(MiniFloat::E2M1, static_cast<std::uint8_t>(code | 8)), -expected[code]);
@@ -80,7 +81,7 @@ TEST(KvRoundTrip, ScalesAndBlocks) {
   EXPECT_EQ(roundTripKv(heads, 1, 2, 2, KvFormat::FP8_E4M3, ScaleGranularity::PerHead), 2U);
   EXPECT_FLOAT_EQ(heads[3], 0.002f);
   // NVFP4: values on the E2M1 grid times the block's scale survive exactly.
-  const float grid[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+  const std::array<float, 8> grid{0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
   std::vector<float> on_grid(32);
   for (std::size_t i = 0; i < 32; ++i) on_grid[i] = (i % 2 == 0 ? 1.0f : -1.0f) * grid[i % 8];
   const std::vector<float> exact = on_grid;

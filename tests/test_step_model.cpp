@@ -40,7 +40,7 @@ Predictor engineBackend(const Catalog& c, const char* engine, const char* hw, co
   const HardwareProfile& h = hw_override ? *hw_override : c.hardware(hw);
   const EngineRun run = runEngine(c, h, c.model(model), e, {}, std::string(backend), Phase::Decode);
   EXPECT_FALSE(run.selection.refusal.has_value()) << *run.selection.refusal;
-  return Predictor(c, predictionInputFor(c, h, c.model(model), e, run, true));
+  return {c, predictionInputFor(c, h, c.model(model), e, run, true)};
 }
 
 TEST(CudaGraphs, CaptureSizesFollowTheEngines) {
