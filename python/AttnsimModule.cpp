@@ -166,7 +166,7 @@ Scenario scenarioFrom(const py::kwargs& kwargs) {
   ScenarioKeywords k;
   const auto& setters = scenarioSetters();
   for (const auto& [name, value] : kwargs) {
-    const std::string key = as<std::string>(name, "keyword", "a string");
+    const auto key = as<std::string>(name, "keyword", "a string");
     const auto it = setters.find(key);
     if (it == setters.end()) {
       std::vector<std::string> keys;
