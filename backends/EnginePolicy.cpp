@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <regex>
 
+#include "core/Error.hpp"
+#include "core/Formats.hpp"
 #include "core/Strings.hpp"
 
 namespace attnsim {
@@ -299,6 +301,13 @@ EnginePolicy parseEnginePolicy(const YamlReader& r, const std::vector<std::strin
   p.per_stage = r.get<bool>("per_stage", false);
   p.block_size_filters_selection = r.get<bool>("block_size_filters_selection", true);
   p.kv_dtypes = r.get<std::vector<std::string>>("kv_dtypes");
+  for (const auto& kv : p.kv_dtypes) {
+    try {
+      (void)parseKvCacheDtype(kv);  // the cost model and the checker must know every spelling
+    } catch (const UsageError& e) {
+      r.fail("kv_dtypes", e.what());
+    }
+  }
   for (const auto& o : r.list("options")) p.options.push_back(parseOption(o));
   const auto check = makeCheck(policyVariables(r, p.options, core_variables));
 

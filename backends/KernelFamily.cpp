@@ -69,7 +69,7 @@ KernelFamily parseKernelFamily(const YamlReader& r) {
   k.platforms = r.getListOf("platforms", kPlatforms);
   k.phases = r.getListOf("phases", kPhases);
   k.algorithm = r.getOneOf("algorithm", kKernelAlgorithms);
-  k.paging = r.getOneOf("paging", kPaging);
+  k.paging = parsePaging(r.getOneOf("paging", kPaging));
   k.tile_q = static_cast<int>(r.findInt("tile_q", 1, 1024).value_or(0));
   k.tile_kv = static_cast<int>(r.findInt("tile_kv", 1, 4096).value_or(0));
   int previous = 0;

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/Formats.hpp"
 #include "core/YamlReader.hpp"
 #include "hardware/KernelEfficiency.hpp"
 
@@ -26,9 +27,9 @@ struct KernelFamily {
   std::string description;
   std::string source;
   std::vector<std::string> platforms;
-  std::vector<std::string> phases;              // prefill, decode
-  std::string algorithm;                        // see kKernelAlgorithms
-  std::string paging;                           // native, emulated (page table expanded per token), contiguous
+  std::vector<std::string> phases;  // prefill, decode
+  std::string algorithm;            // see kKernelAlgorithms
+  Paging paging = Paging::Native;
   int tile_q = 0;                               // query rows per CTA tile (0: not tiled over queries)
   int tile_kv = 0;                              // keys per inner step
   std::vector<HeadDimTiles> tiles_by_head_dim;  // overrides tile_q/tile_kv by head dim (at most 4)

@@ -17,8 +17,9 @@ struct CallFixture {
 
 CallFixture callFixture(const Catalog& c, const char* hw_id, const char* kernel_id) {
   const HardwareProfile& hw = c.hardware(hw_id);
-  return {resolveShape(c.model("llama-3.1-70b").primaryLayer(), c.kernel(kernel_id), Phase::Decode, "auto", "bf16", 1),
-          resolveKernel(c.kernel(kernel_id), hw), resolveDevice(hw, "bf16")};
+  return {resolveShape(c.model("llama-3.1-70b").primaryLayer(), c.kernel(kernel_id), Phase::Decode, KvCacheDtype::Auto,
+                       DType::BF16, 1),
+          resolveKernel(c.kernel(kernel_id), hw), resolveDevice(hw, DType::BF16)};
 }
 
 void BM_AttentionCallDecode(benchmark::State& state) {

@@ -22,7 +22,7 @@ void printLayerCheck(const ScenarioCheck& check, const LayerCheck& l) {
              out.context, out.heads, out.kv_heads, out.d_qk, out.d_v,
              out.scaled_down ? " (" + out.scaled_note + ")" : "");
   fmt::print("  error     max abs {:.3e}, max rel {:.3e} (tolerance {:.1e} for {} inputs, {} KV): {}\n\n",
-             out.max_abs_err, out.max_rel_err, out.tolerance, rq.dtype, kernels::kvFormatName(rq.kv),
+             out.max_abs_err, out.max_rel_err, out.tolerance, dtypeName(rq.dtype), kernels::kvFormatName(rq.kv),
              out.passed ? "PASS" : "FAIL");
 }
 

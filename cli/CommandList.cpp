@@ -54,7 +54,7 @@ void printModels(const Catalog& c) {
 void printKernels(const Catalog& c) {
   fmt::print("{:<22} {:<22} {:<11} {:<20} {:<5} {}\n", "id", "algorithm", "paging", "phases", "split", "name");
   for (const auto& k : c.kernels()) {
-    fmt::print("{:<22} {:<22} {:<11} {:<20} {:<5} {}\n", k.id, k.algorithm, k.paging, join(k.phases, ","),
+    fmt::print("{:<22} {:<22} {:<11} {:<20} {:<5} {}\n", k.id, k.algorithm, pagingName(k.paging), join(k.phases, ","),
                k.split_kv ? "yes" : "no", k.name);
   }
 }

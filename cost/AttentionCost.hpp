@@ -9,6 +9,7 @@
 #include <string>
 
 #include "backends/KernelFamily.hpp"
+#include "core/Formats.hpp"
 #include "cost/Workload.hpp"
 
 namespace attnsim {
@@ -104,13 +105,12 @@ AttentionCost predictAttention(const AttentionShape& shape, const KernelModel& k
 
 // Resolution from the catalog (done once per scenario, outside the hot path).
 AttentionShape resolveShape(const AttentionLayerSpec& layer, const KernelFamily& kernel, Phase phase,
-                            const std::string& kv_dtype, const std::string& dtype, int tp);
+                            KvCacheDtype kv_dtype, DType dtype, int tp);
 // The family's parameters on a device: the device's calibration for the phase class when it has
 // one, else the family's figure for the architecture, else its default.
 KernelModel resolveKernel(const KernelFamily& kernel, const HardwareProfile& hw, Phase phase = Phase::Prefill);
 // The calibration class of a phase: prefill, extend, or decode (decode and verify).
 const char* calibrationClass(Phase phase);
-DeviceModel resolveDevice(const HardwareProfile& hw, const std::string& dtype);
-double kvElementBytes(const std::string& kv_dtype, const std::string& dtype);
+DeviceModel resolveDevice(const HardwareProfile& hw, DType dtype);
 
 }  // namespace attnsim

@@ -9,16 +9,8 @@
 
 namespace attnsim {
 
-double kvElementBytes(const std::string& kv_dtype, const std::string& dtype) {
-  if (kv_dtype == "fp8_ds_mla") return 656.0 / 576.0;  // 512 fp8 + 4 fp32 scales + 64 bf16 rope per token
-  if (kv_dtype.rfind("fp8", 0) == 0 || kv_dtype == "int8") return 1.0;
-  if (kv_dtype == "fp4_e2m1" || kv_dtype == "nvfp4") return 0.5 + 1.0 / 16;  // one fp8 scale per 16 values
-  if (kv_dtype == "auto" && dtype == "fp32") return 4.0;
-  return 2.0;
-}
-
 AttentionShape resolveShape(const AttentionLayerSpec& layer, const KernelFamily& kernel, Phase phase,
-                            const std::string& kv_dtype, const std::string& dtype, int tp) {
+                            KvCacheDtype kv_dtype, DType dtype, int tp) {
   AttentionShape s;
   const int ranks = std::max(1, tp);
   s.num_heads = std::max(1, layer.num_heads / ranks);
@@ -26,7 +18,7 @@ AttentionShape resolveShape(const AttentionLayerSpec& layer, const KernelFamily&
   s.top_k = layer.sparse_top_k;
   s.causal = layer.causal;
   s.sinks = layer.sinks;
-  s.act_bytes = dtype == "fp32" ? 4.0 : 2.0;
+  s.act_bytes = bytesOf(dtype);
   s.kv_elem_bytes = kvElementBytes(kv_dtype, dtype);
   s.kv_quantized = s.kv_elem_bytes < 2.0;
   const bool absorbed = kernel.algorithm == "mla_absorbed" || kernel.algorithm == "mla_sparse";
@@ -73,8 +65,8 @@ KernelModel resolveKernel(const KernelFamily& kernel, const HardwareProfile& hw,
               k.tiles_by_head_dim.begin());
   k.split_kv = kernel.split_kv;
   k.gqa_packing = kernel.gqa_packing;
-  k.paged_native = kernel.paging == "native";
-  k.paged_emulated = kernel.paging == "emulated";
+  k.paged_native = kernel.paging == Paging::Native;
+  k.paged_emulated = kernel.paging == Paging::Emulated;
   k.unfused = kernel.algorithm == "unfused";
   k.working_bytes = kernel.working_precision == "fp32" ? 4.0 : 0.0;
   k.tensor_math = kernel.math == "tensor";
@@ -93,13 +85,13 @@ KernelModel resolveKernel(const KernelFamily& kernel, const HardwareProfile& hw,
   return k;
 }
 
-DeviceModel resolveDevice(const HardwareProfile& hw, const std::string& dtype) {
+DeviceModel resolveDevice(const HardwareProfile& hw, DType dtype) {
   DeviceModel d;
   const auto& p = hw.peak;
   double tflops = 0;
-  if (dtype == "fp32") {
+  if (dtype == DType::FP32) {
     tflops = p.tf32_tflops.value_or(p.fp32_tflops.value_or(0));
-  } else if (dtype == "fp16") {
+  } else if (dtype == DType::FP16) {
     tflops = p.fp16_tflops.value_or(p.bf16_tflops.value_or(0));
   } else {
     tflops = p.bf16_tflops.value_or(p.fp16_tflops.value_or(0));

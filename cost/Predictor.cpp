@@ -22,21 +22,21 @@ Predictor::Predictor(const Catalog& catalog, PredictionInput input)
     : input_(std::move(input)), prefill_graph_(*input_.model, false), decode_graph_(*input_.model, true) {
   const HardwareProfile& hw = *input_.hardware;
   const ModelSpec& model = *input_.model;
-  if (input_.model_dtype.empty()) input_.model_dtype = model.dtype;
+  if (!input_.model_dtype) input_.model_dtype = model.dtype;
   if (!input_.prefill_kernel) input_.prefill_kernel = input_.decode_kernel;
   if (!input_.decode_kernel) input_.decode_kernel = input_.prefill_kernel;
   // Callers pass the kernels the selection chose; a prediction without either is our bug, not bad input.
   if (!input_.prefill_kernel) throw std::logic_error("PredictionInput needs a prefill or a decode kernel");
-  device_ = resolveDevice(hw, input_.model_dtype);
+  device_ = resolveDevice(hw, *input_.model_dtype);
   prefill_model_ = resolveKernel(*input_.prefill_kernel, hw);
   decode_model_ = resolveKernel(*input_.decode_kernel, hw, Phase::Decode);
   extend_model_ = resolveKernel(*input_.prefill_kernel, hw, Phase::Extend);
   layer_types_ = model.layerCounts();
   for (const auto& [layer, count] : layer_types_) {
     prefill_shapes_.push_back(
-        resolveShape(*layer, *input_.prefill_kernel, Phase::Prefill, input_.kv_dtype, input_.model_dtype, input_.tp));
+        resolveShape(*layer, *input_.prefill_kernel, Phase::Prefill, input_.kv_dtype, *input_.model_dtype, input_.tp));
     decode_shapes_.push_back(
-        resolveShape(*layer, *input_.decode_kernel, Phase::Decode, input_.kv_dtype, input_.model_dtype, input_.tp));
+        resolveShape(*layer, *input_.decode_kernel, Phase::Decode, input_.kv_dtype, *input_.model_dtype, input_.tp));
   }
   linear_ = resolveLinearKernels(catalog, hw, model);
   launch_ = {hw.overheads.kernel_launch_us, hw.overheads.graph_replay_base_us, hw.overheads.graph_replay_per_node_us};
@@ -129,7 +129,7 @@ Prediction Predictor::predict(const Workload& workload) const {
       costs.attention_launches[i] = layers[i].cost.splits > 1 ? 2 : 1;
     }
   };
-  const double kv_bytes = kvElementBytes(input_.kv_dtype, input_.model_dtype);
+  const double kv_bytes = kvElementBytes(input_.kv_dtype, *input_.model_dtype);
   costLinearOps(model, linear_, workload, input_.tp, kv_bytes, costs);
   fillAttention(p.attention);
   p.eager = simulateStep(graph, costs, GraphMode::Eager, launch_);

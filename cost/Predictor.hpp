@@ -26,8 +26,8 @@ struct PredictionInput {
   std::string cuda_graph_level = "always";       // the backend's support: always, uniform_batch, ...
   const CudaGraphPolicy* graphs = nullptr;       // the engine's capture rules; null: every batch captured
   Env engine_env;                                // variables for the engine's graph rules
-  std::string kv_dtype = "auto";
-  std::string model_dtype;  // empty: the model's
+  KvCacheDtype kv_dtype = KvCacheDtype::Auto;
+  std::optional<DType> model_dtype;  // unset: the model's
   std::int64_t page_size = 16;
   int tp = 1;
 };

@@ -263,7 +263,7 @@ LinearOps linearOps(const ModelSpec& model, const LinearKernels& k, const Worklo
   for (const auto& g : w.groups) kv_tokens += static_cast<double>(g.count * g.context);
   const AttentionLayerSpec& attn = model.primaryLayer();
   return {.ranks = ranks,
-          .act = model.dtype == "fp32" ? 4.0 : 2.0,
+          .act = bytesOf(model.dtype),
           .wb = weightBytesPerElement(model.weight_dtype, false),
           .wb_experts = weightBytesPerElement(model.weight_dtype, true),
           .tokens = static_cast<double>(w.tokens()),

@@ -110,17 +110,39 @@ std::uint8_t encode(MiniFloat f, float value, bool saturate) {
   return static_cast<std::uint8_t>(sign | code);
 }
 
-KvFormat parseKvFormat(const std::string& kv, const std::string& model_dtype) {
-  if (kv == "fp8" || kv == "fp8_e4m3" || kv == "fp8_inc" || kv == "fp8_ds_mla") return KvFormat::FP8_E4M3;
-  if (kv == "fp8_e5m2") return KvFormat::FP8_E5M2;
-  if (kv == "fp4_e2m1" || kv == "nvfp4") return KvFormat::FP4_E2M1;
-  if (kv == "bf16" || kv == "bfloat16") return KvFormat::BF16;
-  if (kv == "fp16" || kv == "float16") return KvFormat::FP16;
-  if (kv == "auto" || kv.empty()) {
-    if (model_dtype == "fp32") return KvFormat::FP32;
-    return model_dtype == "fp16" ? KvFormat::FP16 : KvFormat::BF16;
+KvFormat referenceKvFormat(KvCacheDtype kv, DType model_dtype) {
+  switch (kv) {
+    case KvCacheDtype::FP8_E4M3:
+    case KvCacheDtype::FP8_DS_MLA:  // its latent part is E4M3 with per-tile scales
+      return KvFormat::FP8_E4M3;
+    case KvCacheDtype::FP8_E5M2:
+      return KvFormat::FP8_E5M2;
+    case KvCacheDtype::FP4_E2M1:
+      return KvFormat::FP4_E2M1;
+    case KvCacheDtype::BF16:
+      return KvFormat::BF16;
+    case KvCacheDtype::FP16:
+      return KvFormat::FP16;
+    case KvCacheDtype::FP32:
+      return KvFormat::FP32;
+    case KvCacheDtype::Auto:
+      return inputFormat(model_dtype);
+    case KvCacheDtype::INT8:
+      break;
   }
-  throw UsageError("no reference KV format for kv dtype '" + kv + "'");
+  throw UsageError("no reference KV format for kv dtype '" + std::string(kvCacheDtypeName(kv)) + "'");
+}
+
+KvFormat inputFormat(DType dtype) {
+  switch (dtype) {
+    case DType::FP32:
+      return KvFormat::FP32;
+    case DType::FP16:
+      return KvFormat::FP16;
+    case DType::BF16:
+      return KvFormat::BF16;
+  }
+  return KvFormat::BF16;
 }
 
 std::string kvFormatName(KvFormat f) {

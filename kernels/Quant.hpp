@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/Formats.hpp"
+
 namespace attnsim::kernels {
 
 enum class MiniFloat { E4M3, E5M2, E2M1 };
@@ -28,7 +30,11 @@ std::uint8_t encode(MiniFloat f, float value, bool saturate = true);
 
 // Quantized storage of a row-major block of values.
 enum class KvFormat { BF16, FP16, FP32, FP8_E4M3, FP8_E5M2, FP4_E2M1 };
-KvFormat parseKvFormat(const std::string& engine_kv_dtype, const std::string& model_dtype);
+// The format a KV cache stores in (auto: the model's dtype); UsageError for one the reference
+// kernels do not implement (int8).
+KvFormat referenceKvFormat(KvCacheDtype kv, DType model_dtype);
+// The format inputs in `dtype` are rounded to.
+KvFormat inputFormat(DType dtype);
 std::string kvFormatName(KvFormat f);
 bool isQuantized(KvFormat f);
 

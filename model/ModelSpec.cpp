@@ -115,7 +115,7 @@ ModelSpec parseModelSpec(const YamlReader& r) {
   m.hf_id = r.get<std::string>("hf_id");
   m.family = r.get<std::string>("family");
   m.architecture = r.get<std::string>("architecture");
-  m.dtype = r.getOneOf("dtype", kDtypes);
+  m.dtype = parseDType(r.getOneOf("dtype", kDtypes));
   m.weight_dtype = r.getOneOf("weight_dtype", kWeightDtypes);
   m.num_layers = static_cast<int>(r.getInt("num_layers", 1, 10000));
   m.hidden_size = static_cast<int>(r.getInt("hidden_size", 1, 1 << 20));

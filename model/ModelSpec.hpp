@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/Formats.hpp"
 #include "core/YamlReader.hpp"
 
 namespace attnsim {
@@ -53,10 +54,10 @@ struct ModelSpec {
   std::string id;
   std::string name;
   std::string hf_id;
-  std::string family;        // engine model-specific rules key on it (deepseek, gpt_oss, llama ...)
-  std::string architecture;  // the HF architecture class
-  std::string dtype;         // activations: bf16, fp16, fp32
-  std::string weight_dtype;  // bf16, fp8, mxfp4 ...
+  std::string family;         // engine model-specific rules key on it (deepseek, gpt_oss, llama ...)
+  std::string architecture;   // the HF architecture class
+  DType dtype = DType::BF16;  // activations
+  std::string weight_dtype;   // bf16, fp8, mxfp4 ...
   int num_layers = 0;
   int hidden_size = 0;
   int intermediate_size = 0;

@@ -61,7 +61,7 @@ json kernelJson(const KernelFamily& k) {
   return {{"id", k.id},
           {"name", k.name},
           {"algorithm", k.algorithm},
-          {"paging", k.paging},
+          {"paging", pagingName(k.paging)},
           {"phases", k.phases},
           {"platforms", k.platforms},
           {"split_kv", k.split_kv},

@@ -115,7 +115,7 @@ json scenarioJson(const ScenarioPrediction& sp) {
   }
   return {{"hardware", sp.hardware->id},       {"model", sp.model->id}, {"phase", phaseName(sp.workload.phase)},
           {"mixed", !sp.workload.isUniform()}, {"requests", groups},    {"page_size", sp.input.page_size},
-          {"kv_dtype", sp.input.kv_dtype},     {"tp", sp.input.tp}};
+          {"kv_dtype", sp.kv_dtype},           {"tp", sp.input.tp}};
 }
 
 json backendJson(const std::optional<PredictedBackend>& b) {

@@ -80,7 +80,7 @@ void addModelVariables(Env& env, const ModelSpec& m, std::int64_t tp) {
   env["model"] = m.id;
   env["family"] = m.family;
   env["architecture"] = m.architecture;
-  env["dtype"] = m.dtype;
+  env["dtype"] = std::string(dtypeName(m.dtype));
   env["use_mla"] = mla;
   env["use_sparse"] = m.isSparse();
   env["has_sink"] = m.hasSinks();

@@ -44,7 +44,7 @@ CheckRequest requestFor(const Catalog& c, const EngineRun& run, const AttentionL
   rq.layer = &layer;
   rq.phase = phase;
   rq.dtype = m.dtype;
-  rq.kv = kernels::parseKvFormat(toDisplay(run.selection.env.at("kv_dtype")), m.dtype);
+  rq.kv = kernels::referenceKvFormat(parseKvCacheDtype(toDisplay(run.selection.env.at("kv_dtype"))), m.dtype);
   rq.page_size = std::get<std::int64_t>(run.selection.env.at("page_size"));
   rq.tree_topk = tree_topk;
   rq.flop_budget = flop_budget;
@@ -56,7 +56,7 @@ std::string runKey(const CheckRequest& rq) {
   const AttentionLayerSpec& l = *rq.layer;
   return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", rq.kernel->id, l.kind, l.num_heads, l.num_kv_heads,
                      l.head_dim, l.head_dim_v, l.sliding_window, l.sinks, l.sparse_top_k, phaseName(rq.phase),
-                     kernels::kvFormatName(rq.kv), rq.page_size, rq.dtype);
+                     kernels::kvFormatName(rq.kv), rq.page_size, dtypeName(rq.dtype));
 }
 
 }  // namespace

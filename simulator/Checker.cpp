@@ -36,14 +36,13 @@ double unitRoundoff(KvFormat f) {
   return 1.0;
 }
 
-float roundTo(const std::string& dtype, float x) {
-  if (dtype == "bf16") return roundToBf16(x);
-  if (dtype == "fp16") return roundToFp16(x);
+float roundTo(DType dtype, float x) {
+  if (dtype == DType::BF16) return roundToBf16(x);
+  if (dtype == DType::FP16) return roundToFp16(x);
   return x;
 }
 
-Matrix randomMatrix(std::mt19937& rng, Eigen::Index rows, Eigen::Index cols, const std::string& dtype,
-                    float sd = 1.0f) {
+Matrix randomMatrix(std::mt19937& rng, Eigen::Index rows, Eigen::Index cols, DType dtype, float sd = 1.0f) {
   std::normal_distribution<float> n(0.0f, sd);
   Matrix m(rows, cols);
   for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = roundTo(dtype, n(rng));
@@ -118,12 +117,12 @@ TiledOptions tiledOptionsFor(const CheckRequest& rq) {
   TiledOptions o;
   o.tile_q = k.algorithm == "paged_decode" ? 16 : std::max(1, k.tile_q);
   o.tile_kv = std::max(16, k.tile_kv);
-  o.layout = k.paging == "native"     ? KvLayout::PagedNative
-             : k.paging == "emulated" ? KvLayout::PagedPerToken
-                                      : KvLayout::Contiguous;
+  o.layout = k.paging == Paging::Native     ? KvLayout::PagedNative
+             : k.paging == Paging::Emulated ? KvLayout::PagedPerToken
+                                            : KvLayout::Contiguous;
   o.page_size = static_cast<int>(std::max<std::int64_t>(1, rq.page_size));
   o.unfused = k.algorithm == "unfused";
-  o.round_p_to_bf16 = rq.dtype != "fp32" && !o.unfused;
+  o.round_p_to_bf16 = rq.dtype != DType::FP32 && !o.unfused;
   o.splits = decode_like && k.split_kv ? 3 : 1;
   o.seed = rq.seed;
   return o;
@@ -162,7 +161,7 @@ std::vector<std::vector<int>> keySets(const Inputs& in, std::int64_t q_len, std:
 MlaProblem randomMlaProblem(const Inputs& in) {
   const MlaGeometry& g = *in.layer.mla;
   const int heads = in.layer.num_heads;
-  const std::string& dtype = in.rq.dtype;
+  const DType dtype = in.rq.dtype;
   MlaProblem m;
   m.heads = heads;
   m.kv_lora = g.kv_lora_rank;
@@ -314,12 +313,11 @@ void describeShape(CheckOutcome& out, const Inputs& in, const TiledOptions& o) {
 
 }  // namespace
 
-double checkTolerance(KvFormat kv, const std::string& dtype) {
+double checkTolerance(KvFormat kv, DType dtype) {
   // Three unit roundoffs of the coarsest format on the path (the KV cache, the inputs, and the
   // probabilities P that FlashAttention-style kernels round to the input dtype). Measured worst
   // cases over the catalog: 0.46 (bf16), 0.67 (fp8 e4m3), 0.55 (fp8 e5m2), 0.95 (fp4 e2m1) roundoffs.
-  const KvFormat input = dtype == "fp32" ? KvFormat::FP32 : dtype == "fp16" ? KvFormat::FP16 : KvFormat::BF16;
-  return 3.0 * std::max(unitRoundoff(kv), unitRoundoff(input));
+  return 3.0 * std::max(unitRoundoff(kv), unitRoundoff(inputFormat(dtype)));
 }
 
 CheckOutcome runCheck(const CheckRequest& rq) {

@@ -17,7 +17,7 @@ struct CheckRequest {
   const AttentionLayerSpec* layer = nullptr;
   Phase phase = Phase::Decode;
   kernels::KvFormat kv = kernels::KvFormat::BF16;
-  std::string dtype = "bf16";
+  DType dtype = DType::BF16;
   std::int64_t page_size = 16;
   std::int64_t tree_topk = 1;  // verify: > 1 checks a draft tree
   unsigned seed = 7;
@@ -44,6 +44,6 @@ struct CheckOutcome {
 CheckOutcome runCheck(const CheckRequest& request);
 
 // The documented tolerance on the normalized max error for inputs in `dtype` and a KV cache in `kv`.
-double checkTolerance(kernels::KvFormat kv, const std::string& dtype);
+double checkTolerance(kernels::KvFormat kv, DType dtype);
 
 }  // namespace attnsim

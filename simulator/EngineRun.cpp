@@ -41,19 +41,19 @@ PredictionInput predictionInputFor(const Catalog& c, const HardwareProfile& hw, 
   in.graphs = e.policy.cuda_graph ? &*e.policy.cuda_graph : nullptr;
   in.engine_env = run.selection.env;
   if (!cuda_graphs) in.engine_env["cuda_graph_disabled"] = true;
-  in.kv_dtype = toDisplay(run.selection.env.at("kv_dtype"));
+  in.kv_dtype = parseKvCacheDtype(toDisplay(run.selection.env.at("kv_dtype")));
   in.page_size = std::get<std::int64_t>(run.selection.env.at("page_size"));
   in.tp = static_cast<int>(std::get<std::int64_t>(run.selection.env.at("tp")));
   return in;
 }
 
 PredictionInput kernelPredictionInput(const HardwareProfile& hw, const ModelSpec& m, const KernelFamily& kernel,
-                                      std::string kv_dtype, std::int64_t page_size, int tp) {
+                                      KvCacheDtype kv_dtype, std::int64_t page_size, int tp) {
   PredictionInput in;
   in.hardware = &hw;
   in.model = &m;
   in.prefill_kernel = in.decode_kernel = &kernel;
-  in.kv_dtype = std::move(kv_dtype);
+  in.kv_dtype = kv_dtype;
   in.page_size = page_size;
   in.tp = tp;
   return in;

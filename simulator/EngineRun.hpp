@@ -31,7 +31,7 @@ PredictionInput predictionInputFor(const Catalog& c, const HardwareProfile& hw, 
 // The prediction input for a kernel family outside any engine: one kernel for every phase, every
 // batch captured, full CUDA graphs.
 PredictionInput kernelPredictionInput(const HardwareProfile& hw, const ModelSpec& m, const KernelFamily& kernel,
-                                      std::string kv_dtype, std::int64_t page_size, int tp);
+                                      KvCacheDtype kv_dtype, std::int64_t page_size, int tp);
 
 // The kernel family a run's backend uses for `phase`.
 const KernelFamily& kernelFor(const Catalog& c, const EngineRun& run, Phase phase);

@@ -7,6 +7,7 @@
 #include "backends/KernelFamily.hpp"
 #include "catalog/Catalog.hpp"
 #include "core/Error.hpp"
+#include "core/Strings.hpp"
 
 namespace attnsim {
 
@@ -38,6 +39,7 @@ void predictEngineBackend(const Catalog& c, const Scenario& s, ScenarioPredictio
   const EngineRun run = runEngine(c, *out.hardware, *out.model, e, options, s.backend, s.workload.phase);
   if (run.selection.refusal) throw EngineRefusal(*run.selection.refusal);
   out.input = predictionInputFor(c, *out.hardware, *out.model, e, run, s.cuda_graphs);
+  out.kv_dtype = toDisplay(run.selection.env.at("kv_dtype"));
   out.backend =
       PredictedBackend{e.policy.engine,     run.choice->name,     run.choice->variant, run.choice->caps->cuda_graph,
                        run.selection.notes, s.backend.has_value()};
@@ -47,7 +49,8 @@ void predictEngineBackend(const Catalog& c, const Scenario& s, ScenarioPredictio
 }
 
 void predictKernel(const Catalog& c, const Scenario& s, ScenarioPrediction& out) {
-  out.input = kernelPredictionInput(*out.hardware, *out.model, c.kernel(s.kernel), s.kv_dtype.value_or("auto"),
+  out.kv_dtype = s.kv_dtype.value_or("auto");
+  out.input = kernelPredictionInput(*out.hardware, *out.model, c.kernel(s.kernel), parseKvCacheDtype(out.kv_dtype),
                                     s.page_size.value_or(16), static_cast<int>(s.tp));
   out.label = fmt::format("{} · {} · kernel {} (no engine: every batch captured, full graphs)", out.hardware->id,
                           out.model->id, s.kernel);

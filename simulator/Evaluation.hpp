@@ -44,6 +44,7 @@ struct ScenarioPrediction {
   Workload workload;
   bool cuda_graphs = true;
   PredictionInput input;
+  std::string kv_dtype;  // as the engine spells it (the input holds its format)
   Prediction prediction;
   std::optional<PredictedBackend> backend;  // empty for a kernel outside any engine
   std::vector<KernelParameters> parameters;

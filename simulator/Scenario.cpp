@@ -78,7 +78,7 @@ ModelSpec modelFromGeometry(const ModelGeometry& g) {
   m.id = "custom";
   m.name = "custom geometry";
   m.family = "custom";
-  m.dtype = "bf16";
+  m.dtype = DType::BF16;
   m.weight_dtype = "bf16";
   m.num_layers = g.num_layers.value_or(32);
   m.hidden_size = g.hidden_size.value_or(g.num_heads * g.head_dim);

@@ -41,7 +41,7 @@ double defaultTrainMape(const Catalog& c, const FamilyFit& f, const std::vector<
     }
   }
   const KernelModel base = measuredKernelModel(c, f.kernel, f.hardware, phaseOfClass(f.phase));
-  const DeviceModel device = resolveDevice(c.hardware(f.hardware), "bf16");
+  const DeviceModel device = resolveDevice(c.hardware(f.hardware), DType::BF16);
   return meanAbsolutePercentageError(points, base, device, f.defaults);
 }
 

@@ -107,7 +107,8 @@ std::vector<StepComparison> compareSteps(const Catalog& catalog, const ModelSpec
     auto& predictor = predictors[hardware];
     if (!predictor) {
       // Contiguous K/V: page size 1.
-      const PredictionInput in = kernelPredictionInput(catalog.hardware(hardware), model, sdpa_flash, "auto", 1, 1);
+      const PredictionInput in =
+          kernelPredictionInput(catalog.hardware(hardware), model, sdpa_flash, KvCacheDtype::Auto, 1, 1);
       predictor = std::make_unique<Predictor>(catalog, in);
     }
     const StepNote& note = rows.note;

@@ -62,7 +62,7 @@ std::vector<ScoredPoint> scoreHeldOut(const Catalog& c, const std::vector<Measur
     if (it == fit_of.end() && phase_class == "extend") it = fit_of.find({r.hardware, r.kernel, "prefill"});
     const FitPoint p = fitPointFrom(r);
     const KernelModel base = measuredKernelModel(c, r.kernel, r.hardware, phaseOf(r));
-    const DeviceModel device = resolveDevice(c.hardware(r.hardware), "bf16");
+    const DeviceModel device = resolveDevice(c.hardware(r.hardware), DType::BF16);
     const FitParams defaults = defaultsOf(c, r.kernel, r.hardware);
     const FitParams& fitted = it == fit_of.end() ? defaults : it->second->fit.params;
     out.push_back({r.hardware, r.kernel, r.impl, r.phase, shapeKey(r), r.median_us,
@@ -141,7 +141,7 @@ std::vector<CrossDeviceRow> crossDevice(const Catalog& c, const std::vector<Meas
         }
       }
       const KernelModel base = measuredKernelModel(c, to.kernel, to.hardware, phaseOfClass(to.phase));
-      const DeviceModel device = resolveDevice(c.hardware(to.hardware), "bf16");
+      const DeviceModel device = resolveDevice(c.hardware(to.hardware), DType::BF16);
       out.push_back({from.hardware, to.hardware, to.kernel, to.phase, points.size(),
                      meanAbsolutePercentageError(points, base, device, from.fit.params),
                      meanAbsolutePercentageError(points, base, device, to.fit.params)});
@@ -172,7 +172,7 @@ std::vector<FamilyFit> fitAll(const Catalog& c, const std::vector<MeasurementRow
     f.phase = std::get<2>(key);
     f.defaults = defaultsOf(c, f.kernel, f.hardware);
     const KernelModel base = measuredKernelModel(c, f.kernel, f.hardware, phaseOfClass(f.phase));
-    f.fit = fitKernel(points, base, resolveDevice(c.hardware(f.hardware), "bf16"), f.defaults);
+    f.fit = fitKernel(points, base, resolveDevice(c.hardware(f.hardware), DType::BF16), f.defaults);
     f.train = static_cast<int>(points.size());
     f.test = test[key];
     fits.push_back(f);

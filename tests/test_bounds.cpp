@@ -29,7 +29,7 @@ struct Rig {
 Rig setup(const char* hw_id, const char* kernel_id) {
   const Catalog& c = defaultCatalog();
   const HardwareProfile& hw = c.hardware(hw_id);
-  return {hw, resolveKernel(c.kernel(kernel_id), hw), resolveDevice(hw, "bf16")};
+  return {hw, resolveKernel(c.kernel(kernel_id), hw), resolveDevice(hw, DType::BF16)};
 }
 
 AttentionCost predict(const Rig& s, const AttentionShape& shape, Phase phase, RequestGroup g, std::int64_t page = 16) {
@@ -174,11 +174,13 @@ TEST(Bounds, VerifyChainIsAnExtendAndATreeSeesItsPath) {
 TEST(Bounds, MlaAbsorbedDecodeUsesTheLatentWidths) {
   const Catalog& c = defaultCatalog();
   const AttentionLayerSpec& layer = c.model("deepseek-v3").primaryLayer();
-  const AttentionShape decode = resolveShape(layer, c.kernel("flashmla"), Phase::Decode, "auto", "bf16", 1);
+  const AttentionShape decode =
+      resolveShape(layer, c.kernel("flashmla"), Phase::Decode, KvCacheDtype::Auto, DType::BF16, 1);
   EXPECT_EQ(decode.num_kv_heads, 1);
   EXPECT_EQ(decode.d_qk, 576);
   EXPECT_EQ(decode.d_v, 512);
-  const AttentionShape prefill = resolveShape(layer, c.kernel("fa3"), Phase::Prefill, "auto", "bf16", 1);
+  const AttentionShape prefill =
+      resolveShape(layer, c.kernel("fa3"), Phase::Prefill, KvCacheDtype::Auto, DType::BF16, 1);
   EXPECT_EQ(prefill.num_kv_heads, 128);
   EXPECT_EQ(prefill.d_qk, 192);
   EXPECT_EQ(prefill.d_v, 128);
@@ -193,10 +195,10 @@ TEST(Bounds, QuantizedKvReadsFewerBytes) {
   const Rig s = setup("h100-sxm", "fa3");
   AttentionShape bf16 = mha(32, 8, 128);
   AttentionShape fp8 = bf16;
-  fp8.kv_elem_bytes = kvElementBytes("fp8_e4m3", "bf16");
+  fp8.kv_elem_bytes = kvElementBytes(KvCacheDtype::FP8_E4M3, DType::BF16);
   fp8.kv_quantized = true;
   AttentionShape fp4 = bf16;
-  fp4.kv_elem_bytes = kvElementBytes("fp4_e2m1", "bf16");
+  fp4.kv_elem_bytes = kvElementBytes(KvCacheDtype::FP4_E2M1, DType::BF16);
   const auto a = predict(s, bf16, Phase::Decode, {64, 1, 16384});
   const auto b = predict(s, fp8, Phase::Decode, {64, 1, 16384});
   const auto f = predict(s, fp4, Phase::Decode, {64, 1, 16384});
@@ -224,7 +226,7 @@ TEST(Bounds, NeverBeatsTheRooflineLowerBound) {
   const Catalog& c = defaultCatalog();
   for (const char* hw_id : {"a100-sxm-80g", "h100-sxm", "b200", "mi300x", "l40s"}) {
     const HardwareProfile& hw = c.hardware(hw_id);
-    const DeviceModel device = resolveDevice(hw, "bf16");
+    const DeviceModel device = resolveDevice(hw, DType::BF16);
     for (const auto& family : c.kernels()) {
       const KernelModel kernel = resolveKernel(family, hw);
       for (const Phase phase : {Phase::Prefill, Phase::Extend, Phase::Decode, Phase::Verify}) {

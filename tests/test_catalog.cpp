@@ -67,7 +67,7 @@ TEST(Catalog, KernelFamiliesAreEntriesOfTheirOwn) {
   const Catalog& c = defaultCatalog();
   EXPECT_EQ(c.kernel("fa3").algorithm, "tiled_online_softmax");
   EXPECT_EQ(c.kernel("flashmla").algorithm, "mla_absorbed");
-  EXPECT_EQ(c.kernel("triton-sglang").paging, "emulated");
+  EXPECT_EQ(c.kernel("triton-sglang").paging, Paging::Emulated);
   EXPECT_THROW((void)c.kernel("fa5"), UsageError);
 }
 

@@ -83,7 +83,7 @@ TEST(Measurements, CsvQuotingFollowsRfc4180) {
 TEST(Calibration, RecoversKnownParametersFromSyntheticData) {
   const Catalog& c = defaultCatalog();
   const KernelModel base = measuredKernelModel(c, "fa2", "h100-sxm", Phase::Prefill);
-  const DeviceModel device = resolveDevice(c.hardware("h100-sxm"), "bf16");
+  const DeviceModel device = resolveDevice(c.hardware("h100-sxm"), DType::BF16);
   const FitParams truth{0.62, 0.83, 6.5, 0.8};
   std::vector<FitPoint> points;
   std::vector<MeasurementRow> rows;
@@ -210,7 +210,7 @@ TEST(Measurements, PagedRowsAndGraphNodeGapsImport) {
   EXPECT_FALSE(isHeldOut(rows[1], {}));
   // The model reads a paged point's page table; the same call contiguous reads none.
   const KernelModel base = measuredKernelModel(defaultCatalog(), "flex-decoding", "h100-sxm", Phase::Decode);
-  const DeviceModel device = resolveDevice(defaultCatalog().hardware("h100-sxm"), "bf16");
+  const DeviceModel device = resolveDevice(defaultCatalog().hardware("h100-sxm"), DType::BF16);
   EXPECT_GT(predictPoint(fitPointFrom(rows[0]), base, device, {}),
             predictPoint(fitPointFrom(rows[1]), base, device, {}));
   // The page_size survives the store.
