@@ -42,7 +42,7 @@ std::vector<std::string> reasonsFor(const ReasonList& list, const std::string& b
   return {};
 }
 
-[[maybe_unused]] bool hasNote(const Selection& s, const std::string& note) {
+bool hasNote(const Selection& s, const std::string& note) {
   return std::find(s.notes.begin(), s.notes.end(), note) != s.notes.end();
 }
 
@@ -80,6 +80,45 @@ TEST(VllmGemma3, PrefixLmRefusesExplicitFlashAttn) {
 
 TEST(VllmQwen25Vl, IsNotPrefixLmSoH100PicksFa3) {
   EXPECT_EQ(chosen(select(vllm("h100-sxm", "qwen2.5-vl-7b"))), "FLASH_ATTN [FA3]");
+}
+
+// ---- D2: DeepSeek-V3.2 KV-cache spellings ----
+// vllm/model_executor/models/config.py DeepseekV32ForCausalLM.verify_and_update_config @ 2d5be1dd runs before
+// the platform hook (vllm/config/vllm.py VllmConfig.__post_init__): fp8* -> fp8_ds_mla, bfloat16 -> auto; then
+// only FLASHMLA_SPARSE (KV auto, bfloat16, fp8_ds_mla) is valid on SM 9.x/10.x, block 64
+// (vllm/platforms/cuda.py CudaPlatformBase.check_and_update_config).
+Scenario withKv(Scenario s, const std::string& kv) {
+  s.kv_dtype = kv;
+  return s;
+}
+
+TEST(VllmDeepseekV32, Fp8KvBecomesFp8DsMlaOnHopper) {
+  const Selection s = select(withKv(vllm("h100-sxm", "deepseek-v3.2"), "fp8"));
+  EXPECT_EQ(chosen(s), "FLASHMLA_SPARSE");
+  EXPECT_EQ(s.env.at("kv_dtype"), Value{std::string("fp8_ds_mla")});
+  EXPECT_EQ(s.env.at("page_size"), Value{std::int64_t{64}});
+  EXPECT_TRUE(hasNote(s, "Using custom fp8 kv-cache format for DeepSeekV3.2"));
+  EXPECT_TRUE(hasNote(s, "Forcing kv cache block size to 64 for FlashMLA backend."));
+}
+
+TEST(VllmDeepseekV32, Fp8KvBecomesFp8DsMlaOnBlackwell) {
+  const Selection s = select(withKv(vllm("b200", "deepseek-v3.2"), "fp8_e4m3"));
+  EXPECT_EQ(chosen(s), "FLASHMLA_SPARSE");
+  EXPECT_EQ(s.env.at("kv_dtype"), Value{std::string("fp8_ds_mla")});
+  EXPECT_EQ(s.env.at("page_size"), Value{std::int64_t{64}});
+  EXPECT_TRUE(hasNote(s, "Forcing kv cache block size to 64 for FlashMLASparse backend."));
+}
+
+TEST(VllmDeepseekV32, Bfloat16KvIsAuto) {
+  const Selection s = select(withKv(vllm("h100-sxm", "deepseek-v3.2"), "bfloat16"));
+  EXPECT_EQ(chosen(s), "FLASHMLA_SPARSE");
+  EXPECT_EQ(s.env.at("kv_dtype"), Value{std::string("auto")});
+  EXPECT_TRUE(hasNote(s, "Using bfloat16 kv-cache for DeepSeekV3.2"));
+}
+
+TEST(VllmDeepseekV32, HasNoBackendOnAmpere) {
+  const Selection s = select(vllm("a100-sxm-80g", "deepseek-v3.2"));
+  EXPECT_TRUE(refusedWith(s, "No valid attention backend found for cuda")) << chosen(s);
 }
 
 }  // namespace
