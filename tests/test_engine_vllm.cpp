@@ -121,5 +121,63 @@ TEST(VllmDeepseekV32, HasNoBackendOnAmpere) {
   EXPECT_TRUE(refusedWith(s, "No valid attention backend found for cuda")) << chosen(s);
 }
 
+// ---- D3, D5: ROCm's decision tree (vllm/platforms/rocm.py RocmPlatform.get_attn_backend_cls @ 2d5be1dd) ----
+Scenario withPage(Scenario s, std::int64_t page) {
+  s.page_size = page;
+  return s;
+}
+
+TEST(VllmRocm, SparseMlaAssertsBlockSizeOne) {
+  EXPECT_TRUE(refusedWith(select(vllm("mi300x", "deepseek-v3.2")),
+                          "Sparse MLA backend on ROCm only supports block size 1 for now."));
+}
+
+TEST(VllmRocm, SparseMlaIgnoresExplicitBackend) {
+  const Selection s = select(withBackend(withPage(vllm("mi300x", "deepseek-v3.2"), 1), "TRITON_MLA"));
+  EXPECT_EQ(chosen(s), "ROCM_AITER_MLA_SPARSE");
+  EXPECT_EQ(s.env.at("page_size"), Value{std::int64_t{1}});
+}
+
+TEST(VllmRocm, SparseMlaRejectsFp8Kv) {
+  EXPECT_TRUE(refusedWith(select(withKv(withPage(vllm("mi300x", "deepseek-v3.2"), 1), "fp8")),
+                          "ROCMAiterMLASparseBackend doesn't support fp8 kv_cache_dtype."));
+}
+
+TEST(VllmRocm, RejectsCudaOnlyBackends) {
+  for (const char* b : {"FLASH_ATTN", "FLASHINFER", "TREE_ATTN", "FLASH_ATTN_DIFFKV", "CPU_ATTN", "TRITON_MLA"}) {
+    const Selection s = select(withBackend(vllm("mi300x", "llama-3.1-8b"), b));
+    EXPECT_TRUE(refusedWith(s, "Attention backend " + std::string(b) +
+                                   " is not supported on ROCm. Note that V0 attention backends have been removed."))
+        << b << ": " << chosen(s);
+  }
+}
+
+TEST(VllmRocm, DenseMlaRejectsSparseBackend) {
+  const Selection s = select(withBackend(vllm("mi300x", "deepseek-v3"), "ROCM_AITER_MLA_SPARSE"));
+  EXPECT_TRUE(
+      refusedWith(s, "The selected backend, ROCM_AITER_MLA_SPARSE,is not MLA type while requested for MLA backend."))
+      << chosen(s);
+}
+
+TEST(VllmRocm, MlaBlockSizeOnePicksAiterMla) {
+  EXPECT_EQ(chosen(select(withPage(vllm("mi300x", "deepseek-v3"), 1))), "ROCM_AITER_MLA");
+  EXPECT_TRUE(refusedWith(select(withBackend(withPage(vllm("mi300x", "deepseek-v3"), 1), "TRITON_MLA")),
+                          "The selected backend, TRITON_MLA,does not support block size 1."));
+}
+
+std::set<std::string> rankedNames(const Scenario& s) {
+  std::set<std::string> names;
+  for (const auto& r : rankBackends(defaultCatalog(), s, {"vllm"}).ranked) names.insert(r.backend);
+  return names;
+}
+
+TEST(VllmRocm, RankMatchesExplicitWhitelist) {
+  EXPECT_EQ(rankedNames(vllm("mi300x", "llama-3.1-8b")),
+            (std::set<std::string>{"ROCM_AITER_FA", "ROCM_AITER_UNIFIED_ATTN", "TRITON_ATTN", "ROCM_ATTN",
+                                   "FLEX_ATTENTION"}));
+  EXPECT_EQ(rankedNames(vllm("mi300x", "deepseek-v3")),
+            (std::set<std::string>{"ROCM_AITER_MLA", "ROCM_AITER_TRITON_MLA", "TRITON_MLA"}));
+}
+
 }  // namespace
 }  // namespace attnsim::test
