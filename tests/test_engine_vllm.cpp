@@ -179,5 +179,38 @@ TEST(VllmRocm, RankMatchesExplicitWhitelist) {
             (std::set<std::string>{"ROCM_AITER_MLA", "ROCM_AITER_TRITON_MLA", "TRITON_MLA"}));
 }
 
+// ---- D6: XPU is in-tree (vllm/platforms/__init__.py builtin_platform_plugins @ 2d5be1dd) ----
+// vllm/platforms/xpu.py XPUPlatform.get_attn_backend_cls and check_and_update_config @ 2d5be1dd.
+TEST(VllmXpu, IsInTreeAndDefaultsToFlashAttn) {
+  const Scenario scenario = vllm("intel-max-1550", "llama-3.1-8b");
+  const Selection s = select(scenario);
+  EXPECT_EQ(chosen(s), "FLASH_ATTN [XPU]");
+  EXPECT_EQ(s.env.at("page_size"), Value{std::int64_t{64}});
+  EXPECT_EQ(s.prefill->caps->cuda_graph, "never");
+  const ScenarioPrediction p = predictScenario(defaultCatalog(), scenario);
+  EXPECT_EQ(p.prediction.graph_decision.mode, GraphMode::Eager) << p.prediction.graph_decision.why;
+  EXPECT_EQ(p.prediction.graph_decision.capture_sizes, 0U);
+}
+
+TEST(VllmXpu, MlaAlwaysUsesTritonMla) {
+  EXPECT_EQ(chosen(select(vllm("intel-max-1550", "deepseek-v3"))), "TRITON_MLA");
+  EXPECT_EQ(chosen(select(withBackend(vllm("intel-max-1550", "deepseek-v3"), "FLASHMLA"))), "TRITON_MLA");
+}
+
+TEST(VllmXpu, RejectsUnlistedExplicitBackend) {
+  EXPECT_TRUE(refusedWith(select(withBackend(vllm("intel-max-1550", "llama-3.1-8b"), "FLEX_ATTENTION")),
+                          "Invalid attention backend for xpu, with use_mla: False"));
+  EXPECT_EQ(chosen(select(withBackend(vllm("intel-max-1550", "llama-3.1-8b"), "TRITON_ATTN"))), "TRITON_ATTN [XPU]");
+}
+
+TEST(VllmXpu, SparseNotImplemented) {
+  EXPECT_TRUE(
+      refusedWith(select(vllm("intel-max-1550", "deepseek-v3.2")), "Sparse Attention is not supported on XPU."));
+}
+
+TEST(VllmAscend, IsStillAnOutOfTreePlugin) {
+  EXPECT_TRUE(refusedWith(select(vllm("ascend-910b", "llama-3.1-8b")), "out-of-tree plugin (vllm-ascend)"));
+}
+
 }  // namespace
 }  // namespace attnsim::test
