@@ -212,5 +212,31 @@ TEST(VllmAscend, IsStillAnOutOfTreePlugin) {
   EXPECT_TRUE(refusedWith(select(vllm("ascend-910b", "llama-3.1-8b")), "out-of-tree plugin (vllm-ascend)"));
 }
 
+// ---- D7, D4.2: CPU runs CPU_ATTN whatever was asked, unvalidated ----
+// vllm/platforms/cpu.py CpuPlatform.get_attn_backend_cls and check_and_update_config @ 2d5be1dd.
+TEST(VllmCpu, SubstitutesCpuAttnForExplicitBackend) {
+  const Selection s = select(withBackend(vllm("xeon-spr-amx", "llama-3.1-8b"), "FLEX_ATTENTION"));
+  EXPECT_EQ(chosen(s), "CPU_ATTN");
+  EXPECT_TRUE(hasNote(s, "Cannot use AttentionBackendEnum.FLEX_ATTENTION backend on CPU."));
+}
+
+TEST(VllmCpu, DefaultBlockSizeIs128) {
+  const Selection s = select(vllm("xeon-spr-amx", "llama-3.1-8b"));
+  EXPECT_EQ(chosen(s), "CPU_ATTN");
+  EXPECT_EQ(s.env.at("page_size"), Value{std::int64_t{128}});
+  EXPECT_EQ(select(withPage(vllm("xeon-spr-amx", "llama-3.1-8b"), 16)).env.at("page_size"), Value{std::int64_t{16}});
+}
+
+TEST(VllmCpu, RunsGptOssSinksOnCpuAttn) { EXPECT_EQ(chosen(select(vllm("xeon-spr-amx", "gpt-oss-20b"))), "CPU_ATTN"); }
+
+TEST(VllmCpu, MlaNotImplemented) {
+  EXPECT_TRUE(refusedWith(select(vllm("xeon-spr-amx", "deepseek-v3")), "MLA is not supported on CPU."));
+}
+
+TEST(VllmCpu, Fp8KvWithDefaultChunkedPrefillRaises) {
+  EXPECT_TRUE(refusedWith(select(withKv(vllm("xeon-spr-amx", "llama-3.1-8b"), "fp8")),
+                          "Chunked-prefill and prefix-cache on the CPU backend is not compatible with FP8 KV cache."));
+}
+
 }  // namespace
 }  // namespace attnsim::test
