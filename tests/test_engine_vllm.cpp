@@ -238,5 +238,17 @@ TEST(VllmCpu, Fp8KvWithDefaultChunkedPrefillRaises) {
                           "Chunked-prefill and prefix-cache on the CPU backend is not compatible with FP8 KV cache."));
 }
 
+// ---- D8: FLASH_ATTN_MLA never reads flash_attn_version ----
+// vllm/v1/attention/backends/mla/flashattn_mla.py FlashAttnMLABackend.supports_combination is
+// fa_utils.py flash_attn_supports_mla() (FA3 built and SM90) @ 2d5be1dd; block 64 from
+// vllm/platforms/cuda.py CudaPlatformBase.check_and_update_config.
+TEST(VllmFlashAttnMla, IgnoresFaVersion) {
+  Scenario scenario = vllm("h100-sxm", "deepseek-v3");
+  scenario.engine_options["fa_version"] = "2";
+  const Selection s = select(scenario);
+  EXPECT_EQ(chosen(s), "FLASH_ATTN_MLA");
+  EXPECT_EQ(s.env.at("page_size"), Value{std::int64_t{64}});
+}
+
 }  // namespace
 }  // namespace attnsim::test
