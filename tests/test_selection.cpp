@@ -239,14 +239,14 @@ std::vector<Case> cases() {  // NOLINT(readability-function-size): data, not log
        "TRTLLM MLA backend is only supported on Blackwell GPUs"},
       {"§2.5 trtllm_mha is for non-MLA models", "sglang", "b200", "deepseek-v3", backend("trtllm_mha"), "", "",
        "trtllm_mha backend can only be used with non-MLA models."},
-      {"seed: FA4 is prefill-only; decode needs another backend", "sglang", "b200", "llama-3.1-8b", backend("fa4"), "",
-       "", "fa4 cannot serve the decode phase"},
-      {"seed: FA4 prefill with trtllm_mha decode is incompatible", "sglang", "b200", "qwen3-8b",
-       opts([](ServingOptions& o) {
+      {"attention_registry.py fa4 factory: FA4 serves decode too (docs/engines/sglang.md D1a)", "sglang", "b200",
+       "llama-3.1-8b", backend("fa4"), "fa4", "", "", 128},
+      {"kv_cache_hook.py: FA4 prefill with trtllm_mha decode is refused only with KV4 (docs/engines/sglang.md D1b)",
+       "sglang", "b200", "qwen3-8b", opts([](ServingOptions& o) {
          o.prefill_backend = "fa4";
          o.decode_backend = "trtllm_mha";
        }),
-       "", "", "incompatible with the trtllm_mha decode backend"},
+       "fa4", "trtllm_mha", "", 128},
       {"§2.3 fa4 prefill on SM100 forces page 128", "sglang", "b200", "qwen3-8b", opts([](ServingOptions& o) {
          o.prefill_backend = "fa4";
          o.decode_backend = "flashinfer";
@@ -271,7 +271,8 @@ std::vector<Case> cases() {  // NOLINT(readability-function-size): data, not log
        "fa4", "fa3"},
       {"§2.2 HIP MHA default aiter", "sglang", "mi355x", "llama-3.1-70b", {}, "aiter"},
       {"seed: Ascend native page 128", "sglang", "ascend-910b", "qwen3-8b", {}, "ascend", "", "", 128},
-      {"§2.3 intel_xpu decode pages 64/128", "sglang", "intel-max-1550", "llama-3.1-8b", {}, "intel_xpu", "", "", 128},
+      {"§2.3 intel_xpu decode pages 64/128", "sglang", "intel-max-1550", "llama-3.1-8b", backend("intel_xpu"),
+       "intel_xpu", "", "", 128},
       {"§2.3 intel_amx on an AMX CPU", "sglang", "xeon-spr-amx", "llama-3.1-8b", {}, "intel_amx"},
       // ---------------- RTP-LLM (legacy C++) ----------------
       {"§3.3 no prefix: TRT_V2; decode: XQA on SM 90", "rtp-llm", "h100-sxm", "llama-3.1-8b", {}, "TRT_V2", "XQA"},

@@ -1,0 +1,234 @@
+// unit: SGLang's selection path as its source reads, one test per behaviour the audit in
+// docs/engines/sglang.md pins (D1-D12). Each test cites the SGLang file and function it checks.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+
+#include "core/Value.hpp"
+#include "simulator/Evaluation.hpp"
+#include "tests/TestSupport.hpp"
+
+namespace attnsim::test {
+namespace {
+
+Scenario sglang(const std::string& hardware, const std::string& model) {
+  Scenario s;
+  s.engine = "sglang";
+  s.hardware = hardware;
+  s.model = model;
+  return s;
+}
+
+Selection select(const Scenario& s) { return selectBackends(defaultCatalog(), s).selection; }
+
+std::string nameOf(const std::optional<BackendChoice>& c) { return c ? c->name : ""; }
+
+std::string refusalOf(const Selection& s) { return s.refusal.value_or(""); }
+
+bool ranks(const Scenario& s, const std::string& backend) {
+  const Ranking r = rankBackends(defaultCatalog(), s, {"sglang"});
+  for (const auto& b : r.ranked) {
+    if (b.backend == backend) return true;
+  }
+  return false;
+}
+
+// D1a. attention_registry.py fa4 factory (index id 57943187787) builds the FlashAttentionBackend
+// that decodes for fa3 too; overrides.py:_fa4_page_constraint @ 003bbaf9 gives page 128.
+TEST(SglangFa4, ServesDecode) {
+  Scenario s = sglang("b200", "llama-3.1-8b");
+  s.backend = "fa4";
+  const Selection sel = select(s);
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "fa4");
+  EXPECT_EQ(nameOf(sel.decode), "fa4");
+  EXPECT_EQ(sel.env.at("page_size"), Value{std::int64_t{128}});
+}
+
+// D1b. kv_cache_hook.py:handle_kv4_compatibility @ 003c5589: FA4 prefill restricts the decode
+// backend only for an FP4 KV cache.
+TEST(SglangFa4, TrtllmMhaDecodeIsRefusedOnlyWithKv4) {
+  Scenario s = sglang("b200", "llama-3.1-8b");
+  s.prefill_backend = "fa4";
+  s.decode_backend = "trtllm_mha";
+  const Selection bf16 = select(s);
+  ASSERT_FALSE(bf16.refusal) << *bf16.refusal;
+  EXPECT_EQ(nameOf(bf16.prefill), "fa4");
+  EXPECT_EQ(nameOf(bf16.decode), "trtllm_mha");
+  EXPECT_EQ(bf16.env.at("page_size"), Value{std::int64_t{128}});
+  s.kv_dtype = "fp4_e2m1";
+  EXPECT_EQ(refusalOf(select(s)),
+            "KV4 FA4 MHA expects decode_attention_backend to be one of ['triton', 'torch_native', "
+            "'flex_attention'], but got trtllm_mha");
+}
+
+// D1c. overrides.py:_dsa_kv_cache_dtype_default @ 003bbaf9 renames bf16 to bfloat16 first.
+TEST(SglangDsa, AcceptsTheBf16Alias) {
+  Scenario s = sglang("h100-sxm", "deepseek-v3.2");
+  s.kv_dtype = "bf16";
+  const Selection sel = select(s);
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "dsa");
+  EXPECT_EQ(sel.prefill->variant, "bf16: flashmla_sparse/fa3");
+  EXPECT_EQ(toDisplay(sel.env.at("kv_dtype")), "bfloat16");
+  EXPECT_EQ(sel.env.at("page_size"), Value{std::int64_t{64}});
+}
+
+// D3. deepseek_v2.py:_deepseek_family_overrides @ 0bc64389 sets page 64 and
+// _dsa_kv_cache_dtype_default @ 003bbaf9 the KV dtype whatever the backend flag says.
+TEST(SglangDsa, DefaultsApplyWithAnExplicitBackend) {
+  Scenario b200 = sglang("b200", "deepseek-v3.2");
+  b200.backend = "dsa";
+  const Selection fp8 = select(b200);
+  ASSERT_FALSE(fp8.refusal) << *fp8.refusal;
+  EXPECT_EQ(fp8.prefill->variant, "fp8: trtllm/trtllm");
+  EXPECT_EQ(toDisplay(fp8.env.at("kv_dtype")), "fp8_e4m3");
+  EXPECT_EQ(fp8.env.at("page_size"), Value{std::int64_t{64}});
+
+  Scenario h100 = sglang("h100-sxm", "deepseek-v3.2");
+  h100.backend = "dsa";
+  h100.page_size = 1;
+  const Selection bf16 = select(h100);
+  ASSERT_FALSE(bf16.refusal) << *bf16.refusal;
+  EXPECT_EQ(toDisplay(bf16.env.at("kv_dtype")), "bfloat16");
+  EXPECT_EQ(bf16.env.at("page_size"), Value{std::int64_t{64}});
+}
+
+// D1d. flashattention_backend.py:forward_decode (index ids 66467519829, 684802460) descales FP8
+// in the MLA branch; only fp8_e5m2 switches to triton (overrides.py:_attention_backend_fa3_fp8_fallback).
+TEST(SglangFa3Mla, AcceptsFp8E4m3KvAndSwitchesE5m2ToTriton) {
+  Scenario s = sglang("h100-sxm", "deepseek-v3");
+  s.kv_dtype = "fp8_e4m3";
+  const Selection e4m3 = select(s);
+  ASSERT_FALSE(e4m3.refusal) << *e4m3.refusal;
+  EXPECT_EQ(nameOf(e4m3.prefill), "fa3");
+  s.kv_dtype = "fp8_e5m2";
+  const Selection e5m2 = select(s);
+  EXPECT_EQ(toDisplay(e5m2.env.at("attention_backend")), "triton");
+}
+
+// D2. overrides.py:_mla_kv_cache_dtype_checks @ 003bbaf9: the list holds bf16, not bfloat16.
+TEST(SglangTrtllmMla, RejectsTheBfloat16Spelling) {
+  Scenario s = sglang("b200", "deepseek-v3");
+  s.kv_dtype = "bfloat16";
+  EXPECT_EQ(refusalOf(select(s)),
+            "TensorRT-LLM MLA backend only supports kv-cache-dtype of fp8_e4m3, fp4_e2m1, bf16, or auto.");
+  s.kv_dtype = "bf16";
+  const Selection bf16 = select(s);
+  ASSERT_FALSE(bf16.refusal) << *bf16.refusal;
+  EXPECT_EQ(nameOf(bf16.prefill), "trtllm_mla");
+}
+
+// D7. flashinfer_backend.py (index id 8997989) imports its wrappers only if
+// is_flashinfer_available(), which needs CUDA (utils/common.py, index id 47117906).
+TEST(SglangRocm, FlashinferIsNotBuiltOnRocm) {
+  Scenario s = sglang("mi300x", "llama-3.1-8b");
+  EXPECT_FALSE(ranks(s, "flashinfer"));
+  s.backend = "flashinfer";
+  EXPECT_NE(refusalOf(select(s)).find("not available on platform rocm"), std::string::npos);
+}
+
+// D4. model_override_base.py:get_default_attn_backend @ 00d56e2c has no XPU arm: MHA models fall
+// through to triton (no flashinfer off CUDA).
+TEST(SglangXpu, MhaModelsDefaultToTriton) {
+  const Selection sel = select(sglang("intel-max-1550", "qwen3-8b"));
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "triton");
+  EXPECT_EQ(nameOf(sel.decode), "triton");
+  EXPECT_EQ(sel.env.at("page_size"), Value{std::int64_t{1}});
+}
+
+// D4, M5. gpt_oss.py:_gpt_oss_overrides @ 16ac180d picks intel_xpu on XPU; the intel_xpu page
+// constraint (overrides.py:_intel_xpu_page_constraint @ 003bbaf9) gives 128.
+TEST(SglangXpu, GptOssOverridePicksIntelXpu) {
+  const Selection sel = select(sglang("intel-max-1550", "gpt-oss-20b"));
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "intel_xpu");
+  EXPECT_EQ(sel.env.at("page_size"), Value{std::int64_t{128}});
+}
+
+// D8. gpt_oss.py @ 16ac180d runs only when all three flags are unset (is_attention_backend_not_set).
+TEST(SglangGptOss, OverrideNeedsAllThreeFlagsUnset) {
+  Scenario s = sglang("intel-max-1550", "gpt-oss-20b");
+  s.decode_backend = "intel_xpu";
+  const Selection sel = select(s);
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "triton");
+  EXPECT_EQ(nameOf(sel.decode), "intel_xpu");
+}
+
+// D5. platform_hook.py:handle_cpu_backends @ 01057c01 sets intel_amx for MLA models too, and
+// IntelAMXAttnBackend @ 00e61ac6 has no MLA refusal.
+TEST(SglangCpu, IntelAmxRunsMlaModels) {
+  const Selection sel = select(sglang("xeon-spr-amx", "deepseek-v3"));
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "intel_amx");
+  EXPECT_EQ(nameOf(sel.decode), "intel_amx");
+}
+
+// D5, F4. IntelAMXAttnBackend @ 00e61ac6 passes the sliding window and the sinks to its kernels.
+TEST(SglangCpu, IntelAmxRunsSlidingWindowsAndSinks) {
+  const Selection sel = select(sglang("xeon-spr-amx", "gpt-oss-20b"));
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "intel_amx");
+}
+
+// D6. overrides.py:_attention_backend_platform_fallbacks @ 003bbaf9 falls back to torch_native
+// only on the CPU; on a GPU intel_amx binds a CPU-only sgl-kernel op.
+TEST(SglangCpu, IntelAmxIsNotAChoiceOffTheCpu) {
+  Scenario s = sglang("b200", "llama-3.1-8b");
+  EXPECT_FALSE(ranks(s, "intel_amx"));
+  s.backend = "intel_amx";
+  EXPECT_NE(refusalOf(select(s)).find("not available on platform cuda"), std::string::npos);
+}
+
+// D12, F3. DualChunkFlashAttentionBackend.__init__ (index id 803149873) asserts the model's
+// dual_chunk_attention_config; no catalog model has one.
+TEST(SglangDualChunk, NeedsADualChunkConfig) {
+  for (const char* hw : {"h100-sxm", "b200", "a100-sxm-80g"}) {
+    EXPECT_FALSE(ranks(sglang(hw, "llama-3.1-8b"), "dual_chunk_flash_attn")) << hw;
+  }
+  Scenario s = sglang("h100-sxm", "llama-3.1-8b");
+  s.backend = "dual_chunk_flash_attn";
+  EXPECT_NE(refusalOf(select(s)).find("dual_chunk_attention_config"), std::string::npos);
+}
+
+// D9. hardware_backend/npu/utils.py:set_default_server_args (index id 886924877) overwrites the
+// three backend flags with ascend, and sets page 128 only when the page is unset.
+TEST(SglangNpu, ForcesAscendAndKeepsAGivenPageSize) {
+  Scenario s = sglang("ascend-910b", "llama-3.1-8b");
+  s.backend = "torch_native";
+  const Selection forced = select(s);
+  ASSERT_FALSE(forced.refusal) << *forced.refusal;
+  EXPECT_EQ(nameOf(forced.prefill), "ascend");
+  EXPECT_EQ(nameOf(forced.decode), "ascend");
+  EXPECT_EQ(forced.env.at("page_size"), Value{std::int64_t{128}});
+  Scenario paged = sglang("ascend-910b", "llama-3.1-8b");
+  paged.page_size = 64;
+  EXPECT_EQ(select(paged).env.at("page_size"), Value{std::int64_t{64}});
+}
+
+// D10. kv_cache_hook.py:handle_kv4_compatibility @ 003c5589 raises off CUDA first.
+TEST(SglangKv4, IsRefusedOffCuda) {
+  Scenario s = sglang("mi300x", "llama-3.1-8b");
+  s.backend = "triton";
+  s.kv_dtype = "fp4_e2m1";
+  EXPECT_EQ(refusalOf(select(s)), "KV4 is not tested on non-CUDA platforms.");
+}
+
+// F1. attention_registry.py (index id 57943187787): fa3 allows SM80 for non-MLA models only.
+TEST(SglangFa3, AllowedOnSm80ForMhaModelsOnly) {
+  Scenario mha = sglang("a100-sxm-80g", "llama-3.1-8b");
+  mha.backend = "fa3";
+  EXPECT_FALSE(select(mha).refusal);
+  Scenario mla = sglang("a100-sxm-80g", "deepseek-v3");
+  mla.backend = "fa3";
+  EXPECT_NE(
+      refusalOf(select(mla))
+          .find("FlashAttention v3 Backend requires SM>=80 and SM<=90. Please use --attention-backend flashinfer."),
+      std::string::npos);
+}
+
+}  // namespace
+}  // namespace attnsim::test
