@@ -1,0 +1,110 @@
+// unit: RTP-LLM's legacy C++ selection (alibaba/rtp-llm @ 44027b7e) as its source reads, one test
+// per behaviour the audit in docs/engines/rtp-llm.md pins (D1-D11). Each test cites the RTP-LLM
+// file and function it checks.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+
+#include "core/Value.hpp"
+#include "simulator/Evaluation.hpp"
+#include "tests/TestSupport.hpp"
+
+namespace attnsim::test {
+namespace {
+
+Scenario rtp(const std::string& hardware, const std::string& model) {
+  Scenario s;
+  s.engine = "rtp-llm";
+  s.hardware = hardware;
+  s.model = model;
+  return s;
+}
+
+Selection select(const Scenario& s) { return selectBackends(defaultCatalog(), s).selection; }
+
+std::string nameOf(const std::optional<BackendChoice>& c) { return c ? c->name : ""; }
+
+std::string refusalOf(const Selection& s) { return s.refusal.value_or(""); }
+
+bool mentions(const std::vector<std::string>& lines, const std::string& text) {
+  for (const auto& l : lines) {
+    if (l.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+bool anyReasonMentions(const Selection& s, const std::string& text) {
+  for (const auto& [backend, reasons] : s.rejected) {
+    if (mentions(reasons, text)) return true;
+  }
+  for (const auto& [backend, reasons] : s.considered) {
+    if (mentions(reasons, text)) return true;
+  }
+  return false;
+}
+
+//---------------------------------------------------------------------------------------------
+// D1. CudaDevice.cc:prepareModelRun, checkSpecDecode; CudaAttentionOp.cc:decoderSelfAttention
+// @ 44027b7e: no speculative condition anywhere in the selection. The first prefill has no
+// prefix (TRT_V2); decode launches XQA with gen_num_per_cycle + 1 queries.
+TEST(RtpLlmSpecDecoding, SpecDecodingIsNotAValidationFailure) {
+  Scenario s = rtp("h100-sxm", "llama-3.1-8b");
+  s.spec.algorithm = "eagle";
+  const Selection sel = select(s);
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "TRT_V2");
+  EXPECT_EQ(nameOf(sel.decode), "XQA");
+  EXPECT_FALSE(anyReasonMentions(sel, "speculative decoding not supported"));
+}
+
+// D1. prepareModelRun's spec-verify branch: XQA when use_xqa && use_fp8_fmha_ (FP8 KV on SM 9.0,
+// checkSupportTrtFp8FMHA) and supportXqa.
+TEST(RtpLlmSpecDecoding, SpecVerifyUsesXqaWithFp8KvOnSm90) {
+  Scenario s = rtp("h100-sxm", "qwen3-8b");
+  s.spec.algorithm = "eagle";
+  s.has_prefix = true;
+  s.kv_dtype = "fp8";
+  const Selection sel = select(s);
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "XQA");
+  EXPECT_EQ(nameOf(sel.decode), "XQA");
+}
+
+// D1. prepareModelRun's spec-verify branch without FP8 FMHA: FlashInfer when its prefill params
+// were prepared (FlashInferAttnParams::check).
+TEST(RtpLlmSpecDecoding, SpecVerifyUsesFlashInferWithBaseKv) {
+  Scenario s = rtp("h100-sxm", "qwen3-8b");
+  s.spec.algorithm = "eagle";
+  s.has_prefix = true;
+  const Selection sel = select(s);
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "FlashInfer");
+  EXPECT_EQ(nameOf(sel.decode), "XQA");
+}
+
+//---------------------------------------------------------------------------------------------
+// D2. models/llama.py:register_model('mistral', Llama) @ 44027b7e: the Llama class reads no
+// sliding_window, and the attention configs have no window; Mistral runs full attention.
+TEST(RtpLlmSlidingWindow, MistralSlidingWindowIsIgnored) {
+  const Selection sel = select(rtp("h100-sxm", "mistral-7b"));
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "TRT_V2");
+  EXPECT_EQ(nameOf(sel.decode), "XQA");
+  EXPECT_TRUE(mentions(sel.notes, "every layer runs full attention"));
+  EXPECT_FALSE(anyReasonMentions(sel, "sliding window not supported"));
+}
+
+// D2. config/server_config_setup.py:setup_default_args @ 44027b7e: an architecture without a
+// register_model fails before any kernel is chosen.
+TEST(RtpLlmSlidingWindow, UnregisteredArchitectureFails) {
+  for (const char* model : {"gemma-3-27b", "gpt-oss-20b", "gpt-oss-120b"}) {
+    const Selection sel = select(rtp("h100-sxm", model));
+    EXPECT_EQ(refusalOf(sel), std::string("model_type is not set and could not be inferred from checkpoint path: ") +
+                                  model + ". Please provide --model_type or MODEL_TYPE environment variable.")
+        << model;
+  }
+}
+
+}  // namespace
+}  // namespace attnsim::test
