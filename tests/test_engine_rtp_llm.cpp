@@ -106,5 +106,97 @@ TEST(RtpLlmSlidingWindow, UnregisteredArchitectureFails) {
   }
 }
 
+//---------------------------------------------------------------------------------------------
+// D3. CudaDevice.cc:CudaDevice::prepareModelRun @ 44027b7e (C4): a prefix-cache context is longer
+// than gen_num_per_cycle + 1, fails checkSpecDecode and takes the paged branch: PAGED_TRT_V2.
+TEST(RtpLlmPrefixCache, PrefixCacheUsesPagedTrtV2NotFlashInfer) {
+  for (const char* hw : {"h100-sxm", "a100-sxm-80g"}) {
+    Scenario s = rtp(hw, "qwen3-8b");
+    s.has_prefix = true;
+    const Selection sel = select(s);
+    ASSERT_FALSE(sel.refusal) << *sel.refusal;
+    EXPECT_EQ(nameOf(sel.prefill), "PAGED_TRT_V2") << hw;
+  }
+}
+
+// D3. prepareModelRun (C4): no paged kernel on SM 10.x, so fmha_type_ stays NONE.
+TEST(RtpLlmPrefixCache, PrefixCacheOnSm100FallsBackToUnfused) {
+  Scenario s = rtp("b200", "qwen3-8b");
+  s.has_prefix = true;
+  const Selection sel = select(s);
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "NONE");
+  EXPECT_EQ(nameOf(sel.decode), "FlashInfer");
+}
+
+// D3. prepareModelRun (C4) and CudaDevice.cc:checkUseOpenSourceFMHA @ 44027b7e: PAGED_OPEN_SOURCE
+// needs kernel_tokens_per_block % 256 == 0; otherwise NONE.
+TEST(RtpLlmPrefixCache, PagedOpenSourceNeeds256TokenBlocks) {
+  Scenario s = rtp("a100-sxm-80g", "qwen3-8b");
+  s.has_prefix = true;
+  s.engine_options["enable_paged_trt_fmha"] = "false";
+  s.page_size = 256;
+  EXPECT_EQ(nameOf(select(s).prefill), "PAGED_OPEN_SOURCE");
+  s.page_size = 64;
+  EXPECT_EQ(nameOf(select(s).prefill), "NONE");
+}
+
+//---------------------------------------------------------------------------------------------
+// D4. CudaXqa.cc:supportXqa and CudaFlashInfer.cc:FlashInferAttnParams::check @ 44027b7e reject an
+// INT8 KV cache; decoderSelfAttention falls to MMHA. Prefill without a prefix stays on TRT_V2.
+TEST(RtpLlmInt8Kv, Int8KvDecodeFallsToMmha) {
+  for (const char* hw : {"h100-sxm", "a100-sxm-80g"}) {
+    Scenario s = rtp(hw, "qwen3-8b");
+    s.kv_dtype = "int8";
+    const Selection sel = select(s);
+    ASSERT_FALSE(sel.refusal) << *sel.refusal;
+    EXPECT_EQ(nameOf(sel.prefill), "TRT_V2") << hw;
+    EXPECT_EQ(nameOf(sel.decode), "MMHA") << hw;
+  }
+}
+
+// D4. prepareModelRun (C2): paged_kv_fmha needs kv_cache_dtype != INT8, so a prefix runs unfused.
+TEST(RtpLlmInt8Kv, Int8KvPrefixPrefillIsUnfused) {
+  Scenario s = rtp("h100-sxm", "qwen3-8b");
+  s.kv_dtype = "int8";
+  s.has_prefix = true;
+  const Selection sel = select(s);
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "NONE");
+  EXPECT_EQ(nameOf(sel.decode), "MMHA");
+}
+
+//---------------------------------------------------------------------------------------------
+// D5. MlaAttentionLayer.cc:mlaAttentionLayer; CudaMlaAttentionOp.cc:CudaDevice::mlaContextAttention
+// @ 44027b7e: MLA prefill without a prefix runs the context FMHA of C5 at head nope + rope (192).
+TEST(RtpLlmMla, MlaPrefillWithoutPrefixRunsContextFmha) {
+  for (const char* hw : {"h100-sxm", "a100-sxm-80g"}) {
+    const Selection sel = select(rtp(hw, "deepseek-v3"));
+    ASSERT_FALSE(sel.refusal) << *sel.refusal;
+    EXPECT_EQ(nameOf(sel.prefill), "TRT_V2") << hw;
+  }
+  // OPEN_SOURCE checks the expanded head (192 is in its list), not the latent 576.
+  Scenario s = rtp("a100-sxm-80g", "deepseek-v3");
+  s.engine_options["enable_trt_fmha"] = "false";
+  EXPECT_EQ(nameOf(select(s).prefill), "OPEN_SOURCE");
+}
+
+// D5. mlaContextAttention on SM 10.x: no fused context FMHA (C5), so NONE.
+TEST(RtpLlmMla, MlaPrefillWithoutPrefixOnSm100IsUnfused) {
+  const Selection sel = select(rtp("b200", "deepseek-v3"));
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "NONE");
+}
+
+// D5. MlaAttentionLayer.cc:mlaAttentionLayer (C9): with a prefix, mlaAbsorbAttention runs on the
+// prefill FlashInfer params.
+TEST(RtpLlmMla, MlaPrefillWithPrefixRunsFlashInferAbsorb) {
+  Scenario s = rtp("h100-sxm", "deepseek-v3");
+  s.has_prefix = true;
+  const Selection sel = select(s);
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "FlashInfer");
+}
+
 }  // namespace
 }  // namespace attnsim::test
