@@ -198,5 +198,105 @@ TEST(RtpLlmMla, MlaPrefillWithPrefixRunsFlashInferAbsorb) {
   EXPECT_EQ(nameOf(sel.prefill), "FlashInfer");
 }
 
+//---------------------------------------------------------------------------------------------
+// D6. CudaDevice.cc:CudaDevice::CudaDevice @ 44027b7e: mla_ops_type AUTO resolves to FLASH_MLA on
+// SM major >= 9; the bundled FlashMLA is built for sm_90/sm_90a only (flashmla.BUILD), hence the note.
+TEST(RtpLlmMla, MlaDecodeAutoPicksFlashMlaOnSm9AndUp) {
+  Scenario s = rtp("b200", "deepseek-v3");
+  Selection sel = select(s);
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.decode), "FlashMLA");
+  EXPECT_TRUE(mentions(sel.notes, "sm_90/sm_90a only"));
+  s.engine_options["mla_ops_type"] = "flash_infer";
+  sel = select(s);
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.decode), "FlashInfer");
+  EXPECT_EQ(nameOf(select(rtp("h100-sxm", "deepseek-v3")).decode), "FlashMLA");
+}
+
+// D6. CudaDevice::CudaDevice @ 44027b7e: AUTO is FLASH_INFER below SM 9.
+TEST(RtpLlmMla, MlaDecodeOnSm8xIsFlashInfer) {
+  const Selection sel = select(rtp("a100-sxm-80g", "deepseek-v3"));
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.decode), "FlashInfer");
+}
+
+//---------------------------------------------------------------------------------------------
+// D7. config/server_config_setup.py:setup_default_args @ 44027b7e: on ROCm with SEQ_SIZE_PER_BLOCK
+// unset, seq_size_per_block is 16; a given size is kept.
+TEST(RtpLlmRocm, RocmDefaultPageSizeIs16) {
+  Scenario s = rtp("mi300x", "llama-3.1-8b");
+  Selection sel = select(s);
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(sel.env.at("page_size"), Value{std::int64_t{16}});
+  EXPECT_TRUE(mentions(sel.notes, "set SEQ_SIZE_PER_BLOCK 16 by default"));
+  s.page_size = 64;
+  EXPECT_EQ(select(s).env.at("page_size"), Value{std::int64_t{64}});
+  EXPECT_EQ(select(rtp("h100-sxm", "llama-3.1-8b")).env.at("page_size"), Value{std::int64_t{64}});
+}
+
+// D8. ROCmAttentionOp.cc:ROCmDevice::decoderSelfAttention @ 44027b7e: AiterPA when use_aiter_pa,
+// else MMHA; no FlashInfer branch.
+TEST(RtpLlmRocm, RocmDecodeWithoutAiterIsMmha) {
+  Scenario s = rtp("mi300x", "llama-3.1-8b");
+  EXPECT_EQ(nameOf(select(s).decode), "AiterPA");
+  s.engine_options["use_aiter_pa"] = "false";
+  const Selection sel = select(s);
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.decode), "MMHA");
+}
+
+// D8. ROCmAttentionOp.cc:ROCmDevice::contextAttention @ 44027b7e: a prefix loads the cached K/V and
+// runs runCKFmhaV2.
+TEST(RtpLlmRocm, RocmPrefixPrefillStaysOnCk) {
+  Scenario s = rtp("mi300x", "qwen3-8b");
+  s.has_prefix = true;
+  const Selection sel = select(s);
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "CKFMHA");
+}
+
+//---------------------------------------------------------------------------------------------
+// D10. CudaDevice.cc:CudaDevice::CudaDevice @ 44027b7e: use_xqa is set inside the enable_fmha
+// branch, so enable_fmha=false leaves decode to FlashInfer and prefill to NONE.
+TEST(RtpLlmFlags, EnableFmhaFalseDisablesXqa) {
+  Scenario s = rtp("h100-sxm", "qwen3-8b");
+  s.engine_options["enable_fmha"] = "false";
+  const Selection sel = select(s);
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "NONE");
+  EXPECT_EQ(nameOf(sel.decode), "FlashInfer");
+}
+
+// D11. CudaDevice.cc:CudaDevice::prepareModelRun @ 44027b7e: deterministic_attn removes TRT_V2 and
+// PAGED_TRT_V2; TRT_V1 needs mla_ops_type MHA.
+TEST(RtpLlmFlags, DeterministicAttnSkipsTrtV2) {
+  Scenario s = rtp("a100-sxm-80g", "qwen3-8b");
+  s.engine_options["deterministic_attn"] = "true";
+  Selection sel = select(s);
+  EXPECT_EQ(nameOf(sel.prefill), "OPEN_SOURCE");
+  s.has_prefix = true;
+  EXPECT_EQ(nameOf(select(s).prefill), "NONE");
+  s = rtp("h100-sxm", "qwen3-8b");
+  s.engine_options["use_old_trt_fmha"] = "true";
+  EXPECT_TRUE(anyReasonMentions(select(s), "chosen only when mla_ops_type is MHA"));
+}
+
+// D6/D8/D9. Rank lists only what select can reach: FlashInfer is no MLA decode on SM 9 under AUTO,
+// and no ROCm MHA decode.
+TEST(RtpLlmRank, RankNeverListsUnreachableFlashInfer) {
+  auto ranksName = [](const Scenario& s, const std::string& backend) {
+    const Ranking r = rankBackends(defaultCatalog(), s, {"rtp-llm"});
+    for (const auto& b : r.ranked) {
+      if (b.backend == backend) return true;
+    }
+    return false;
+  };
+  EXPECT_FALSE(ranksName(rtp("h100-sxm", "deepseek-v3"), "FlashInfer"));
+  EXPECT_FALSE(ranksName(rtp("b200", "deepseek-v3"), "FlashInfer"));
+  EXPECT_FALSE(ranksName(rtp("mi300x", "llama-3.1-8b"), "FlashInfer"));
+  EXPECT_TRUE(ranksName(rtp("a100-sxm-80g", "deepseek-v3"), "FlashInfer"));
+}
+
 }  // namespace
 }  // namespace attnsim::test
