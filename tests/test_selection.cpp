@@ -283,8 +283,9 @@ std::vector<Case> cases() {  // NOLINT(readability-function-size): data, not log
        {},
        "TRT_V2",
        "FlashInfer"},
-      {"§3.3 prefix context: FlashInfer prefill", "rtp-llm", "h100-sxm", "qwen3-32b",
-       opts([](ServingOptions& o) { o.has_prefix = true; }), "FlashInfer", "XQA"},
+      // docs/engines/rtp-llm.md D3: FlashInfer prefills MHA only in the spec-verify branch.
+      {"prepareModelRun: a prefix context takes the paged branch, PAGED_TRT_V2", "rtp-llm", "h100-sxm", "qwen3-32b",
+       opts([](ServingOptions& o) { o.has_prefix = true; }), "PAGED_TRT_V2", "XQA"},
       {"§3.2 --enable_xqa=0: FlashInfer decode", "rtp-llm", "h200", "llama-3.1-70b", option("enable_xqa", "false"),
        "TRT_V2", "FlashInfer"},
       {"§3.3 FlashInfer disabled: MMHA decode fallback", "rtp-llm", "a100-sxm-40g", "llama-3.1-8b",
@@ -310,21 +311,24 @@ std::vector<Case> cases() {  // NOLINT(readability-function-size): data, not log
        {},
        "NONE",
        "FlashInfer"},
-      {"§3.3 MLA: FlashInfer prefill, FlashMLA decode on Hopper",
+      // docs/engines/rtp-llm.md D5: MLA without a prefix runs mlaContextAttention on the context FMHA.
+      {"mlaContextAttention: TRT_V2 prefill at head 192, FlashMLA decode on Hopper",
        "rtp-llm",
        "h100-sxm",
        "deepseek-v3",
        {},
-       "FlashInfer",
+       "TRT_V2",
        "FlashMLA"},
       {"§3.3 ROCm: CK FMHA prefill, AiterPA decode", "rtp-llm", "mi300x", "llama-3.1-8b", {}, "CKFMHA", "AiterPA"},
-      {"seed: sliding window only in FlashInfer/CKFMHA: unfused prefill, FlashInfer decode",
+      // docs/engines/rtp-llm.md D2: GptOssForCausalLM has no register_model at 44027b7e.
+      {"setup_default_args: an unregistered architecture fails (not a sliding-window rejection)",
        "rtp-llm",
        "h100-sxm",
        "gpt-oss-120b",
        {},
-       "NONE",
-       "FlashInfer"},
+       "",
+       "",
+       "model_type is not set and could not be inferred from checkpoint path: gpt-oss-120b"},
   };
 }
 

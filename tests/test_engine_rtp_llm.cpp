@@ -1,0 +1,302 @@
+// unit: RTP-LLM's legacy C++ selection (alibaba/rtp-llm @ 44027b7e) as its source reads, one test
+// per behaviour the audit in docs/engines/rtp-llm.md pins (D1-D11). Each test cites the RTP-LLM
+// file and function it checks.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+
+#include "core/Value.hpp"
+#include "simulator/Evaluation.hpp"
+#include "tests/TestSupport.hpp"
+
+namespace attnsim::test {
+namespace {
+
+Scenario rtp(const std::string& hardware, const std::string& model) {
+  Scenario s;
+  s.engine = "rtp-llm";
+  s.hardware = hardware;
+  s.model = model;
+  return s;
+}
+
+Selection select(const Scenario& s) { return selectBackends(defaultCatalog(), s).selection; }
+
+std::string nameOf(const std::optional<BackendChoice>& c) { return c ? c->name : ""; }
+
+std::string refusalOf(const Selection& s) { return s.refusal.value_or(""); }
+
+bool mentions(const std::vector<std::string>& lines, const std::string& text) {
+  for (const auto& l : lines) {
+    if (l.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+bool anyReasonMentions(const Selection& s, const std::string& text) {
+  for (const auto& [backend, reasons] : s.rejected) {
+    if (mentions(reasons, text)) return true;
+  }
+  for (const auto& [backend, reasons] : s.considered) {
+    if (mentions(reasons, text)) return true;
+  }
+  return false;
+}
+
+//---------------------------------------------------------------------------------------------
+// D1. CudaDevice.cc:prepareModelRun, checkSpecDecode; CudaAttentionOp.cc:decoderSelfAttention
+// @ 44027b7e: no speculative condition anywhere in the selection. The first prefill has no
+// prefix (TRT_V2); decode launches XQA with gen_num_per_cycle + 1 queries.
+TEST(RtpLlmSpecDecoding, SpecDecodingIsNotAValidationFailure) {
+  Scenario s = rtp("h100-sxm", "llama-3.1-8b");
+  s.spec.algorithm = "eagle";
+  const Selection sel = select(s);
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "TRT_V2");
+  EXPECT_EQ(nameOf(sel.decode), "XQA");
+  EXPECT_FALSE(anyReasonMentions(sel, "speculative decoding not supported"));
+}
+
+// D1. prepareModelRun's spec-verify branch: XQA when use_xqa && use_fp8_fmha_ (FP8 KV on SM 9.0,
+// checkSupportTrtFp8FMHA) and supportXqa.
+TEST(RtpLlmSpecDecoding, SpecVerifyUsesXqaWithFp8KvOnSm90) {
+  Scenario s = rtp("h100-sxm", "qwen3-8b");
+  s.spec.algorithm = "eagle";
+  s.has_prefix = true;
+  s.kv_dtype = "fp8";
+  const Selection sel = select(s);
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "XQA");
+  EXPECT_EQ(nameOf(sel.decode), "XQA");
+}
+
+// D1. prepareModelRun's spec-verify branch without FP8 FMHA: FlashInfer when its prefill params
+// were prepared (FlashInferAttnParams::check).
+TEST(RtpLlmSpecDecoding, SpecVerifyUsesFlashInferWithBaseKv) {
+  Scenario s = rtp("h100-sxm", "qwen3-8b");
+  s.spec.algorithm = "eagle";
+  s.has_prefix = true;
+  const Selection sel = select(s);
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "FlashInfer");
+  EXPECT_EQ(nameOf(sel.decode), "XQA");
+}
+
+//---------------------------------------------------------------------------------------------
+// D2. models/llama.py:register_model('mistral', Llama) @ 44027b7e: the Llama class reads no
+// sliding_window, and the attention configs have no window; Mistral runs full attention.
+TEST(RtpLlmSlidingWindow, MistralSlidingWindowIsIgnored) {
+  const Selection sel = select(rtp("h100-sxm", "mistral-7b"));
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "TRT_V2");
+  EXPECT_EQ(nameOf(sel.decode), "XQA");
+  EXPECT_TRUE(mentions(sel.notes, "every layer runs full attention"));
+  EXPECT_FALSE(anyReasonMentions(sel, "sliding window not supported"));
+}
+
+// D2. config/server_config_setup.py:setup_default_args @ 44027b7e: an architecture without a
+// register_model fails before any kernel is chosen.
+TEST(RtpLlmSlidingWindow, UnregisteredArchitectureFails) {
+  for (const char* model : {"gemma-3-27b", "gpt-oss-20b", "gpt-oss-120b"}) {
+    const Selection sel = select(rtp("h100-sxm", model));
+    EXPECT_EQ(refusalOf(sel), std::string("model_type is not set and could not be inferred from checkpoint path: ") +
+                                  model + ". Please provide --model_type or MODEL_TYPE environment variable.")
+        << model;
+  }
+}
+
+//---------------------------------------------------------------------------------------------
+// D3. CudaDevice.cc:CudaDevice::prepareModelRun @ 44027b7e (C4): a prefix-cache context is longer
+// than gen_num_per_cycle + 1, fails checkSpecDecode and takes the paged branch: PAGED_TRT_V2.
+TEST(RtpLlmPrefixCache, PrefixCacheUsesPagedTrtV2NotFlashInfer) {
+  for (const char* hw : {"h100-sxm", "a100-sxm-80g"}) {
+    Scenario s = rtp(hw, "qwen3-8b");
+    s.has_prefix = true;
+    const Selection sel = select(s);
+    ASSERT_FALSE(sel.refusal) << *sel.refusal;
+    EXPECT_EQ(nameOf(sel.prefill), "PAGED_TRT_V2") << hw;
+  }
+}
+
+// D3. prepareModelRun (C4): no paged kernel on SM 10.x, so fmha_type_ stays NONE.
+TEST(RtpLlmPrefixCache, PrefixCacheOnSm100FallsBackToUnfused) {
+  Scenario s = rtp("b200", "qwen3-8b");
+  s.has_prefix = true;
+  const Selection sel = select(s);
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "NONE");
+  EXPECT_EQ(nameOf(sel.decode), "FlashInfer");
+}
+
+// D3. prepareModelRun (C4) and CudaDevice.cc:checkUseOpenSourceFMHA @ 44027b7e: PAGED_OPEN_SOURCE
+// needs kernel_tokens_per_block % 256 == 0; otherwise NONE.
+TEST(RtpLlmPrefixCache, PagedOpenSourceNeeds256TokenBlocks) {
+  Scenario s = rtp("a100-sxm-80g", "qwen3-8b");
+  s.has_prefix = true;
+  s.engine_options["enable_paged_trt_fmha"] = "false";
+  s.page_size = 256;
+  EXPECT_EQ(nameOf(select(s).prefill), "PAGED_OPEN_SOURCE");
+  s.page_size = 64;
+  EXPECT_EQ(nameOf(select(s).prefill), "NONE");
+}
+
+//---------------------------------------------------------------------------------------------
+// D4. CudaXqa.cc:supportXqa and CudaFlashInfer.cc:FlashInferAttnParams::check @ 44027b7e reject an
+// INT8 KV cache; decoderSelfAttention falls to MMHA. Prefill without a prefix stays on TRT_V2.
+TEST(RtpLlmInt8Kv, Int8KvDecodeFallsToMmha) {
+  for (const char* hw : {"h100-sxm", "a100-sxm-80g"}) {
+    Scenario s = rtp(hw, "qwen3-8b");
+    s.kv_dtype = "int8";
+    const Selection sel = select(s);
+    ASSERT_FALSE(sel.refusal) << *sel.refusal;
+    EXPECT_EQ(nameOf(sel.prefill), "TRT_V2") << hw;
+    EXPECT_EQ(nameOf(sel.decode), "MMHA") << hw;
+  }
+}
+
+// D4. prepareModelRun (C2): paged_kv_fmha needs kv_cache_dtype != INT8, so a prefix runs unfused.
+TEST(RtpLlmInt8Kv, Int8KvPrefixPrefillIsUnfused) {
+  Scenario s = rtp("h100-sxm", "qwen3-8b");
+  s.kv_dtype = "int8";
+  s.has_prefix = true;
+  const Selection sel = select(s);
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "NONE");
+  EXPECT_EQ(nameOf(sel.decode), "MMHA");
+}
+
+//---------------------------------------------------------------------------------------------
+// D5. MlaAttentionLayer.cc:mlaAttentionLayer; CudaMlaAttentionOp.cc:CudaDevice::mlaContextAttention
+// @ 44027b7e: MLA prefill without a prefix runs the context FMHA of C5 at head nope + rope (192).
+TEST(RtpLlmMla, MlaPrefillWithoutPrefixRunsContextFmha) {
+  for (const char* hw : {"h100-sxm", "a100-sxm-80g"}) {
+    const Selection sel = select(rtp(hw, "deepseek-v3"));
+    ASSERT_FALSE(sel.refusal) << *sel.refusal;
+    EXPECT_EQ(nameOf(sel.prefill), "TRT_V2") << hw;
+  }
+  // OPEN_SOURCE checks the expanded head (192 is in its list), not the latent 576.
+  Scenario s = rtp("a100-sxm-80g", "deepseek-v3");
+  s.engine_options["enable_trt_fmha"] = "false";
+  EXPECT_EQ(nameOf(select(s).prefill), "OPEN_SOURCE");
+}
+
+// D5. mlaContextAttention on SM 10.x: no fused context FMHA (C5), so NONE.
+TEST(RtpLlmMla, MlaPrefillWithoutPrefixOnSm100IsUnfused) {
+  const Selection sel = select(rtp("b200", "deepseek-v3"));
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "NONE");
+}
+
+// D5. MlaAttentionLayer.cc:mlaAttentionLayer (C9): with a prefix, mlaAbsorbAttention runs on the
+// prefill FlashInfer params.
+TEST(RtpLlmMla, MlaPrefillWithPrefixRunsFlashInferAbsorb) {
+  Scenario s = rtp("h100-sxm", "deepseek-v3");
+  s.has_prefix = true;
+  const Selection sel = select(s);
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "FlashInfer");
+}
+
+//---------------------------------------------------------------------------------------------
+// D6. CudaDevice.cc:CudaDevice::CudaDevice @ 44027b7e: mla_ops_type AUTO resolves to FLASH_MLA on
+// SM major >= 9; the bundled FlashMLA is built for sm_90/sm_90a only (flashmla.BUILD), hence the note.
+TEST(RtpLlmMla, MlaDecodeAutoPicksFlashMlaOnSm9AndUp) {
+  Scenario s = rtp("b200", "deepseek-v3");
+  Selection sel = select(s);
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.decode), "FlashMLA");
+  EXPECT_TRUE(mentions(sel.notes, "sm_90/sm_90a only"));
+  s.engine_options["mla_ops_type"] = "flash_infer";
+  sel = select(s);
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.decode), "FlashInfer");
+  EXPECT_EQ(nameOf(select(rtp("h100-sxm", "deepseek-v3")).decode), "FlashMLA");
+}
+
+// D6. CudaDevice::CudaDevice @ 44027b7e: AUTO is FLASH_INFER below SM 9.
+TEST(RtpLlmMla, MlaDecodeOnSm8xIsFlashInfer) {
+  const Selection sel = select(rtp("a100-sxm-80g", "deepseek-v3"));
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.decode), "FlashInfer");
+}
+
+//---------------------------------------------------------------------------------------------
+// D7. config/server_config_setup.py:setup_default_args @ 44027b7e: on ROCm with SEQ_SIZE_PER_BLOCK
+// unset, seq_size_per_block is 16; a given size is kept.
+TEST(RtpLlmRocm, RocmDefaultPageSizeIs16) {
+  Scenario s = rtp("mi300x", "llama-3.1-8b");
+  Selection sel = select(s);
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(sel.env.at("page_size"), Value{std::int64_t{16}});
+  EXPECT_TRUE(mentions(sel.notes, "set SEQ_SIZE_PER_BLOCK 16 by default"));
+  s.page_size = 64;
+  EXPECT_EQ(select(s).env.at("page_size"), Value{std::int64_t{64}});
+  EXPECT_EQ(select(rtp("h100-sxm", "llama-3.1-8b")).env.at("page_size"), Value{std::int64_t{64}});
+}
+
+// D8. ROCmAttentionOp.cc:ROCmDevice::decoderSelfAttention @ 44027b7e: AiterPA when use_aiter_pa,
+// else MMHA; no FlashInfer branch.
+TEST(RtpLlmRocm, RocmDecodeWithoutAiterIsMmha) {
+  Scenario s = rtp("mi300x", "llama-3.1-8b");
+  EXPECT_EQ(nameOf(select(s).decode), "AiterPA");
+  s.engine_options["use_aiter_pa"] = "false";
+  const Selection sel = select(s);
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.decode), "MMHA");
+}
+
+// D8. ROCmAttentionOp.cc:ROCmDevice::contextAttention @ 44027b7e: a prefix loads the cached K/V and
+// runs runCKFmhaV2.
+TEST(RtpLlmRocm, RocmPrefixPrefillStaysOnCk) {
+  Scenario s = rtp("mi300x", "qwen3-8b");
+  s.has_prefix = true;
+  const Selection sel = select(s);
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "CKFMHA");
+}
+
+//---------------------------------------------------------------------------------------------
+// D10. CudaDevice.cc:CudaDevice::CudaDevice @ 44027b7e: use_xqa is set inside the enable_fmha
+// branch, so enable_fmha=false leaves decode to FlashInfer and prefill to NONE.
+TEST(RtpLlmFlags, EnableFmhaFalseDisablesXqa) {
+  Scenario s = rtp("h100-sxm", "qwen3-8b");
+  s.engine_options["enable_fmha"] = "false";
+  const Selection sel = select(s);
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "NONE");
+  EXPECT_EQ(nameOf(sel.decode), "FlashInfer");
+}
+
+// D11. CudaDevice.cc:CudaDevice::prepareModelRun @ 44027b7e: deterministic_attn removes TRT_V2 and
+// PAGED_TRT_V2; TRT_V1 needs mla_ops_type MHA.
+TEST(RtpLlmFlags, DeterministicAttnSkipsTrtV2) {
+  Scenario s = rtp("a100-sxm-80g", "qwen3-8b");
+  s.engine_options["deterministic_attn"] = "true";
+  Selection sel = select(s);
+  EXPECT_EQ(nameOf(sel.prefill), "OPEN_SOURCE");
+  s.has_prefix = true;
+  EXPECT_EQ(nameOf(select(s).prefill), "NONE");
+  s = rtp("h100-sxm", "qwen3-8b");
+  s.engine_options["use_old_trt_fmha"] = "true";
+  EXPECT_TRUE(anyReasonMentions(select(s), "chosen only when mla_ops_type is MHA"));
+}
+
+// D6/D8/D9. Rank lists only what select can reach: FlashInfer is no MLA decode on SM 9 under AUTO,
+// and no ROCm MHA decode.
+TEST(RtpLlmRank, RankNeverListsUnreachableFlashInfer) {
+  auto ranksName = [](const Scenario& s, const std::string& backend) {
+    const Ranking r = rankBackends(defaultCatalog(), s, {"rtp-llm"});
+    for (const auto& b : r.ranked) {
+      if (b.backend == backend) return true;
+    }
+    return false;
+  };
+  EXPECT_FALSE(ranksName(rtp("h100-sxm", "deepseek-v3"), "FlashInfer"));
+  EXPECT_FALSE(ranksName(rtp("b200", "deepseek-v3"), "FlashInfer"));
+  EXPECT_FALSE(ranksName(rtp("mi300x", "llama-3.1-8b"), "FlashInfer"));
+  EXPECT_TRUE(ranksName(rtp("a100-sxm-80g", "deepseek-v3"), "FlashInfer"));
+}
+
+}  // namespace
+}  // namespace attnsim::test
