@@ -2,6 +2,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <fstream>
@@ -91,6 +92,25 @@ std::string readFile(const std::filesystem::path& p) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+Scenario engineScenario(const std::string& engine, const std::string& hardware, const std::string& model) {
+  Scenario s;
+  s.engine = engine;
+  s.hardware = hardware;
+  s.model = model;
+  return s;
+}
+
+Selection selectionOf(const Scenario& s) { return selectBackends(defaultCatalog(), s).selection; }
+
+std::string nameOf(const std::optional<BackendChoice>& c) { return c ? c->name : ""; }
+
+std::string refusalOf(const Selection& s) { return s.refusal.value_or(""); }
+
+bool ranksBackend(const Scenario& s, const std::string& backend) {
+  const Ranking r = rankBackends(defaultCatalog(), s, {s.engine});
+  return std::any_of(r.ranked.begin(), r.ranked.end(), [&](const RankedBackend& b) { return b.backend == backend; });
 }
 
 CommandResult runAttnsim(const std::string& arguments) {

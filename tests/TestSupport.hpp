@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "catalog/Catalog.hpp"
+#include "simulator/Evaluation.hpp"
 
 namespace attnsim::test {
 
@@ -37,6 +38,15 @@ MarkdownTables parseMarkdownTables(const std::string& text);
 // Cells compare equal when they differ only in whitespace and bold markers.
 std::string normalizeCell(const std::string& cell);
 std::string readFile(const std::filesystem::path& p);
+
+// A scenario of one engine on one hardware profile and catalog model, and its selection.
+Scenario engineScenario(const std::string& engine, const std::string& hardware, const std::string& model);
+Selection selectionOf(const Scenario& s);
+// A stage's backend name; "" when the engine refused.
+std::string nameOf(const std::optional<BackendChoice>& c);
+std::string refusalOf(const Selection& s);
+// Whether `rank` lists `backend` of the scenario's engine as valid.
+bool ranksBackend(const Scenario& s, const std::string& backend);
 
 struct CommandResult {
   int exit_code = -1;

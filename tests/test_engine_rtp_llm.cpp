@@ -14,18 +14,8 @@ namespace attnsim::test {
 namespace {
 
 Scenario rtp(const std::string& hardware, const std::string& model) {
-  Scenario s;
-  s.engine = "rtp-llm";
-  s.hardware = hardware;
-  s.model = model;
-  return s;
+  return engineScenario("rtp-llm", hardware, model);
 }
-
-Selection select(const Scenario& s) { return selectBackends(defaultCatalog(), s).selection; }
-
-std::string nameOf(const std::optional<BackendChoice>& c) { return c ? c->name : ""; }
-
-std::string refusalOf(const Selection& s) { return s.refusal.value_or(""); }
 
 bool mentions(const std::vector<std::string>& lines, const std::string& text) {
   for (const auto& l : lines) {
@@ -51,7 +41,7 @@ bool anyReasonMentions(const Selection& s, const std::string& text) {
 TEST(RtpLlmSpecDecoding, SpecDecodingIsNotAValidationFailure) {
   Scenario s = rtp("h100-sxm", "llama-3.1-8b");
   s.spec.algorithm = "eagle";
-  const Selection sel = select(s);
+  const Selection sel = selectionOf(s);
   ASSERT_FALSE(sel.refusal) << *sel.refusal;
   EXPECT_EQ(nameOf(sel.prefill), "TRT_V2");
   EXPECT_EQ(nameOf(sel.decode), "XQA");
@@ -65,7 +55,7 @@ TEST(RtpLlmSpecDecoding, SpecVerifyUsesXqaWithFp8KvOnSm90) {
   s.spec.algorithm = "eagle";
   s.has_prefix = true;
   s.kv_dtype = "fp8";
-  const Selection sel = select(s);
+  const Selection sel = selectionOf(s);
   ASSERT_FALSE(sel.refusal) << *sel.refusal;
   EXPECT_EQ(nameOf(sel.prefill), "XQA");
   EXPECT_EQ(nameOf(sel.decode), "XQA");
@@ -77,7 +67,7 @@ TEST(RtpLlmSpecDecoding, SpecVerifyUsesFlashInferWithBaseKv) {
   Scenario s = rtp("h100-sxm", "qwen3-8b");
   s.spec.algorithm = "eagle";
   s.has_prefix = true;
-  const Selection sel = select(s);
+  const Selection sel = selectionOf(s);
   ASSERT_FALSE(sel.refusal) << *sel.refusal;
   EXPECT_EQ(nameOf(sel.prefill), "FlashInfer");
   EXPECT_EQ(nameOf(sel.decode), "XQA");
@@ -87,7 +77,7 @@ TEST(RtpLlmSpecDecoding, SpecVerifyUsesFlashInferWithBaseKv) {
 // D2. models/llama.py:register_model('mistral', Llama) @ 44027b7e: the Llama class reads no
 // sliding_window, and the attention configs have no window; Mistral runs full attention.
 TEST(RtpLlmSlidingWindow, MistralSlidingWindowIsIgnored) {
-  const Selection sel = select(rtp("h100-sxm", "mistral-7b"));
+  const Selection sel = selectionOf(rtp("h100-sxm", "mistral-7b"));
   ASSERT_FALSE(sel.refusal) << *sel.refusal;
   EXPECT_EQ(nameOf(sel.prefill), "TRT_V2");
   EXPECT_EQ(nameOf(sel.decode), "XQA");
@@ -99,7 +89,7 @@ TEST(RtpLlmSlidingWindow, MistralSlidingWindowIsIgnored) {
 // register_model fails before any kernel is chosen.
 TEST(RtpLlmSlidingWindow, UnregisteredArchitectureFails) {
   for (const char* model : {"gemma-3-27b", "gpt-oss-20b", "gpt-oss-120b"}) {
-    const Selection sel = select(rtp("h100-sxm", model));
+    const Selection sel = selectionOf(rtp("h100-sxm", model));
     EXPECT_EQ(refusalOf(sel), std::string("model_type is not set and could not be inferred from checkpoint path: ") +
                                   model + ". Please provide --model_type or MODEL_TYPE environment variable.")
         << model;
@@ -113,7 +103,7 @@ TEST(RtpLlmPrefixCache, PrefixCacheUsesPagedTrtV2NotFlashInfer) {
   for (const char* hw : {"h100-sxm", "a100-sxm-80g"}) {
     Scenario s = rtp(hw, "qwen3-8b");
     s.has_prefix = true;
-    const Selection sel = select(s);
+    const Selection sel = selectionOf(s);
     ASSERT_FALSE(sel.refusal) << *sel.refusal;
     EXPECT_EQ(nameOf(sel.prefill), "PAGED_TRT_V2") << hw;
   }
@@ -123,7 +113,7 @@ TEST(RtpLlmPrefixCache, PrefixCacheUsesPagedTrtV2NotFlashInfer) {
 TEST(RtpLlmPrefixCache, PrefixCacheOnSm100FallsBackToUnfused) {
   Scenario s = rtp("b200", "qwen3-8b");
   s.has_prefix = true;
-  const Selection sel = select(s);
+  const Selection sel = selectionOf(s);
   ASSERT_FALSE(sel.refusal) << *sel.refusal;
   EXPECT_EQ(nameOf(sel.prefill), "NONE");
   EXPECT_EQ(nameOf(sel.decode), "FlashInfer");
@@ -136,9 +126,9 @@ TEST(RtpLlmPrefixCache, PagedOpenSourceNeeds256TokenBlocks) {
   s.has_prefix = true;
   s.engine_options["enable_paged_trt_fmha"] = "false";
   s.page_size = 256;
-  EXPECT_EQ(nameOf(select(s).prefill), "PAGED_OPEN_SOURCE");
+  EXPECT_EQ(nameOf(selectionOf(s).prefill), "PAGED_OPEN_SOURCE");
   s.page_size = 64;
-  EXPECT_EQ(nameOf(select(s).prefill), "NONE");
+  EXPECT_EQ(nameOf(selectionOf(s).prefill), "NONE");
 }
 
 //---------------------------------------------------------------------------------------------
@@ -148,7 +138,7 @@ TEST(RtpLlmInt8Kv, Int8KvDecodeFallsToMmha) {
   for (const char* hw : {"h100-sxm", "a100-sxm-80g"}) {
     Scenario s = rtp(hw, "qwen3-8b");
     s.kv_dtype = "int8";
-    const Selection sel = select(s);
+    const Selection sel = selectionOf(s);
     ASSERT_FALSE(sel.refusal) << *sel.refusal;
     EXPECT_EQ(nameOf(sel.prefill), "TRT_V2") << hw;
     EXPECT_EQ(nameOf(sel.decode), "MMHA") << hw;
@@ -160,7 +150,7 @@ TEST(RtpLlmInt8Kv, Int8KvPrefixPrefillIsUnfused) {
   Scenario s = rtp("h100-sxm", "qwen3-8b");
   s.kv_dtype = "int8";
   s.has_prefix = true;
-  const Selection sel = select(s);
+  const Selection sel = selectionOf(s);
   ASSERT_FALSE(sel.refusal) << *sel.refusal;
   EXPECT_EQ(nameOf(sel.prefill), "NONE");
   EXPECT_EQ(nameOf(sel.decode), "MMHA");
@@ -171,19 +161,19 @@ TEST(RtpLlmInt8Kv, Int8KvPrefixPrefillIsUnfused) {
 // @ 44027b7e: MLA prefill without a prefix runs the context FMHA of C5 at head nope + rope (192).
 TEST(RtpLlmMla, MlaPrefillWithoutPrefixRunsContextFmha) {
   for (const char* hw : {"h100-sxm", "a100-sxm-80g"}) {
-    const Selection sel = select(rtp(hw, "deepseek-v3"));
+    const Selection sel = selectionOf(rtp(hw, "deepseek-v3"));
     ASSERT_FALSE(sel.refusal) << *sel.refusal;
     EXPECT_EQ(nameOf(sel.prefill), "TRT_V2") << hw;
   }
   // OPEN_SOURCE checks the expanded head (192 is in its list), not the latent 576.
   Scenario s = rtp("a100-sxm-80g", "deepseek-v3");
   s.engine_options["enable_trt_fmha"] = "false";
-  EXPECT_EQ(nameOf(select(s).prefill), "OPEN_SOURCE");
+  EXPECT_EQ(nameOf(selectionOf(s).prefill), "OPEN_SOURCE");
 }
 
 // D5. mlaContextAttention on SM 10.x: no fused context FMHA (C5), so NONE.
 TEST(RtpLlmMla, MlaPrefillWithoutPrefixOnSm100IsUnfused) {
-  const Selection sel = select(rtp("b200", "deepseek-v3"));
+  const Selection sel = selectionOf(rtp("b200", "deepseek-v3"));
   ASSERT_FALSE(sel.refusal) << *sel.refusal;
   EXPECT_EQ(nameOf(sel.prefill), "NONE");
 }
@@ -193,7 +183,7 @@ TEST(RtpLlmMla, MlaPrefillWithoutPrefixOnSm100IsUnfused) {
 TEST(RtpLlmMla, MlaPrefillWithPrefixRunsFlashInferAbsorb) {
   Scenario s = rtp("h100-sxm", "deepseek-v3");
   s.has_prefix = true;
-  const Selection sel = select(s);
+  const Selection sel = selectionOf(s);
   ASSERT_FALSE(sel.refusal) << *sel.refusal;
   EXPECT_EQ(nameOf(sel.prefill), "FlashInfer");
 }
@@ -203,20 +193,20 @@ TEST(RtpLlmMla, MlaPrefillWithPrefixRunsFlashInferAbsorb) {
 // SM major >= 9; the bundled FlashMLA is built for sm_90/sm_90a only (flashmla.BUILD), hence the note.
 TEST(RtpLlmMla, MlaDecodeAutoPicksFlashMlaOnSm9AndUp) {
   Scenario s = rtp("b200", "deepseek-v3");
-  Selection sel = select(s);
+  Selection sel = selectionOf(s);
   ASSERT_FALSE(sel.refusal) << *sel.refusal;
   EXPECT_EQ(nameOf(sel.decode), "FlashMLA");
   EXPECT_TRUE(mentions(sel.notes, "sm_90/sm_90a only"));
   s.engine_options["mla_ops_type"] = "flash_infer";
-  sel = select(s);
+  sel = selectionOf(s);
   ASSERT_FALSE(sel.refusal) << *sel.refusal;
   EXPECT_EQ(nameOf(sel.decode), "FlashInfer");
-  EXPECT_EQ(nameOf(select(rtp("h100-sxm", "deepseek-v3")).decode), "FlashMLA");
+  EXPECT_EQ(nameOf(selectionOf(rtp("h100-sxm", "deepseek-v3")).decode), "FlashMLA");
 }
 
 // D6. CudaDevice::CudaDevice @ 44027b7e: AUTO is FLASH_INFER below SM 9.
 TEST(RtpLlmMla, MlaDecodeOnSm8xIsFlashInfer) {
-  const Selection sel = select(rtp("a100-sxm-80g", "deepseek-v3"));
+  const Selection sel = selectionOf(rtp("a100-sxm-80g", "deepseek-v3"));
   ASSERT_FALSE(sel.refusal) << *sel.refusal;
   EXPECT_EQ(nameOf(sel.decode), "FlashInfer");
 }
@@ -226,22 +216,22 @@ TEST(RtpLlmMla, MlaDecodeOnSm8xIsFlashInfer) {
 // unset, seq_size_per_block is 16; a given size is kept.
 TEST(RtpLlmRocm, RocmDefaultPageSizeIs16) {
   Scenario s = rtp("mi300x", "llama-3.1-8b");
-  Selection sel = select(s);
+  Selection sel = selectionOf(s);
   ASSERT_FALSE(sel.refusal) << *sel.refusal;
   EXPECT_EQ(sel.env.at("page_size"), Value{std::int64_t{16}});
   EXPECT_TRUE(mentions(sel.notes, "set SEQ_SIZE_PER_BLOCK 16 by default"));
   s.page_size = 64;
-  EXPECT_EQ(select(s).env.at("page_size"), Value{std::int64_t{64}});
-  EXPECT_EQ(select(rtp("h100-sxm", "llama-3.1-8b")).env.at("page_size"), Value{std::int64_t{64}});
+  EXPECT_EQ(selectionOf(s).env.at("page_size"), Value{std::int64_t{64}});
+  EXPECT_EQ(selectionOf(rtp("h100-sxm", "llama-3.1-8b")).env.at("page_size"), Value{std::int64_t{64}});
 }
 
 // D8. ROCmAttentionOp.cc:ROCmDevice::decoderSelfAttention @ 44027b7e: AiterPA when use_aiter_pa,
 // else MMHA; no FlashInfer branch.
 TEST(RtpLlmRocm, RocmDecodeWithoutAiterIsMmha) {
   Scenario s = rtp("mi300x", "llama-3.1-8b");
-  EXPECT_EQ(nameOf(select(s).decode), "AiterPA");
+  EXPECT_EQ(nameOf(selectionOf(s).decode), "AiterPA");
   s.engine_options["use_aiter_pa"] = "false";
-  const Selection sel = select(s);
+  const Selection sel = selectionOf(s);
   ASSERT_FALSE(sel.refusal) << *sel.refusal;
   EXPECT_EQ(nameOf(sel.decode), "MMHA");
 }
@@ -251,7 +241,7 @@ TEST(RtpLlmRocm, RocmDecodeWithoutAiterIsMmha) {
 TEST(RtpLlmRocm, RocmPrefixPrefillStaysOnCk) {
   Scenario s = rtp("mi300x", "qwen3-8b");
   s.has_prefix = true;
-  const Selection sel = select(s);
+  const Selection sel = selectionOf(s);
   ASSERT_FALSE(sel.refusal) << *sel.refusal;
   EXPECT_EQ(nameOf(sel.prefill), "CKFMHA");
 }
@@ -262,7 +252,7 @@ TEST(RtpLlmRocm, RocmPrefixPrefillStaysOnCk) {
 TEST(RtpLlmFlags, EnableFmhaFalseDisablesXqa) {
   Scenario s = rtp("h100-sxm", "qwen3-8b");
   s.engine_options["enable_fmha"] = "false";
-  const Selection sel = select(s);
+  const Selection sel = selectionOf(s);
   ASSERT_FALSE(sel.refusal) << *sel.refusal;
   EXPECT_EQ(nameOf(sel.prefill), "NONE");
   EXPECT_EQ(nameOf(sel.decode), "FlashInfer");
@@ -273,29 +263,22 @@ TEST(RtpLlmFlags, EnableFmhaFalseDisablesXqa) {
 TEST(RtpLlmFlags, DeterministicAttnSkipsTrtV2) {
   Scenario s = rtp("a100-sxm-80g", "qwen3-8b");
   s.engine_options["deterministic_attn"] = "true";
-  Selection sel = select(s);
+  Selection sel = selectionOf(s);
   EXPECT_EQ(nameOf(sel.prefill), "OPEN_SOURCE");
   s.has_prefix = true;
-  EXPECT_EQ(nameOf(select(s).prefill), "NONE");
+  EXPECT_EQ(nameOf(selectionOf(s).prefill), "NONE");
   s = rtp("h100-sxm", "qwen3-8b");
   s.engine_options["use_old_trt_fmha"] = "true";
-  EXPECT_TRUE(anyReasonMentions(select(s), "chosen only when mla_ops_type is MHA"));
+  EXPECT_TRUE(anyReasonMentions(selectionOf(s), "chosen only when mla_ops_type is MHA"));
 }
 
 // D6/D8/D9. Rank lists only what select can reach: FlashInfer is no MLA decode on SM 9 under AUTO,
 // and no ROCm MHA decode.
 TEST(RtpLlmRank, RankNeverListsUnreachableFlashInfer) {
-  auto ranksName = [](const Scenario& s, const std::string& backend) {
-    const Ranking r = rankBackends(defaultCatalog(), s, {"rtp-llm"});
-    for (const auto& b : r.ranked) {
-      if (b.backend == backend) return true;
-    }
-    return false;
-  };
-  EXPECT_FALSE(ranksName(rtp("h100-sxm", "deepseek-v3"), "FlashInfer"));
-  EXPECT_FALSE(ranksName(rtp("b200", "deepseek-v3"), "FlashInfer"));
-  EXPECT_FALSE(ranksName(rtp("mi300x", "llama-3.1-8b"), "FlashInfer"));
-  EXPECT_TRUE(ranksName(rtp("a100-sxm-80g", "deepseek-v3"), "FlashInfer"));
+  EXPECT_FALSE(ranksBackend(rtp("h100-sxm", "deepseek-v3"), "FlashInfer"));
+  EXPECT_FALSE(ranksBackend(rtp("b200", "deepseek-v3"), "FlashInfer"));
+  EXPECT_FALSE(ranksBackend(rtp("mi300x", "llama-3.1-8b"), "FlashInfer"));
+  EXPECT_TRUE(ranksBackend(rtp("a100-sxm-80g", "deepseek-v3"), "FlashInfer"));
 }
 
 }  // namespace

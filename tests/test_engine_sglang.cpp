@@ -13,25 +13,7 @@ namespace attnsim::test {
 namespace {
 
 Scenario sglang(const std::string& hardware, const std::string& model) {
-  Scenario s;
-  s.engine = "sglang";
-  s.hardware = hardware;
-  s.model = model;
-  return s;
-}
-
-Selection select(const Scenario& s) { return selectBackends(defaultCatalog(), s).selection; }
-
-std::string nameOf(const std::optional<BackendChoice>& c) { return c ? c->name : ""; }
-
-std::string refusalOf(const Selection& s) { return s.refusal.value_or(""); }
-
-bool ranks(const Scenario& s, const std::string& backend) {
-  const Ranking r = rankBackends(defaultCatalog(), s, {"sglang"});
-  for (const auto& b : r.ranked) {
-    if (b.backend == backend) return true;
-  }
-  return false;
+  return engineScenario("sglang", hardware, model);
 }
 
 // D1a. attention_registry.py fa4 factory (index id 57943187787) builds the FlashAttentionBackend
@@ -39,7 +21,7 @@ bool ranks(const Scenario& s, const std::string& backend) {
 TEST(SglangFa4, ServesDecode) {
   Scenario s = sglang("b200", "llama-3.1-8b");
   s.backend = "fa4";
-  const Selection sel = select(s);
+  const Selection sel = selectionOf(s);
   ASSERT_FALSE(sel.refusal) << *sel.refusal;
   EXPECT_EQ(nameOf(sel.prefill), "fa4");
   EXPECT_EQ(nameOf(sel.decode), "fa4");
@@ -52,13 +34,13 @@ TEST(SglangFa4, TrtllmMhaDecodeIsRefusedOnlyWithKv4) {
   Scenario s = sglang("b200", "llama-3.1-8b");
   s.prefill_backend = "fa4";
   s.decode_backend = "trtllm_mha";
-  const Selection bf16 = select(s);
+  const Selection bf16 = selectionOf(s);
   ASSERT_FALSE(bf16.refusal) << *bf16.refusal;
   EXPECT_EQ(nameOf(bf16.prefill), "fa4");
   EXPECT_EQ(nameOf(bf16.decode), "trtllm_mha");
   EXPECT_EQ(bf16.env.at("page_size"), Value{std::int64_t{128}});
   s.kv_dtype = "fp4_e2m1";
-  EXPECT_EQ(refusalOf(select(s)),
+  EXPECT_EQ(refusalOf(selectionOf(s)),
             "KV4 FA4 MHA expects decode_attention_backend to be one of ['triton', 'torch_native', "
             "'flex_attention'], but got trtllm_mha");
 }
@@ -67,7 +49,7 @@ TEST(SglangFa4, TrtllmMhaDecodeIsRefusedOnlyWithKv4) {
 TEST(SglangDsa, AcceptsTheBf16Alias) {
   Scenario s = sglang("h100-sxm", "deepseek-v3.2");
   s.kv_dtype = "bf16";
-  const Selection sel = select(s);
+  const Selection sel = selectionOf(s);
   ASSERT_FALSE(sel.refusal) << *sel.refusal;
   EXPECT_EQ(nameOf(sel.prefill), "dsa");
   EXPECT_EQ(sel.prefill->variant, "bf16: flashmla_sparse/fa3");
@@ -80,7 +62,7 @@ TEST(SglangDsa, AcceptsTheBf16Alias) {
 TEST(SglangDsa, DefaultsApplyWithAnExplicitBackend) {
   Scenario b200 = sglang("b200", "deepseek-v3.2");
   b200.backend = "dsa";
-  const Selection fp8 = select(b200);
+  const Selection fp8 = selectionOf(b200);
   ASSERT_FALSE(fp8.refusal) << *fp8.refusal;
   EXPECT_EQ(fp8.prefill->variant, "fp8: trtllm/trtllm");
   EXPECT_EQ(toDisplay(fp8.env.at("kv_dtype")), "fp8_e4m3");
@@ -89,7 +71,7 @@ TEST(SglangDsa, DefaultsApplyWithAnExplicitBackend) {
   Scenario h100 = sglang("h100-sxm", "deepseek-v3.2");
   h100.backend = "dsa";
   h100.page_size = 1;
-  const Selection bf16 = select(h100);
+  const Selection bf16 = selectionOf(h100);
   ASSERT_FALSE(bf16.refusal) << *bf16.refusal;
   EXPECT_EQ(toDisplay(bf16.env.at("kv_dtype")), "bfloat16");
   EXPECT_EQ(bf16.env.at("page_size"), Value{std::int64_t{64}});
@@ -100,11 +82,11 @@ TEST(SglangDsa, DefaultsApplyWithAnExplicitBackend) {
 TEST(SglangFa3Mla, AcceptsFp8E4m3KvAndSwitchesE5m2ToTriton) {
   Scenario s = sglang("h100-sxm", "deepseek-v3");
   s.kv_dtype = "fp8_e4m3";
-  const Selection e4m3 = select(s);
+  const Selection e4m3 = selectionOf(s);
   ASSERT_FALSE(e4m3.refusal) << *e4m3.refusal;
   EXPECT_EQ(nameOf(e4m3.prefill), "fa3");
   s.kv_dtype = "fp8_e5m2";
-  const Selection e5m2 = select(s);
+  const Selection e5m2 = selectionOf(s);
   EXPECT_EQ(toDisplay(e5m2.env.at("attention_backend")), "triton");
 }
 
@@ -112,10 +94,10 @@ TEST(SglangFa3Mla, AcceptsFp8E4m3KvAndSwitchesE5m2ToTriton) {
 TEST(SglangTrtllmMla, RejectsTheBfloat16Spelling) {
   Scenario s = sglang("b200", "deepseek-v3");
   s.kv_dtype = "bfloat16";
-  EXPECT_EQ(refusalOf(select(s)),
+  EXPECT_EQ(refusalOf(selectionOf(s)),
             "TensorRT-LLM MLA backend only supports kv-cache-dtype of fp8_e4m3, fp4_e2m1, bf16, or auto.");
   s.kv_dtype = "bf16";
-  const Selection bf16 = select(s);
+  const Selection bf16 = selectionOf(s);
   ASSERT_FALSE(bf16.refusal) << *bf16.refusal;
   EXPECT_EQ(nameOf(bf16.prefill), "trtllm_mla");
 }
@@ -124,15 +106,15 @@ TEST(SglangTrtllmMla, RejectsTheBfloat16Spelling) {
 // is_flashinfer_available(), which needs CUDA (utils/common.py, index id 47117906).
 TEST(SglangRocm, FlashinferIsNotBuiltOnRocm) {
   Scenario s = sglang("mi300x", "llama-3.1-8b");
-  EXPECT_FALSE(ranks(s, "flashinfer"));
+  EXPECT_FALSE(ranksBackend(s, "flashinfer"));
   s.backend = "flashinfer";
-  EXPECT_NE(refusalOf(select(s)).find("not available on platform rocm"), std::string::npos);
+  EXPECT_NE(refusalOf(selectionOf(s)).find("not available on platform rocm"), std::string::npos);
 }
 
 // D4. model_override_base.py:get_default_attn_backend @ 00d56e2c has no XPU arm: MHA models fall
 // through to triton (no flashinfer off CUDA).
 TEST(SglangXpu, MhaModelsDefaultToTriton) {
-  const Selection sel = select(sglang("intel-max-1550", "qwen3-8b"));
+  const Selection sel = selectionOf(sglang("intel-max-1550", "qwen3-8b"));
   ASSERT_FALSE(sel.refusal) << *sel.refusal;
   EXPECT_EQ(nameOf(sel.prefill), "triton");
   EXPECT_EQ(nameOf(sel.decode), "triton");
@@ -142,7 +124,7 @@ TEST(SglangXpu, MhaModelsDefaultToTriton) {
 // D4, M5. gpt_oss.py:_gpt_oss_overrides @ 16ac180d picks intel_xpu on XPU; the intel_xpu page
 // constraint (overrides.py:_intel_xpu_page_constraint @ 003bbaf9) gives 128.
 TEST(SglangXpu, GptOssOverridePicksIntelXpu) {
-  const Selection sel = select(sglang("intel-max-1550", "gpt-oss-20b"));
+  const Selection sel = selectionOf(sglang("intel-max-1550", "gpt-oss-20b"));
   ASSERT_FALSE(sel.refusal) << *sel.refusal;
   EXPECT_EQ(nameOf(sel.prefill), "intel_xpu");
   EXPECT_EQ(sel.env.at("page_size"), Value{std::int64_t{128}});
@@ -152,7 +134,7 @@ TEST(SglangXpu, GptOssOverridePicksIntelXpu) {
 TEST(SglangGptOss, OverrideNeedsAllThreeFlagsUnset) {
   Scenario s = sglang("intel-max-1550", "gpt-oss-20b");
   s.decode_backend = "intel_xpu";
-  const Selection sel = select(s);
+  const Selection sel = selectionOf(s);
   ASSERT_FALSE(sel.refusal) << *sel.refusal;
   EXPECT_EQ(nameOf(sel.prefill), "triton");
   EXPECT_EQ(nameOf(sel.decode), "intel_xpu");
@@ -161,7 +143,7 @@ TEST(SglangGptOss, OverrideNeedsAllThreeFlagsUnset) {
 // D5. platform_hook.py:handle_cpu_backends @ 01057c01 sets intel_amx for MLA models too, and
 // IntelAMXAttnBackend @ 00e61ac6 has no MLA refusal.
 TEST(SglangCpu, IntelAmxRunsMlaModels) {
-  const Selection sel = select(sglang("xeon-spr-amx", "deepseek-v3"));
+  const Selection sel = selectionOf(sglang("xeon-spr-amx", "deepseek-v3"));
   ASSERT_FALSE(sel.refusal) << *sel.refusal;
   EXPECT_EQ(nameOf(sel.prefill), "intel_amx");
   EXPECT_EQ(nameOf(sel.decode), "intel_amx");
@@ -169,7 +151,7 @@ TEST(SglangCpu, IntelAmxRunsMlaModels) {
 
 // D5, F4. IntelAMXAttnBackend @ 00e61ac6 passes the sliding window and the sinks to its kernels.
 TEST(SglangCpu, IntelAmxRunsSlidingWindowsAndSinks) {
-  const Selection sel = select(sglang("xeon-spr-amx", "gpt-oss-20b"));
+  const Selection sel = selectionOf(sglang("xeon-spr-amx", "gpt-oss-20b"));
   ASSERT_FALSE(sel.refusal) << *sel.refusal;
   EXPECT_EQ(nameOf(sel.prefill), "intel_amx");
 }
@@ -178,20 +160,20 @@ TEST(SglangCpu, IntelAmxRunsSlidingWindowsAndSinks) {
 // only on the CPU; on a GPU intel_amx binds a CPU-only sgl-kernel op.
 TEST(SglangCpu, IntelAmxIsNotAChoiceOffTheCpu) {
   Scenario s = sglang("b200", "llama-3.1-8b");
-  EXPECT_FALSE(ranks(s, "intel_amx"));
+  EXPECT_FALSE(ranksBackend(s, "intel_amx"));
   s.backend = "intel_amx";
-  EXPECT_NE(refusalOf(select(s)).find("not available on platform cuda"), std::string::npos);
+  EXPECT_NE(refusalOf(selectionOf(s)).find("not available on platform cuda"), std::string::npos);
 }
 
 // D12, F3. DualChunkFlashAttentionBackend.__init__ (index id 803149873) asserts the model's
 // dual_chunk_attention_config; no catalog model has one.
 TEST(SglangDualChunk, NeedsADualChunkConfig) {
   for (const char* hw : {"h100-sxm", "b200", "a100-sxm-80g"}) {
-    EXPECT_FALSE(ranks(sglang(hw, "llama-3.1-8b"), "dual_chunk_flash_attn")) << hw;
+    EXPECT_FALSE(ranksBackend(sglang(hw, "llama-3.1-8b"), "dual_chunk_flash_attn")) << hw;
   }
   Scenario s = sglang("h100-sxm", "llama-3.1-8b");
   s.backend = "dual_chunk_flash_attn";
-  EXPECT_NE(refusalOf(select(s)).find("dual_chunk_attention_config"), std::string::npos);
+  EXPECT_NE(refusalOf(selectionOf(s)).find("dual_chunk_attention_config"), std::string::npos);
 }
 
 // D9. hardware_backend/npu/utils.py:set_default_server_args (index id 886924877) overwrites the
@@ -199,14 +181,14 @@ TEST(SglangDualChunk, NeedsADualChunkConfig) {
 TEST(SglangNpu, ForcesAscendAndKeepsAGivenPageSize) {
   Scenario s = sglang("ascend-910b", "llama-3.1-8b");
   s.backend = "torch_native";
-  const Selection forced = select(s);
+  const Selection forced = selectionOf(s);
   ASSERT_FALSE(forced.refusal) << *forced.refusal;
   EXPECT_EQ(nameOf(forced.prefill), "ascend");
   EXPECT_EQ(nameOf(forced.decode), "ascend");
   EXPECT_EQ(forced.env.at("page_size"), Value{std::int64_t{128}});
   Scenario paged = sglang("ascend-910b", "llama-3.1-8b");
   paged.page_size = 64;
-  EXPECT_EQ(select(paged).env.at("page_size"), Value{std::int64_t{64}});
+  EXPECT_EQ(selectionOf(paged).env.at("page_size"), Value{std::int64_t{64}});
 }
 
 // D10. kv_cache_hook.py:handle_kv4_compatibility @ 003c5589 raises off CUDA first.
@@ -214,18 +196,18 @@ TEST(SglangKv4, IsRefusedOffCuda) {
   Scenario s = sglang("mi300x", "llama-3.1-8b");
   s.backend = "triton";
   s.kv_dtype = "fp4_e2m1";
-  EXPECT_EQ(refusalOf(select(s)), "KV4 is not tested on non-CUDA platforms.");
+  EXPECT_EQ(refusalOf(selectionOf(s)), "KV4 is not tested on non-CUDA platforms.");
 }
 
 // F1. attention_registry.py (index id 57943187787): fa3 allows SM80 for non-MLA models only.
 TEST(SglangFa3, AllowedOnSm80ForMhaModelsOnly) {
   Scenario mha = sglang("a100-sxm-80g", "llama-3.1-8b");
   mha.backend = "fa3";
-  EXPECT_FALSE(select(mha).refusal);
+  EXPECT_FALSE(selectionOf(mha).refusal);
   Scenario mla = sglang("a100-sxm-80g", "deepseek-v3");
   mla.backend = "fa3";
   EXPECT_NE(
-      refusalOf(select(mla))
+      refusalOf(selectionOf(mla))
           .find("FlashAttention v3 Backend requires SM>=80 and SM<=90. Please use --attention-backend flashinfer."),
       std::string::npos);
 }

@@ -14,20 +14,12 @@
 namespace attnsim::test {
 namespace {
 
-Scenario vllm(const std::string& hardware, const std::string& model) {
-  Scenario s;
-  s.hardware = hardware;
-  s.model = model;
-  s.engine = "vllm";
-  return s;
-}
+Scenario vllm(const std::string& hardware, const std::string& model) { return engineScenario("vllm", hardware, model); }
 
 Scenario withBackend(Scenario s, const std::string& backend) {
   s.backend = backend;
   return s;
 }
-
-Selection select(const Scenario& s) { return selectBackends(defaultCatalog(), s).selection; }
 
 std::string chosen(const Selection& s) {
   if (s.refusal) return "REFUSED " + *s.refusal;
@@ -57,7 +49,7 @@ bool refusedWith(const Selection& s, const std::string& text) {
 const char* const kMmPrefixReason = "partial multimodal token full attention not supported";
 
 TEST(VllmGemma3, MultimodalPrefixLmPicksTritonOnH100) {
-  const Selection s = select(vllm("h100-sxm", "gemma-3-27b"));
+  const Selection s = selectionOf(vllm("h100-sxm", "gemma-3-27b"));
   EXPECT_EQ(chosen(s), "TRITON_ATTN");
   for (const char* rejected : {"FLASH_ATTN", "FLASHINFER"}) {
     const auto reasons = reasonsFor(s.considered, rejected);
@@ -67,19 +59,19 @@ TEST(VllmGemma3, MultimodalPrefixLmPicksTritonOnH100) {
 
 TEST(VllmGemma3, MultimodalPrefixLmPicksTritonOnB200A100AndL40S) {
   for (const char* hw : {"b200", "a100-sxm-80g", "l40s"}) {
-    EXPECT_EQ(chosen(select(vllm(hw, "gemma-3-27b"))), "TRITON_ATTN") << hw;
+    EXPECT_EQ(chosen(selectionOf(vllm(hw, "gemma-3-27b"))), "TRITON_ATTN") << hw;
   }
 }
 
 TEST(VllmGemma3, PrefixLmRefusesExplicitFlashAttn) {
-  const Selection s = select(withBackend(vllm("h100-sxm", "gemma-3-27b"), "FLASH_ATTN"));
+  const Selection s = selectionOf(withBackend(vllm("h100-sxm", "gemma-3-27b"), "FLASH_ATTN"));
   EXPECT_TRUE(refusedWith(s, "Selected backend FLASH_ATTN is not valid for this configuration. Reason: ['" +
                                  std::string(kMmPrefixReason) + "']"))
       << chosen(s);
 }
 
 TEST(VllmQwen25Vl, IsNotPrefixLmSoH100PicksFa3) {
-  EXPECT_EQ(chosen(select(vllm("h100-sxm", "qwen2.5-vl-7b"))), "FLASH_ATTN [FA3]");
+  EXPECT_EQ(chosen(selectionOf(vllm("h100-sxm", "qwen2.5-vl-7b"))), "FLASH_ATTN [FA3]");
 }
 
 // ---- D2: DeepSeek-V3.2 KV-cache spellings ----
@@ -93,7 +85,7 @@ Scenario withKv(Scenario s, const std::string& kv) {
 }
 
 TEST(VllmDeepseekV32, Fp8KvBecomesFp8DsMlaOnHopper) {
-  const Selection s = select(withKv(vllm("h100-sxm", "deepseek-v3.2"), "fp8"));
+  const Selection s = selectionOf(withKv(vllm("h100-sxm", "deepseek-v3.2"), "fp8"));
   EXPECT_EQ(chosen(s), "FLASHMLA_SPARSE");
   EXPECT_EQ(s.env.at("kv_dtype"), Value{std::string("fp8_ds_mla")});
   EXPECT_EQ(s.env.at("page_size"), Value{std::int64_t{64}});
@@ -102,7 +94,7 @@ TEST(VllmDeepseekV32, Fp8KvBecomesFp8DsMlaOnHopper) {
 }
 
 TEST(VllmDeepseekV32, Fp8KvBecomesFp8DsMlaOnBlackwell) {
-  const Selection s = select(withKv(vllm("b200", "deepseek-v3.2"), "fp8_e4m3"));
+  const Selection s = selectionOf(withKv(vllm("b200", "deepseek-v3.2"), "fp8_e4m3"));
   EXPECT_EQ(chosen(s), "FLASHMLA_SPARSE");
   EXPECT_EQ(s.env.at("kv_dtype"), Value{std::string("fp8_ds_mla")});
   EXPECT_EQ(s.env.at("page_size"), Value{std::int64_t{64}});
@@ -110,14 +102,14 @@ TEST(VllmDeepseekV32, Fp8KvBecomesFp8DsMlaOnBlackwell) {
 }
 
 TEST(VllmDeepseekV32, Bfloat16KvIsAuto) {
-  const Selection s = select(withKv(vllm("h100-sxm", "deepseek-v3.2"), "bfloat16"));
+  const Selection s = selectionOf(withKv(vllm("h100-sxm", "deepseek-v3.2"), "bfloat16"));
   EXPECT_EQ(chosen(s), "FLASHMLA_SPARSE");
   EXPECT_EQ(s.env.at("kv_dtype"), Value{std::string("auto")});
   EXPECT_TRUE(hasNote(s, "Using bfloat16 kv-cache for DeepSeekV3.2"));
 }
 
 TEST(VllmDeepseekV32, HasNoBackendOnAmpere) {
-  const Selection s = select(vllm("a100-sxm-80g", "deepseek-v3.2"));
+  const Selection s = selectionOf(vllm("a100-sxm-80g", "deepseek-v3.2"));
   EXPECT_TRUE(refusedWith(s, "No valid attention backend found for cuda")) << chosen(s);
 }
 
@@ -128,24 +120,24 @@ Scenario withPage(Scenario s, std::int64_t page) {
 }
 
 TEST(VllmRocm, SparseMlaAssertsBlockSizeOne) {
-  EXPECT_TRUE(refusedWith(select(vllm("mi300x", "deepseek-v3.2")),
+  EXPECT_TRUE(refusedWith(selectionOf(vllm("mi300x", "deepseek-v3.2")),
                           "Sparse MLA backend on ROCm only supports block size 1 for now."));
 }
 
 TEST(VllmRocm, SparseMlaIgnoresExplicitBackend) {
-  const Selection s = select(withBackend(withPage(vllm("mi300x", "deepseek-v3.2"), 1), "TRITON_MLA"));
+  const Selection s = selectionOf(withBackend(withPage(vllm("mi300x", "deepseek-v3.2"), 1), "TRITON_MLA"));
   EXPECT_EQ(chosen(s), "ROCM_AITER_MLA_SPARSE");
   EXPECT_EQ(s.env.at("page_size"), Value{std::int64_t{1}});
 }
 
 TEST(VllmRocm, SparseMlaRejectsFp8Kv) {
-  EXPECT_TRUE(refusedWith(select(withKv(withPage(vllm("mi300x", "deepseek-v3.2"), 1), "fp8")),
+  EXPECT_TRUE(refusedWith(selectionOf(withKv(withPage(vllm("mi300x", "deepseek-v3.2"), 1), "fp8")),
                           "ROCMAiterMLASparseBackend doesn't support fp8 kv_cache_dtype."));
 }
 
 TEST(VllmRocm, RejectsCudaOnlyBackends) {
   for (const char* b : {"FLASH_ATTN", "FLASHINFER", "TREE_ATTN", "FLASH_ATTN_DIFFKV", "CPU_ATTN", "TRITON_MLA"}) {
-    const Selection s = select(withBackend(vllm("mi300x", "llama-3.1-8b"), b));
+    const Selection s = selectionOf(withBackend(vllm("mi300x", "llama-3.1-8b"), b));
     EXPECT_TRUE(refusedWith(s, "Attention backend " + std::string(b) +
                                    " is not supported on ROCm. Note that V0 attention backends have been removed."))
         << b << ": " << chosen(s);
@@ -153,15 +145,15 @@ TEST(VllmRocm, RejectsCudaOnlyBackends) {
 }
 
 TEST(VllmRocm, DenseMlaRejectsSparseBackend) {
-  const Selection s = select(withBackend(vllm("mi300x", "deepseek-v3"), "ROCM_AITER_MLA_SPARSE"));
+  const Selection s = selectionOf(withBackend(vllm("mi300x", "deepseek-v3"), "ROCM_AITER_MLA_SPARSE"));
   EXPECT_TRUE(
       refusedWith(s, "The selected backend, ROCM_AITER_MLA_SPARSE,is not MLA type while requested for MLA backend."))
       << chosen(s);
 }
 
 TEST(VllmRocm, MlaBlockSizeOnePicksAiterMla) {
-  EXPECT_EQ(chosen(select(withPage(vllm("mi300x", "deepseek-v3"), 1))), "ROCM_AITER_MLA");
-  EXPECT_TRUE(refusedWith(select(withBackend(withPage(vllm("mi300x", "deepseek-v3"), 1), "TRITON_MLA")),
+  EXPECT_EQ(chosen(selectionOf(withPage(vllm("mi300x", "deepseek-v3"), 1))), "ROCM_AITER_MLA");
+  EXPECT_TRUE(refusedWith(selectionOf(withBackend(withPage(vllm("mi300x", "deepseek-v3"), 1), "TRITON_MLA")),
                           "The selected backend, TRITON_MLA,does not support block size 1."));
 }
 
@@ -183,7 +175,7 @@ TEST(VllmRocm, RankMatchesExplicitWhitelist) {
 // vllm/platforms/xpu.py XPUPlatform.get_attn_backend_cls and check_and_update_config @ 2d5be1dd.
 TEST(VllmXpu, IsInTreeAndDefaultsToFlashAttn) {
   const Scenario scenario = vllm("intel-max-1550", "llama-3.1-8b");
-  const Selection s = select(scenario);
+  const Selection s = selectionOf(scenario);
   EXPECT_EQ(chosen(s), "FLASH_ATTN [XPU]");
   EXPECT_EQ(s.env.at("page_size"), Value{std::int64_t{64}});
   EXPECT_EQ(s.prefill->caps->cuda_graph, "never");
@@ -193,48 +185,52 @@ TEST(VllmXpu, IsInTreeAndDefaultsToFlashAttn) {
 }
 
 TEST(VllmXpu, MlaAlwaysUsesTritonMla) {
-  EXPECT_EQ(chosen(select(vllm("intel-max-1550", "deepseek-v3"))), "TRITON_MLA");
-  EXPECT_EQ(chosen(select(withBackend(vllm("intel-max-1550", "deepseek-v3"), "FLASHMLA"))), "TRITON_MLA");
+  EXPECT_EQ(chosen(selectionOf(vllm("intel-max-1550", "deepseek-v3"))), "TRITON_MLA");
+  EXPECT_EQ(chosen(selectionOf(withBackend(vllm("intel-max-1550", "deepseek-v3"), "FLASHMLA"))), "TRITON_MLA");
 }
 
 TEST(VllmXpu, RejectsUnlistedExplicitBackend) {
-  EXPECT_TRUE(refusedWith(select(withBackend(vllm("intel-max-1550", "llama-3.1-8b"), "FLEX_ATTENTION")),
+  EXPECT_TRUE(refusedWith(selectionOf(withBackend(vllm("intel-max-1550", "llama-3.1-8b"), "FLEX_ATTENTION")),
                           "Invalid attention backend for xpu, with use_mla: False"));
-  EXPECT_EQ(chosen(select(withBackend(vllm("intel-max-1550", "llama-3.1-8b"), "TRITON_ATTN"))), "TRITON_ATTN [XPU]");
+  EXPECT_EQ(chosen(selectionOf(withBackend(vllm("intel-max-1550", "llama-3.1-8b"), "TRITON_ATTN"))),
+            "TRITON_ATTN [XPU]");
 }
 
 TEST(VllmXpu, SparseNotImplemented) {
   EXPECT_TRUE(
-      refusedWith(select(vllm("intel-max-1550", "deepseek-v3.2")), "Sparse Attention is not supported on XPU."));
+      refusedWith(selectionOf(vllm("intel-max-1550", "deepseek-v3.2")), "Sparse Attention is not supported on XPU."));
 }
 
 TEST(VllmAscend, IsStillAnOutOfTreePlugin) {
-  EXPECT_TRUE(refusedWith(select(vllm("ascend-910b", "llama-3.1-8b")), "out-of-tree plugin (vllm-ascend)"));
+  EXPECT_TRUE(refusedWith(selectionOf(vllm("ascend-910b", "llama-3.1-8b")), "out-of-tree plugin (vllm-ascend)"));
 }
 
 // ---- D7, D4.2: CPU runs CPU_ATTN whatever was asked, unvalidated ----
 // vllm/platforms/cpu.py CpuPlatform.get_attn_backend_cls and check_and_update_config @ 2d5be1dd.
 TEST(VllmCpu, SubstitutesCpuAttnForExplicitBackend) {
-  const Selection s = select(withBackend(vllm("xeon-spr-amx", "llama-3.1-8b"), "FLEX_ATTENTION"));
+  const Selection s = selectionOf(withBackend(vllm("xeon-spr-amx", "llama-3.1-8b"), "FLEX_ATTENTION"));
   EXPECT_EQ(chosen(s), "CPU_ATTN");
   EXPECT_TRUE(hasNote(s, "Cannot use AttentionBackendEnum.FLEX_ATTENTION backend on CPU."));
 }
 
 TEST(VllmCpu, DefaultBlockSizeIs128) {
-  const Selection s = select(vllm("xeon-spr-amx", "llama-3.1-8b"));
+  const Selection s = selectionOf(vllm("xeon-spr-amx", "llama-3.1-8b"));
   EXPECT_EQ(chosen(s), "CPU_ATTN");
   EXPECT_EQ(s.env.at("page_size"), Value{std::int64_t{128}});
-  EXPECT_EQ(select(withPage(vllm("xeon-spr-amx", "llama-3.1-8b"), 16)).env.at("page_size"), Value{std::int64_t{16}});
+  EXPECT_EQ(selectionOf(withPage(vllm("xeon-spr-amx", "llama-3.1-8b"), 16)).env.at("page_size"),
+            Value{std::int64_t{16}});
 }
 
-TEST(VllmCpu, RunsGptOssSinksOnCpuAttn) { EXPECT_EQ(chosen(select(vllm("xeon-spr-amx", "gpt-oss-20b"))), "CPU_ATTN"); }
+TEST(VllmCpu, RunsGptOssSinksOnCpuAttn) {
+  EXPECT_EQ(chosen(selectionOf(vllm("xeon-spr-amx", "gpt-oss-20b"))), "CPU_ATTN");
+}
 
 TEST(VllmCpu, MlaNotImplemented) {
-  EXPECT_TRUE(refusedWith(select(vllm("xeon-spr-amx", "deepseek-v3")), "MLA is not supported on CPU."));
+  EXPECT_TRUE(refusedWith(selectionOf(vllm("xeon-spr-amx", "deepseek-v3")), "MLA is not supported on CPU."));
 }
 
 TEST(VllmCpu, Fp8KvWithDefaultChunkedPrefillRaises) {
-  EXPECT_TRUE(refusedWith(select(withKv(vllm("xeon-spr-amx", "llama-3.1-8b"), "fp8")),
+  EXPECT_TRUE(refusedWith(selectionOf(withKv(vllm("xeon-spr-amx", "llama-3.1-8b"), "fp8")),
                           "Chunked-prefill and prefix-cache on the CPU backend is not compatible with FP8 KV cache."));
 }
 
@@ -245,7 +241,7 @@ TEST(VllmCpu, Fp8KvWithDefaultChunkedPrefillRaises) {
 TEST(VllmFlashAttnMla, IgnoresFaVersion) {
   Scenario scenario = vllm("h100-sxm", "deepseek-v3");
   scenario.engine_options["fa_version"] = "2";
-  const Selection s = select(scenario);
+  const Selection s = selectionOf(scenario);
   EXPECT_EQ(chosen(s), "FLASH_ATTN_MLA");
   EXPECT_EQ(s.env.at("page_size"), Value{std::int64_t{64}});
 }
