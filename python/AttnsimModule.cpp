@@ -215,11 +215,7 @@ std::string scenarioRepr(const Scenario& s) {
          ", workload=" + describe(s.workload) + ")";
 }
 
-}  // namespace
-
-PYBIND11_MODULE(attnsim, m) {
-  m.doc() = "attnsim: which attention backend serving engines pick, why, and how fast it runs";
-  m.attr("__version__") = ATTNSIM_VERSION;
+void bindErrors(py::module_& m) {
   g_input_error = PyErr_NewException("attnsim.InputError", PyExc_ValueError, nullptr);
   g_catalog_error = PyErr_NewException("attnsim.CatalogError", g_input_error, nullptr);
   g_usage_error = PyErr_NewException("attnsim.UsageError", g_input_error, nullptr);
@@ -229,7 +225,9 @@ PYBIND11_MODULE(attnsim, m) {
   m.attr("UsageError") = py::handle(g_usage_error);
   m.attr("EngineRefusal") = py::handle(g_engine_refusal);
   py::register_exception_translator(translateErrors);
+}
 
+void bindTypes(py::module_& m) {
   py::class_<Catalog, std::shared_ptr<Catalog>>(m, "Catalog", "the embedded catalog, optionally overlaid by a folder")
       .def(py::init([](const std::optional<std::string>& overlay) {
              CatalogSource source = CatalogSource::embedded();
@@ -256,7 +254,9 @@ PYBIND11_MODULE(attnsim, m) {
       .def_property_readonly("phase", [](const Scenario& s) { return std::string(phaseName(s.workload.phase)); })
       .def_property_readonly("workload", [](const Scenario& s) { return describe(s.workload); })
       .def("__repr__", &scenarioRepr);
+}
 
+void bindCalls(py::module_& m) {
   m.def(
       "list",
       [](const std::string& what, const std::string& engine, const Catalog* catalog) {
@@ -298,4 +298,14 @@ PYBIND11_MODULE(attnsim, m) {
       },
       py::arg("scenario") = py::none(), py::kw_only(), py::arg("flop_budget") = 4e8, py::arg("catalog") = nullptr,
       "a backend's algorithm on real numbers against the golden attention (as `attnsim --json check`)");
+}
+
+}  // namespace
+
+PYBIND11_MODULE(attnsim, m) {
+  m.doc() = "attnsim: which attention backend serving engines pick, why, and how fast it runs";
+  m.attr("__version__") = ATTNSIM_VERSION;
+  bindErrors(m);
+  bindTypes(m);
+  bindCalls(m);
 }
