@@ -1,11 +1,10 @@
 #include <fmt/format.h>
 
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include "cli/Commands.hpp"
 #include "core/Error.hpp"
+#include "core/Files.hpp"
 #include "reports/SupportTables.hpp"
 
 namespace attnsim::cli {
@@ -26,13 +25,11 @@ Runner addDocsCommand(CLI::App& app, const GlobalOptions& global) {
       std::cout << text;
       return 0;
     }
-    // Write beside the target and rename, so a failure never leaves a half-written file.
-    const std::string tmp = *out_file + ".tmp";
-    {
-      std::ofstream f(tmp, std::ios::binary);
-      if (!f || !(f << text) || !f.flush()) throw UsageError("--out: cannot write '" + *out_file + "'");
+    try {
+      writeFileAtomically(*out_file, text);
+    } catch (const UsageError& e) {
+      throw UsageError(std::string("--out: ") + e.what());
     }
-    std::filesystem::rename(tmp, *out_file);
     return 0;
   };
 }

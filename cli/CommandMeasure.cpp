@@ -1,12 +1,12 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "cli/Commands.hpp"
 #include "core/Error.hpp"
+#include "core/Files.hpp"
 #include "core/Strings.hpp"
 #include "reports/ValidationReport.hpp"
 #include "study/CalibrationRun.hpp"
@@ -30,16 +30,6 @@ std::vector<std::int64_t> parseContexts(const std::string& text) {
     }
   }
   return out;
-}
-
-// Writes `text` to `path` through a temporary file, so a failure leaves nothing half written.
-void writeFile(const std::filesystem::path& path, const std::string& text) {
-  const auto tmp = path.string() + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f || !(f << text) || !f.flush()) throw UsageError("cannot write '" + path.string() + "'");
-  }
-  std::filesystem::rename(tmp, path);
 }
 
 void printImport(const MeasurementImport& result, const std::string& db, bool as_json) {
@@ -96,7 +86,8 @@ void printOverheads(const std::vector<OverheadFit>& overheads) {
 
 void writeCalibrationFiles(const std::string& dir, const std::map<std::string, std::string>& files) {
   std::filesystem::create_directories(dir);
-  for (const auto& [hardware, text] : files) writeFile(std::filesystem::path(dir) / (hardware + ".yaml"), text);
+  for (const auto& [hardware, text] : files)
+    writeFileAtomically(std::filesystem::path(dir) / (hardware + ".yaml"), text);
 }
 
 }  // namespace
@@ -159,8 +150,8 @@ Runner addReportCommand(CLI::App& app, const GlobalOptions& global) {
     const StepValidation steps = stepValidation(c, store.measurements("step"));
     const std::string markdown = validationMarkdown(validation, steps);
     std::filesystem::create_directories(*out_dir);
-    writeFile(std::filesystem::path(*out_dir) / "validation.md", markdown);
-    writeFile(std::filesystem::path(*out_dir) / "scatter.svg", validationScatterSvg(validation));
+    writeFileAtomically(std::filesystem::path(*out_dir) / "validation.md", markdown);
+    writeFileAtomically(std::filesystem::path(*out_dir) / "scatter.svg", validationScatterSvg(validation));
     if (global.json) {
       std::cout << json{{"worst_family_phase_mape", validation.worst_test_mape},
                         {"top1_agreement", validation.ranking.top1},
