@@ -60,6 +60,26 @@ const KernelEfficiency& KernelFamily::efficiencyFor(std::string_view architectur
   return it == efficiency_by_architecture.end() ? efficiency : it->second;
 }
 
+const std::string& KernelFamily::mixedBatchFor(std::string_view engine) const {
+  const auto it = mixed_batch_by_engine.find(engine);
+  return it == mixed_batch_by_engine.end() ? mixed_batch : it->second;
+}
+
+namespace {
+
+void parseMixedBatch(const YamlReader& r, KernelFamily& k) {
+  const std::vector<std::string> modes{"one_launch", "by_phase"};
+  k.mixed_batch = r.getOneOf("default", modes);
+  if (auto engines = r.findMap("by_engine")) {
+    for (const auto& engine : engines->keysOf()) k.mixed_batch_by_engine[engine] = engines->getOneOf(engine, modes);
+    engines->finish();
+  }
+  k.mixed_batch_source = r.get<std::string>("source");
+  r.finish();
+}
+
+}  // namespace
+
 KernelFamily parseKernelFamily(const YamlReader& r) {
   KernelFamily k;
   k.id = r.get<std::string>("id");
@@ -86,6 +106,9 @@ KernelFamily parseKernelFamily(const YamlReader& r) {
   if (k.tiles_by_head_dim.size() > 4) r.fail("tiles_by_head_dim", "at most 4 rules");
   k.split_kv = r.get<bool>("split_kv");
   k.gqa_packing = r.get<bool>("gqa_packing");
+  k.prefill_gqa_packing = r.get<bool>("prefill_gqa_packing", false);
+  if (r.has("split_heuristic")) k.split_heuristic = r.getOneOf("split_heuristic", {"fastest", "occupancy"});
+  if (auto mixed = r.findMap("mixed_batch")) parseMixedBatch(*mixed, k);
   k.kv_dtypes = r.getListOf("kv_dtypes", kKvFormats);
   parsePerformance(r.map("performance"), k);
   k.measured_as = r.get<std::vector<std::string>>("measured_as", {});

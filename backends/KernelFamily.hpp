@@ -45,10 +45,32 @@ struct KernelFamily {
   int ctas_per_sm = 1;                   // resident work units per SM / CU
   int max_splits = 32;                   // split-KV cap (vLLM caps FA3 at 32 for CUDA graphs)
   bool split_spans_pool = false;         // a paged call's KV splits are cut over the whole page pool
-  KernelEfficiency efficiency;           // default
+  // How the kernel picks its KV split count: "fastest" (attnsim searches the count that finishes
+  // first: FlashInfer's and the Triton kernels' load-balancing planners aim at this), "occupancy"
+  // (FlashAttention's num_splits_heuristic: no split once the work fills 80% of the SMs, none for
+  // at most 4 KV blocks, else the fewest splits within 85% of the best wave efficiency).
+  std::string split_heuristic = "fastest";
+  // Prefill/extend tiles pack the query heads of one KV head into the query tile (FA3 varlen
+  // PackGQA, FlashInfer's packed qo rows, vLLM Triton unified BLOCK_M), so a short or single-token
+  // row shares one KV read across its group.
+  bool prefill_gqa_packing = false;
+  // A batch mixing prefill/extend rows with single-token decode rows: "one_launch" (one varlen call
+  // over every sequence) or "by_phase" (the decode rows run in a decode call after the prefill call);
+  // engines that drive the same kernel differently override it per engine.
+  std::string mixed_batch = "one_launch";
+  std::map<std::string, std::string, std::less<>> mixed_batch_by_engine;
+  std::string mixed_batch_source;
+  KernelEfficiency efficiency;  // default
   std::map<std::string, KernelEfficiency, std::less<>> efficiency_by_architecture;
 
   [[nodiscard]] const KernelEfficiency& efficiencyFor(std::string_view architecture) const;
+  // How `engine` runs a mixed batch on this kernel ("one_launch" or "by_phase").
+  [[nodiscard]] const std::string& mixedBatchFor(std::string_view engine) const;
+  // Prefill tiles hold the query heads of one KV head: declared, or absorbed MLA, whose query heads
+  // all share the one latent KV head and are the rows of every tile.
+  [[nodiscard]] bool packsQueryHeadsInPrefill() const {
+    return prefill_gqa_packing || algorithm == "mla_absorbed" || algorithm == "mla_sparse";
+  }
 };
 
 extern const std::vector<std::string> kKernelAlgorithms;

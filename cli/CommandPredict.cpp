@@ -26,6 +26,7 @@ void printPrediction(const ScenarioPrediction& sp) {
   const Prediction& p = sp.prediction;
   fmt::print("{}\n{}\n\n", sp.label, describe(sp.workload));
   printAttention(p);
+  if (!p.mixed_note.empty()) fmt::print("{}\n", p.mixed_note);
   fmt::print("\nstep ({} kernels): eager {:.1f} µs (GPU busy {:.1f}, CPU issue {:.1f}, {} launches)\n", p.eager.nodes,
              p.eager.step_us, p.eager.gpu_busy_us, p.eager.cpu_us, p.eager.launches);
   if (sp.cuda_graphs) {

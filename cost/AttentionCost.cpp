@@ -19,61 +19,12 @@ using attention_cost::ceilDiv;
 using attention_cost::kBytesPerIndex;
 using attention_cost::kNoCap;
 using attention_cost::kPartialBytes;
+using attention_cost::Rates;
 using attention_cost::roundUp;
 using attention_cost::Traffic;
+using attention_cost::Waves;
 
 constexpr double kLatencyUtilization = 0.25;  // below this busy fraction a call counts as latency-bound
-
-// Work of one split choice: units of equal work (count, time on one slot) spread over the machine.
-struct Waves {
-  double sum_work_us = 0;  // Σ over units of their time on one slot
-  double max_work_us = 0;
-  double ctas = 0;
-  double flops_tiled = 0;
-  bool compute_dominant = false;
-  // Distinct unit kinds; reused between calls so the hot path does not allocate once warm.
-  std::vector<std::pair<double, double>>* units = nullptr;  // (work, count)
-};
-
-struct Rates {
-  double flop_per_slot = 0;  // FLOP per µs one slot achieves
-  double byte_per_slot = 0;
-  double slots = 1;
-  double key_us = 0;  // per key a unit visits
-};
-
-void addUnits(Waves& w, const Rates& r, double count, double unit_flops, double unit_bytes, double unit_keys) {
-  const double c = unit_flops / r.flop_per_slot;
-  const double m = unit_bytes / r.byte_per_slot;
-  const double work = std::max(c, m) + unit_keys * r.key_us;
-  w.sum_work_us += count * work;
-  if (work > w.max_work_us) {
-    w.max_work_us = work;
-    w.compute_dominant = c >= m;
-  }
-  w.ctas += count;
-  w.flops_tiled += count * unit_flops;
-  if (w.units) w.units->emplace_back(work, count);
-}
-
-// Longest-first scheduling in waves of `slots` units: each wave lasts as long as its longest
-// (first) unit. Adding a unit or lengthening one never shortens the schedule.
-double kernelTime(const Waves& w, double slots) {
-  if (!w.units) return std::ceil(w.ctas / slots - 1e-9) * w.max_work_us;  // one kind of unit
-  auto& units = *w.units;
-  if (units.size() > 1) {
-    std::sort(units.begin(), units.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  }
-  double time = 0;
-  double position = 0;  // units scheduled so far
-  for (const auto& [work, count] : units) {
-    // Waves that start inside [position, position + count): multiples of slots in that range.
-    const double starts = std::floor((position + count - 1) / slots) - std::floor((position - 1) / slots);
-    time += starts * work;
-    position += count;
-  }
-  return time;
-}
 
 // Decode and verify: each unit is one KV head with its packed query heads (or one query head),
 // over one KV split. What does not depend on the split count is computed once per group.
@@ -103,14 +54,14 @@ struct DecodeUnit {
   }
 
   struct Work {
-    double flops, bytes, keys;
+    double flops, bytes, keys, qo_bytes;
   };
   // One unit's work when the KV is cut into `splits` pieces.
   [[nodiscard]] Work work(const AttentionShape& s, const KernelModel& k, int splits) const {
     const auto keys = static_cast<double>(ceilDiv(kv_tiles, splits) * k.tile_kv);
     double bytes = keys * kv_bytes_per_key + qo_bytes;
     if (splits > 1) bytes += rows_in_unit * (s.d_v + 1) * kPartialBytes;
-    return {2.0 * rows_padded * keys * (s.d_qk + s.d_v), bytes, keys};
+    return {2.0 * rows_padded * keys * (s.d_qk + s.d_v), bytes, keys, qo_bytes};
   }
 };
 
@@ -119,37 +70,57 @@ void decodeWaves(Waves& w, const AttentionShape& s, const KernelModel& k, const 
   for (const auto& g : groups) {
     const DecodeUnit unit(g, s, k, reread, index_bytes_per_key);
     const auto work = unit.work(s, k, splits);
-    addUnits(w, r, unit.count * splits, work.flops, work.bytes, work.keys);
+    addUnits(w, r, unit.count * splits, work.flops, work.bytes, work.keys, work.qo_bytes);
   }
 }
 
-// Prefill and extend: each unit is one query tile of one query head; a causal tile computes its
-// diagonal block whole. DRAM bytes are shared among units in proportion to the keys they read.
-void prefillWaves(Waves& w, const AttentionShape& s, const KernelModel& k, const Rates& r,
-                  std::span<const RequestGroup> groups, double dram_bytes) {
-  const std::int64_t cap = capOf(s);
-  const std::int64_t bm = std::max(1, k.tile_q);
-  auto tileKeys = [&](const RequestGroup& g, std::int64_t t) {
+// Prefill and extend: each unit is one query tile of one query head, or of one KV head's packed
+// query heads (the tile's rows are query positions × group); a causal tile computes its diagonal
+// block whole. Each request group's DRAM bytes are shared among its units in proportion to the keys
+// they read, so a decode row in a mixed batch carries its own KV, not the prefill's.
+struct PrefillTiles {
+  std::int64_t cap, bm, per_position;  // packed rows per query position (the group, or 1)
+  const AttentionShape& s;
+  const KernelModel& k;
+
+  [[nodiscard]] std::int64_t count(const RequestGroup& g) const { return ceilDiv(g.q_len * per_position, bm); }
+  [[nodiscard]] std::int64_t rows(const RequestGroup& g, std::int64_t t) const {
+    return std::min(g.q_len * per_position, (t + 1) * bm) - t * bm;
+  }
+  [[nodiscard]] std::int64_t keys(const RequestGroup& g, std::int64_t t) const {
     if (!s.causal) return roundUp(std::min(g.context, cap), k.tile_kv);
-    const std::int64_t first = g.prefix() + t * bm;
-    const std::int64_t last = g.prefix() + std::min(g.q_len, (t + 1) * bm) - 1;
+    const std::int64_t first = g.prefix() + t * bm / per_position;
+    const std::int64_t last = g.prefix() + (t * bm + rows(g, t) - 1) / per_position;
     const std::int64_t start = std::max<std::int64_t>(0, first + 1 - cap);
     return roundUp(last + 1 - start, k.tile_kv);
-  };
-  double total_keys = 0;
-  for (const auto& g : groups) {
-    for (std::int64_t t = 0; t < ceilDiv(g.q_len, bm); ++t) {
-      total_keys += static_cast<double>(g.count * s.num_heads) * static_cast<double>(tileKeys(g, t));
-    }
   }
-  const double bytes_per_key = total_keys > 0 ? dram_bytes / total_keys : 0;
+};
+
+void prefillWaves(Waves& w, const AttentionShape& s, const KernelModel& k, const Rates& r,
+                  std::span<const RequestGroup> groups, double reread, std::int64_t page_size) {
+  const bool packed = k.family && k.family->packsQueryHeadsInPrefill();
+  const PrefillTiles tiles{capOf(s), std::max(1, k.tile_q), packed ? s.groupSize() : 1, s, k};
+  const double heads = packed ? s.num_kv_heads : s.num_heads;
+  const double width = s.d_qk + s.d_v;
   for (const auto& g : groups) {
-    for (std::int64_t t = 0; t < ceilDiv(g.q_len, bm); ++t) {
-      const auto keys = static_cast<double>(tileKeys(g, t));
-      const double rows =
-          k.tensor_math ? static_cast<double>(bm) : static_cast<double>(std::min(g.q_len, (t + 1) * bm) - t * bm);
-      addUnits(w, r, static_cast<double>(g.count * s.num_heads), 2.0 * rows * keys * (s.d_qk + s.d_v),
-               keys * bytes_per_key, keys);
+    const Traffic t = attention_cost::countTraffic(s, k, std::span<const RequestGroup>(&g, 1), page_size);
+    const double dram = t.q_bytes + t.o_bytes + t.kv_read * reread + t.page_tables;
+    const std::int64_t n = tiles.count(g);
+    double keys = 0;
+    for (std::int64_t i = 0; i < n; ++i) keys += static_cast<double>(tiles.keys(g, i));
+    const double bytes_per_key = keys > 0 ? dram / (keys * static_cast<double>(g.count) * heads) : 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const auto unit_keys = static_cast<double>(tiles.keys(g, i));
+      const auto rows = static_cast<double>(tiles.rows(g, i));
+      // Tensor-core tiles compute whole MMA blocks of 16 rows: a tile with fewer valid rows (a short
+      // or single-token sequence) computes them rounded up to 16, as the decode units do; kernels pick
+      // a smaller query tile for short rows (FlashInfer's CTA_TILE_Q 16, Triton's BLOCK_M 16).
+      const double rows_computed =
+          k.tensor_math ? static_cast<double>(std::min(tiles.bm, roundUp(tiles.rows(g, i), 16))) : rows;
+      // A causal tile's diagonal block is masked element by element: one more pass of per-key work.
+      const double masked = s.causal ? std::min(unit_keys, static_cast<double>(tiles.bm)) : 0.0;
+      addUnits(w, r, static_cast<double>(g.count) * heads, 2.0 * rows_computed * unit_keys * width,
+               unit_keys * bytes_per_key, unit_keys + masked, rows * width * s.act_bytes);
     }
   }
 }
@@ -182,6 +153,7 @@ struct Call {
   const DeviceModel& device;
   std::span<const RequestGroup> groups;
   bool decode_like;
+  std::int64_t page_size;
 };
 
 // What every split count shares: the machine's slots and per-slot rates, and the bytes that do not
@@ -248,21 +220,53 @@ int maxSplits(const Call& call) {
   return max_splits;
 }
 
+// FlashAttention's num_splits_heuristic (Dao-AILab/flash-attention hopper/heuristics.h, used by
+// get_num_splits in hopper/flash_api.cpp; FA2's csrc/flash_attn/flash_api.cpp has the same rule):
+// no split when the tiles (requests × KV heads × packed query blocks) fill 80% of the SMs or the
+// KV is at most 4 blocks; else the fewest splits whose wave efficiency n/ceil(n) is within 85% of
+// the best over 1..min(cap, SMs, KV blocks).
+int occupancySplits(const Call& call, int max_splits) {
+  const KernelModel& k = call.kernel;
+  const double sms = call.device.compute_units;
+  double mblocks = 0;
+  std::int64_t nblocks = 0;
+  for (const auto& g : call.groups) {
+    const std::int64_t rows = g.q_len * (k.gqa_packing ? call.shape.groupSize() : 1);
+    const double heads = k.gqa_packing ? call.shape.num_kv_heads : call.shape.num_heads;
+    mblocks += static_cast<double>(g.count) * heads * static_cast<double>(ceilDiv(rows, std::max(1, k.tile_q)));
+    nblocks = std::max(nblocks, ceilDiv(uniqueKvTokens(g, call.shape), k.tile_kv));
+  }
+  if (mblocks >= 0.8 * sms || nblocks <= 4) return 1;
+  const int cap =
+      static_cast<int>(std::min<double>({static_cast<double>(max_splits), sms, static_cast<double>(nblocks)}));
+  auto efficiency = [&](int n) {
+    const double waves = mblocks * n / sms;
+    return waves / std::ceil(waves);
+  };
+  double best = 0;
+  for (int n = 1; n <= cap; ++n) best = std::max(best, efficiency(n));
+  for (int n = 1; n <= cap; ++n) {
+    if (efficiency(n) >= 0.85 * best) return n;
+  }
+  return 1;
+}
+
 // The work units of one split count; `uniform` is set for a decode batch of one kind of unit.
 void addSplitUnits(Waves& w, const Call& call, const CallTerms& c, const std::optional<DecodeUnit>& uniform,
                    int splits) {
   if (uniform) {
     const auto work = uniform->work(call.shape, call.kernel, splits);
-    addUnits(w, c.rates, uniform->count * splits, work.flops, work.bytes, work.keys);
+    addUnits(w, c.rates, uniform->count * splits, work.flops, work.bytes, work.keys, work.qo_bytes);
   } else if (call.decode_like) {
     decodeWaves(w, call.shape, call.kernel, c.rates, call.groups, splits, c.reread, c.index_bytes_per_key);
   } else {
-    prefillWaves(w, call.shape, call.kernel, c.rates, call.groups, c.base_bytes);
+    prefillWaves(w, call.shape, call.kernel, c.rates, call.groups, c.reread, call.page_size);
   }
 }
 
 // One split count's time: the waves, the merge of the fp32 partial outputs, and one launch per kernel.
 struct SplitTime {
+  bool bandwidth = false;  // the machine's bandwidth, not the wave schedule, sets kernel_us
   double partial_bytes = 0;
   double kernel_us = 0;
   double merge_us = 0;
@@ -274,7 +278,10 @@ SplitTime splitTime(const Call& call, const CallTerms& c, const Traffic& t, cons
   const AttentionShape& shape = call.shape;
   SplitTime st;
   st.partial_bytes = s > 1 ? 2.0 * s * t.tokens * shape.num_heads * (shape.d_v + 1) * kPartialBytes : 0.0;
-  st.kernel_us = kernelTime(w, c.slots);
+  // Split units write their fp32 partials (half of partial_bytes; the merge reads the other half).
+  const attention_cost::KernelTime kt = attention_cost::kernelTime(w, c.rates, c.base_bytes + st.partial_bytes / 2);
+  st.kernel_us = kt.us;
+  st.bandwidth = kt.bandwidth;
   st.merge_us = s > 1 ? st.partial_bytes / 2 / (call.device.bytes_per_us * call.kernel.memory_efficiency) : 0.0;
   st.fixed_us = call.kernel.fixed_us * (s > 1 ? 2 : 1);
   st.total_us = st.kernel_us + st.merge_us + st.fixed_us;
@@ -283,6 +290,7 @@ SplitTime splitTime(const Call& call, const CallTerms& c, const Traffic& t, cons
 
 void recordSplit(AttentionCost& out, const CallTerms& c, const Waves& w, const SplitTime& st, int s) {
   out.splits = s;
+  out.launches = s > 1 ? 2 : 1;
   out.ctas = w.ctas;
   out.flops_tiled = w.flops_tiled * c.dequant;
   out.bytes = c.base_bytes + st.partial_bytes;
@@ -293,7 +301,7 @@ void recordSplit(AttentionCost& out, const CallTerms& c, const Waves& w, const S
   // Latency: launch overhead dominates, or the machine is mostly idle so one unit's serial
   // work sets the time rather than the device's FLOP/s or bandwidth.
   const bool latency = st.fixed_us >= out.kernel_us || out.utilization < kLatencyUtilization;
-  out.bound = latency ? Bound::Latency : w.compute_dominant ? Bound::Compute : Bound::Memory;
+  out.bound = latency ? Bound::Latency : (w.compute_dominant && !st.bandwidth) ? Bound::Compute : Bound::Memory;
 }
 
 // The engines pick the split count that fills the machine best; take the fastest, fewest on ties.
@@ -308,7 +316,9 @@ AttentionCost searchSplits(const Call& call, const CallTerms& c, const Traffic& 
                                            c.index_bytes_per_key)
                : std::nullopt;
   const int max_splits = maxSplits(call);
-  for (int s = 1; s <= max_splits; ++s) {
+  const bool occupancy = call.kernel.family && call.kernel.family->split_heuristic == "occupancy";
+  const int first = occupancy && max_splits > 1 ? occupancySplits(call, call.kernel.max_splits) : 1;
+  for (int s = first; s <= (occupancy ? first : max_splits); ++s) {
     units.clear();
     Waves w;
     w.units = uniform ? nullptr : &units;
@@ -339,6 +349,22 @@ const char* boundName(Bound b) {
   return "memory";
 }
 
+AttentionCost sequentialCalls(const AttentionCost& first, const AttentionCost& second) {
+  AttentionCost out = first.time_us >= second.time_us ? first : second;
+  out.flops = first.flops + second.flops;
+  out.flops_tiled = first.flops_tiled + second.flops_tiled;
+  out.bytes = first.bytes + second.bytes;
+  out.bytes_min = first.bytes_min + second.bytes_min;
+  out.ctas = first.ctas + second.ctas;
+  out.compute_us = first.compute_us + second.compute_us;
+  out.memory_us = first.memory_us + second.memory_us;
+  out.kernel_us = first.kernel_us + second.kernel_us;
+  out.fixed_us = first.fixed_us + second.fixed_us;
+  out.time_us = first.time_us + second.time_us;
+  out.launches = first.launches + second.launches;
+  return out;
+}
+
 AttentionCost predictAttention(const AttentionShape& shape, const KernelModel& kernel, const DeviceModel& device,
                                Phase phase, std::span<const RequestGroup> groups, std::int64_t page_size) {
   if (const HeadDimTiles* rule = tileRuleFor(shape, kernel)) {
@@ -348,7 +374,7 @@ AttentionCost predictAttention(const AttentionShape& shape, const KernelModel& k
   const CallTerms c = callTerms(shape, kernel, device, t, page_size);
   if (kernel.unfused)
     return attention_cost::predictUnfused(shape, kernel, device, phase, groups, t, c.sinks, c.dequant);
-  const Call call{shape, kernel, device, groups, phase == Phase::Decode || phase == Phase::Verify};
+  const Call call{shape, kernel, device, groups, phase == Phase::Decode || phase == Phase::Verify, page_size};
   AttentionCost out = searchSplits(call, c, t);
   out.flops = t.flops;
   out.bytes_min = t.q_bytes + t.o_bytes + t.kv_unique;

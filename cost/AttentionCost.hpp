@@ -83,6 +83,7 @@ struct AttentionCost {
   double bytes_min = 0;    // Q + O + each needed KV byte once
   double ctas = 0;
   int splits = 1;
+  int launches = 1;       // kernels launched: the attention kernel, its split merge, a second call
   double compute_us = 0;  // whole-machine roofline terms
   double memory_us = 0;
   double kernel_us = 0;  // waves × per-unit work
@@ -102,6 +103,10 @@ std::int64_t uniqueKvTokens(const RequestGroup& g, const AttentionShape& s);
 
 AttentionCost predictAttention(const AttentionShape& shape, const KernelModel& kernel, const DeviceModel& device,
                                Phase phase, std::span<const RequestGroup> groups, std::int64_t page_size);
+
+// Two attention calls one after another (a mixed batch whose decode rows run in their own call): their
+// times, FLOPs and bytes add; the bound is the longer call's.
+AttentionCost sequentialCalls(const AttentionCost& first, const AttentionCost& second);
 
 // Resolution from the catalog (done once per scenario, outside the hot path).
 AttentionShape resolveShape(const AttentionLayerSpec& layer, const KernelFamily& kernel, Phase phase,

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <utility>
+#include <vector>
 
 #include "cost/AttentionCost.hpp"
 
@@ -35,6 +37,46 @@ struct Traffic {
   double tokens = 0;
   double flops = 0;
 };
+
+// How many times its even share of the machine's bandwidth one unit (a CTA) may draw while fewer
+// units than slots run: by Little's law a unit keeping two K/V tiles in flight (2 × 128 keys × 256 B
+// = 128 KiB) over a DRAM latency near 600 ns streams about 200 GB/s, against an even share of
+// 3350/132 ≈ 25 GB/s on an H100, so a partial last wave costs about its bytes. OPEN (issue 12): the
+// held-out H100/H200 decode measurements prefer 1 (worst family 12.7% at 1, 19.3% at 4; `attnsim
+// report validation`), while the FA3 and FlashMLA published tables need more than 1 for units that
+// share KV through L2; this wants a per-family figure fitted by `attnsim calibrate`.
+inline constexpr double kSlotBandwidthShare = 4;
+
+struct Rates {
+  double flop_per_slot = 0;  // FLOP per µs one slot achieves
+  double byte_per_slot = 0;  // even share of the achieved bandwidth, bytes per µs
+  double slots = 1;
+  double key_us = 0;  // per key a unit visits
+};
+
+// Work units spread over the machine: equal-work kinds (time on one slot, count).
+struct Waves {
+  double sum_work_us = 0;  // Σ over units of their time on one slot
+  double max_work_us = 0;
+  double ctas = 0;
+  double flops_tiled = 0;
+  bool compute_dominant = false;
+  // Distinct unit kinds; reused between calls so the hot path does not allocate once warm.
+  std::vector<std::pair<double, double>>* units = nullptr;  // (work, count)
+};
+
+// A unit's time on one slot: its math or its bytes at the bandwidth one unit can draw, the per-key
+// loop and softmax work, and its Q load and O store, which bracket the KV loop and are not hidden.
+void addUnits(Waves& w, const Rates& r, double count, double unit_flops, double unit_bytes, double unit_keys,
+              double unit_qo_bytes);
+// The longest-first wave schedule, but never faster than the machine streams the call's DRAM bytes
+// (units that read the same KV at once, such as the row tiles of one request, share it through L2);
+// `bandwidth` says which of the two set the time.
+struct KernelTime {
+  double us = 0;
+  bool bandwidth = false;
+};
+KernelTime kernelTime(const Waves& w, const Rates& r, double dram_bytes);
 
 Traffic countTraffic(const AttentionShape& s, const KernelModel& k, std::span<const RequestGroup> groups,
                      std::int64_t page_size);

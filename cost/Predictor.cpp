@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 #include "backends/KernelFamily.hpp"
 #include "catalog/Catalog.hpp"
+#include "core/Value.hpp"
 #include "hardware/HardwareProfile.hpp"
 #include "model/ModelSpec.hpp"
 
@@ -41,6 +43,12 @@ Predictor::Predictor(const Catalog& catalog, PredictionInput input)
   linear_ = resolveLinearKernels(catalog, hw, model);
   launch_ = {hw.overheads.kernel_launch_us, hw.overheads.graph_replay_base_us, hw.overheads.graph_replay_per_node_us};
   capture_ms_per_size_ = hw.overheads.graph_capture_ms_per_size;
+  // Different prefill and decode kernels (MLA backends) cannot share a launch; one kernel family
+  // runs a mixed batch as the engine drives it (kernels/*.yaml mixed_batch).
+  const auto engine = input_.engine_env.find("engine");
+  const std::string engine_name = engine == input_.engine_env.end() ? "" : toDisplay(engine->second);
+  mixed_by_phase_ =
+      input_.prefill_kernel != input_.decode_kernel || input_.prefill_kernel->mixedBatchFor(engine_name) == "by_phase";
   if (input_.graphs) {
     capture_sizes_ = input_.graphs->captureSizes(input_.engine_env);
     prefill_capture_sizes_ = input_.graphs->prefillCaptureSizes(input_.engine_env);
@@ -57,9 +65,31 @@ void Predictor::predictAttention(const Workload& workload, std::vector<LayerAtte
     out[i].layers = layer_types_[i].second;
     out[i].kernel = decode ? input_.decode_kernel : input_.prefill_kernel;
     out[i].shape = shapes[i];
-    out[i].cost =
-        attnsim::predictAttention(shapes[i], kernel, device_, workload.phase, workload.groups, input_.page_size);
+    // MLA under a non-absorbing prefill kernel keeps naive per-head K/V for prefill and the latent cache
+    // for decode: the engines run such decode rows in their own call (vLLM MLACommonImpl).
+    const bool other_geometry = prefill_shapes_[i].num_kv_heads != decode_shapes_[i].num_kv_heads ||
+                                prefill_shapes_[i].d_qk != decode_shapes_[i].d_qk;
+    const bool mixed = workload.phase == Phase::Extend && !workload.isUniform() && (mixed_by_phase_ || other_geometry);
+    out[i].cost = mixed ? mixedByPhase(i, workload)
+                        : attnsim::predictAttention(shapes[i], kernel, device_, workload.phase, workload.groups,
+                                                    input_.page_size);
   }
+}
+
+AttentionCost Predictor::mixedByPhase(std::size_t layer, const Workload& workload) const {
+  thread_local std::vector<RequestGroup> prefill, decode;  // reused: no allocation once warm
+  prefill.clear();
+  decode.clear();
+  for (const auto& g : workload.groups) (g.q_len == 1 ? decode : prefill).push_back(g);
+  if (prefill.empty() || decode.empty()) {
+    return attnsim::predictAttention(prefill_shapes_[layer], extend_model_, device_, workload.phase, workload.groups,
+                                     input_.page_size);
+  }
+  const AttentionCost first = attnsim::predictAttention(prefill_shapes_[layer], extend_model_, device_, Phase::Extend,
+                                                        prefill, input_.page_size);
+  const AttentionCost second =
+      attnsim::predictAttention(decode_shapes_[layer], decode_model_, device_, Phase::Decode, decode, input_.page_size);
+  return sequentialCalls(first, second);
 }
 
 GraphDecision Predictor::decideGraph(const Workload& workload) const {
@@ -108,9 +138,33 @@ GraphDecision Predictor::decideGraph(const Workload& workload) const {
   return d;
 }
 
+std::string Predictor::mixedNote(const Workload& workload) const {
+  bool single = false, multi = false;
+  for (const auto& g : workload.groups) (g.q_len == 1 ? single : multi) = true;
+  if (!single || !multi) return "";
+  const KernelFamily& k = *input_.prefill_kernel;
+  if (input_.prefill_kernel != input_.decode_kernel) {
+    return fmt::format(
+        "mixed batch: a {} call over the prefill rows, then a {} call over the single-token rows "
+        "(separate prefill and decode kernels)",
+        k.id, input_.decode_kernel->id);
+  }
+  if (mixed_by_phase_) {
+    return fmt::format("mixed batch: a prefill call, then a decode call over the single-token rows ({})",
+                       k.mixed_batch_source);
+  }
+  const std::string how = fmt::format("mixed batch: one {} launch over every sequence ({})", k.id,
+                                      k.mixed_batch_source.empty() ? "attnsim default" : k.mixed_batch_source);
+  if (k.packsQueryHeadsInPrefill()) return how;
+  return how +
+         "; its prefill tiles hold one query head, so every single-token row computes a padded query tile "
+         "per query head and re-reads its KV per head: more than a decode call where compute is scarce";
+}
+
 Prediction Predictor::predict(const Workload& workload) const {
   Prediction p;
   predictAttention(workload, p.attention);
+  if (workload.phase == Phase::Extend && !workload.isUniform()) p.mixed_note = mixedNote(workload);
   const ModelSpec& model = *input_.model;
   double total = 0;
   for (const auto& a : p.attention) total += a.cost.time_us * a.layers;
@@ -126,7 +180,7 @@ Prediction Predictor::predict(const Workload& workload) const {
     costs.attention_launches.assign(layers.size(), 1);
     for (std::size_t i = 0; i < layers.size(); ++i) {
       costs.attention_us[i] = layers[i].cost.time_us;
-      costs.attention_launches[i] = layers[i].cost.splits > 1 ? 2 : 1;
+      costs.attention_launches[i] = layers[i].cost.launches;
     }
   };
   const double kv_bytes = kvElementBytes(input_.kv_dtype, *input_.model_dtype);

@@ -55,6 +55,7 @@ struct Prediction {
   StepTimeline eager;
   StepTimeline graph;  // the step under the engine's CUDA graphs (eager when none applies)
   GraphDecision graph_decision;
+  std::string mixed_note;  // a mixed batch: how the backend runs it, and its source ("" otherwise)
 };
 
 class Predictor {
@@ -67,6 +68,9 @@ class Predictor {
 
  private:
   [[nodiscard]] GraphDecision decideGraph(const Workload& workload) const;
+  // A mixed batch run as a prefill/extend call and then a decode call over the single-token rows.
+  [[nodiscard]] AttentionCost mixedByPhase(std::size_t layer, const Workload& workload) const;
+  [[nodiscard]] std::string mixedNote(const Workload& workload) const;
 
   PredictionInput input_;
   std::vector<std::pair<const AttentionLayerSpec*, int>> layer_types_;
@@ -79,6 +83,7 @@ class Predictor {
   std::vector<std::int64_t> capture_sizes_;
   std::vector<std::int64_t> prefill_capture_sizes_;
   double capture_ms_per_size_ = 0;
+  bool mixed_by_phase_ = false;  // a mixed batch's decode rows run in a decode call of their own
 };
 
 }  // namespace attnsim

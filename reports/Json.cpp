@@ -141,25 +141,27 @@ json predictionJson(const ScenarioPrediction& sp, const Catalog& c) {
     total_layers += a.layers;
     layer_types.push_back(attentionJson(a));
   }
-  return {{"attention_us", p.attention_us},
-          {"step_us_eager", p.eager.step_us},
-          {"step_us_graph", graphs ? json(p.graph.step_us) : json()},
-          {"bound", boundName(p.attention.front().cost.bound)},
-          {"flops", flops / total_layers},
-          {"bytes", bytes / total_layers},
-          {"attention_layers", layer_types},
-          {"eager", timelineJson(p.eager)},
-          {"graph", graphs ? timelineJson(p.graph) : json()},
-          {"graph_mode", graphs ? graphModeName(p.graph_decision.mode) : "off"},
-          {"graph_note", p.graph_decision.why},
-          {"padded_batch", p.graph_decision.padded_batch},
-          {"capture_sizes", p.graph_decision.capture_sizes},
-          {"capture_ms", p.graph_decision.capture_ms},
-          {"capture_mib", p.graph_decision.capture_mib},
-          {"parameters", parametersJson(sp)},
-          {"selection", backendJson(sp.backend)},
-          {"scenario", scenarioJson(sp)},
-          {"catalog_hash", c.contentHash()}};
+  json out = {{"attention_us", p.attention_us},
+              {"step_us_eager", p.eager.step_us},
+              {"step_us_graph", graphs ? json(p.graph.step_us) : json()},
+              {"bound", boundName(p.attention.front().cost.bound)},
+              {"flops", flops / total_layers},
+              {"bytes", bytes / total_layers},
+              {"attention_layers", layer_types},
+              {"eager", timelineJson(p.eager)},
+              {"graph", graphs ? timelineJson(p.graph) : json()},
+              {"graph_mode", graphs ? graphModeName(p.graph_decision.mode) : "off"},
+              {"graph_note", p.graph_decision.why},
+              {"padded_batch", p.graph_decision.padded_batch},
+              {"capture_sizes", p.graph_decision.capture_sizes},
+              {"capture_ms", p.graph_decision.capture_ms},
+              {"capture_mib", p.graph_decision.capture_mib},
+              {"parameters", parametersJson(sp)},
+              {"selection", backendJson(sp.backend)},
+              {"scenario", scenarioJson(sp)},
+              {"catalog_hash", c.contentHash()}};
+  if (!p.mixed_note.empty()) out["mixed_note"] = p.mixed_note;
+  return out;
 }
 
 json rankingJson(const Ranking& r, const Catalog& c) {
