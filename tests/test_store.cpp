@@ -202,6 +202,40 @@ TEST_F(StoreRuns, MpirunGivesEachRankItsShard) {
   EXPECT_EQ(dump(merged), *reference_);
 }
 
+// calibration: {study: FILE} takes that study's fitted efficiencies over the catalog's.
+TEST(SweepCalibration, AStudysFitsChangeThePredictions) {
+  OverlayDir dir;
+  const std::string fits = (dir.path() / "fits.db").string();
+  {
+    Store store(fits);
+    for (const auto& k : test::defaultCatalog().kernels()) {
+      CalibrationRow row;
+      row.hardware = "h100-sxm";
+      row.kernel = k.id;
+      row.phase = "decode";
+      row.compute_efficiency = row.memory_efficiency = 0.01;
+      row.fixed_us = 50;
+      row.points = 10;
+      row.source = "test";
+      store.insertCalibration(row);
+    }
+  }
+  const std::string spec =
+      "name: c\nhardware: [h100-sxm]\nmodels: [llama-3.1-8b]\nengines: [vllm]\nworkloads:\n"
+      "  - decode: {batch: [1, 64], context: [4096]}\n";
+  dir.write("catalog.yaml", spec);
+  dir.write("fitted.yaml", spec + "calibration: {study: fits.db}\n");
+  const std::string a = (dir.path() / "a.db").string(), b = (dir.path() / "b.db").string();
+  ASSERT_EQ(test::runAttnsim("sweep " + (dir.path() / "catalog.yaml").string() + " --db " + a).exit_code, 0);
+  ASSERT_EQ(test::runAttnsim("sweep " + (dir.path() / "fitted.yaml").string() + " --db " + b).exit_code, 0);
+  const std::int64_t rows = query(a, "SELECT count(*) FROM predictions");
+  EXPECT_GT(rows, 0);
+  EXPECT_EQ(query(b, "SELECT count(*) FROM predictions"), rows);
+  EXPECT_EQ(query(b, "SELECT count(*) FROM sweeps WHERE calibration LIKE 'study:%fits.db'"), 1);
+  const std::string attention_sum = "SELECT CAST(SUM(attention_us) AS INTEGER) FROM predictions";
+  EXPECT_GT(query(b, attention_sum.c_str()), 2 * query(a, attention_sum.c_str()));
+}
+
 TEST(StoreSchema, AVersionTwoStoreIsMigratedAndKeepsItsMeasurements) {
   OverlayDir dir;
   const std::string db = (dir.path() / "v2.db").string();

@@ -29,6 +29,7 @@ workloads:
   - prefill: {length: [1024]}
   - extend: {chunk: [512], prefix: [4096]}
   - mixed: ["1x512@4608,7x1@2048"]
+  - verify: {batch: [4], context: [4096], draft_tokens: [4], topk: 1, algorithm: eagle}
 )";
 
 SweepSpec parse(const std::string& text) { return parseSweepSpec(text, "spec.yaml", defaultCatalog()); }
@@ -60,14 +61,14 @@ TEST(SweepSpec, ExpandsEveryAxisIntoWorkloadsAndCandidates) {
   ASSERT_EQ(s.engines.size(), 2U);
   EXPECT_EQ(s.engines[0].backends, backendNames(defaultCatalog().engine("vllm")));
   EXPECT_EQ(s.cuda_graphs, (std::vector<bool>{true, false}));
-  ASSERT_EQ(s.workloads.size(), 4U * 2 + 1 + 1 + 1);
+  ASSERT_EQ(s.workloads.size(), 4U * 2 + 1 + 1 + 1 + 1);
   EXPECT_EQ(s.workloads[0].label, "decode b=1 c=2048");
   EXPECT_EQ(s.workloads[8].workload.phase, Phase::Prefill);
   EXPECT_EQ(s.workloads[9].workload.phase, Phase::Extend);
   EXPECT_EQ(s.workloads[9].workload.groups[0].context, 4608);
   EXPECT_FALSE(s.workloads[10].workload.isUniform());
   const SweepPlan plan = planSweep(s, {});
-  EXPECT_EQ(plan.total_points, 2 * 2 * 2 * 2 * 11);
+  EXPECT_EQ(plan.total_points, 2 * 2 * 2 * 2 * 12);
   EXPECT_EQ(plan.points.size(), static_cast<std::size_t>(plan.total_points));
 }
 
@@ -227,8 +228,20 @@ TEST(SweepEvaluation, AgreesWithRankPointByPoint) {
                         reinterpret_cast<const char*>(sqlite3_column_text(q, 3)), 0, sqlite3_column_int(q, 4) != 0});
     }
     sqlite3_finalize(q);
+    sqlite3_stmt* pq = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(h, "SELECT regret, regret_us FROM points WHERE id = ? AND regret IS NOT NULL", -1, &pq,
+                                 nullptr),
+              SQLITE_OK);
+    sqlite3_bind_int64(pq, 1, p.id);
+    const bool has_regret = sqlite3_step(pq) == SQLITE_ROW;
+    const double regret = has_regret ? sqlite3_column_double(pq, 0) : -1;
+    sqlite3_finalize(pq);
     try {
       const Ranking r = rankBackends(defaultCatalog(), s, {s.engine});
+      ASSERT_EQ(has_regret, !r.defaults.empty());
+      if (has_regret) {
+        EXPECT_DOUBLE_EQ(regret, r.defaults[0].regret);
+      }
       ASSERT_EQ(stored.size(), r.ranked.size()) << s.hardware << " " << s.model << " " << s.engine;
       for (std::size_t k = 0; k < stored.size(); ++k) {
         EXPECT_EQ(stored[k].backend, r.ranked[k].backend);
