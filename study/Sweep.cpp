@@ -24,8 +24,9 @@ constexpr std::size_t kChunkPoints = 256;
 
 double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// One point: every valid candidate predicted, ranked by step time (ties by name, as rank does).
-void evaluatePoint(const SweepGroup& g, const SweepWorkload& w, PointRow& row, std::vector<PredictionRow>& out) {
+}  // namespace
+
+void evaluateSweepPoint(const SweepGroup& g, const SweepWorkload& w, PointRow& row, std::vector<PredictionRow>& out) {
   row.valid = !g.refusal;
   row.first = static_cast<std::uint32_t>(out.size());
   for (std::size_t slot = 0; slot < g.candidates.size(); ++slot) {
@@ -55,6 +56,8 @@ void evaluatePoint(const SweepGroup& g, const SweepWorkload& w, PointRow& row, s
   }
 }
 
+namespace {
+
 // The queue between workers and the writer, and the pool of batches they pass around.
 class Pipeline {
  public:
@@ -73,7 +76,7 @@ class Pipeline {
           row.id = p.id;
           row.group = p.group;
           row.workload = p.workload;
-          evaluatePoint(groups_[p.group], spec_.workloads[p.workload], row, batch->predictions);
+          evaluateSweepPoint(groups_[p.group], spec_.workloads[p.workload], row, batch->predictions);
         }
         push(batch);
         batch = acquire();

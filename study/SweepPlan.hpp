@@ -60,4 +60,9 @@ struct SweepBatch {
   }
 };
 
+struct SweepGroup;
+// One point: every valid candidate predicted, ranked by step time (ties by name, as rank does);
+// appends its predictions to `out` (no allocation once `out` has grown).
+void evaluateSweepPoint(const SweepGroup& g, const SweepWorkload& w, PointRow& row, std::vector<PredictionRow>& out);
+
 }  // namespace attnsim
