@@ -172,8 +172,8 @@ void parallelFor(std::size_t n, int jobs, Fn fn) {
 }
 
 // Writes batches as they come; returns the points and predictions written.
-void writeAll(Pipeline& pipe, SweepWriter& writer, const SweepOptions& o, SweepProgress& progress) {
-  const auto start = Clock::now();
+void writeAll(Pipeline& pipe, SweepWriter& writer, const SweepOptions& o, SweepProgress& progress,
+              Clock::time_point start) {
   auto opened = start, reported = start;
   std::int64_t pending = 0;
   while (!pipe.finished()) {
@@ -205,6 +205,7 @@ void writeAll(Pipeline& pipe, SweepWriter& writer, const SweepOptions& o, SweepP
 }  // namespace
 
 SweepSummary runSweep(const Catalog& catalog, const SweepSpec& spec, Store& store, const SweepOptions& o) {
+  const auto start = Clock::now();  // the summary's time covers planning, selection and writing
   SweepSummary summary;
   summary.sweep_id = sweepId(spec, catalog.contentHash());
   const SweepPlan plan = planSweep(spec, o.shard);
@@ -242,7 +243,7 @@ SweepSummary runSweep(const Catalog& catalog, const SweepSpec& spec, Store& stor
     workers.reserve(static_cast<std::size_t>(jobs));
     for (int t = 0; t < jobs; ++t) workers.emplace_back([&pipe] { pipe.work(); });
     try {
-      writeAll(pipe, writer, o, summary.progress);
+      writeAll(pipe, writer, o, summary.progress, start);
     } catch (...) {
       pipe.fail();
       while (SweepBatch* b = pipe.pop(0.05)) pipe.release(b);

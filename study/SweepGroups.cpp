@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "catalog/Catalog.hpp"
+#include "core/Error.hpp"
 #include "core/Strings.hpp"
 #include "simulator/EngineRun.hpp"
 
@@ -42,11 +43,37 @@ void recordSelection(const EngineRun& own, SweepGroup& g) {
 
 }  // namespace
 
+namespace {
+
+// A value the engine's own flag parsing rejects (e.g. a KV dtype it spells differently): the
+// engine refuses the whole group with that message, every candidate included.
+SweepGroup refusedGroup(SweepGroup g, const std::string& message, const std::vector<std::string>& backends) {
+  g.refusal = message;
+  for (const auto& name : backends) {
+    g.candidates.push_back({g.scenario.engine, name, "", message, std::nullopt, false});
+  }
+  return g;
+}
+
+}  // namespace
+
 SweepGroup evaluateGroup(const Catalog& c, const Scenario& s, std::shared_ptr<const ModelSpec> model,
                          const std::vector<std::string>& backends) {
   SweepGroup g;
   g.scenario = s;
   g.model = std::move(model);
+  try {
+    runCandidates(c, g, backends);
+  } catch (const UsageError& e) {
+    g.candidates.clear();
+    g.default_slot = -1;
+    return refusedGroup(std::move(g), e.what(), backends);
+  }
+  return g;
+}
+
+void runCandidates(const Catalog& c, SweepGroup& g, const std::vector<std::string>& backends) {
+  const Scenario& s = g.scenario;
   const HardwareProfile& hw = c.hardware(s.hardware);
   const Engine& e = c.engine(s.engine);
   ServingOptions options = servingOptions(s);
@@ -65,7 +92,6 @@ SweepGroup evaluateGroup(const Catalog& c, const Scenario& s, std::shared_ptr<co
     }
     g.candidates.push_back(std::move(cand));
   }
-  return g;
 }
 
 }  // namespace attnsim

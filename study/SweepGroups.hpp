@@ -41,6 +41,9 @@ struct SweepGroup {
 SweepGroup evaluateGroup(const Catalog& c, const Scenario& s, std::shared_ptr<const ModelSpec> model,
                          const std::vector<std::string>& backends);
 
+// The selection and candidates of evaluateGroup, which catches the engine's flag errors.
+void runCandidates(const Catalog& c, SweepGroup& g, const std::vector<std::string>& backends);
+
 // The class of a workload: what selection sees of it (phase, and the draft tree of a verify step).
 std::string workloadClass(const Workload& w, const std::optional<std::string>& spec_algorithm);
 

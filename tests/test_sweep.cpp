@@ -194,6 +194,39 @@ TEST(SweepShards, ComeFromSlurmOrMpiWhenNotGiven) {
   EXPECT_EQ(shardFromEnvironment().count, 1);
 }
 
+// A value the engine's flag parsing rejects makes the engine refuse those points, with its message.
+TEST(SweepEvaluation, AnOptionTheEngineSpellsDifferentlyIsItsRefusal) {
+  test::OverlayDir dir;
+  const SweepSpec spec = parse(R"(name: kv
+hardware: [h100-sxm]
+models: [llama-3.1-8b]
+engines: [vllm, sglang]
+kv_dtypes: [fp8]
+workloads:
+  - decode: {batch: [1, 8], context: [4096]}
+)");
+  Store store((dir.path() / "kv.db").string());
+  const SweepSummary s = runSweep(defaultCatalog(), spec, store, {});
+  EXPECT_EQ(s.progress.done, 4);
+  sqlite3_stmt* q = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(store.handle(),
+                               "SELECT g.engine, s.valid, s.refusal, (SELECT count(*) FROM predictions r JOIN points p "
+                               "ON p.sweep = r.sweep AND p.id = r.point WHERE p.grp = g.id) FROM sweep_groups g JOIN "
+                               "selections s ON s.sweep = g.sweep AND s.grp = g.id ORDER BY g.engine",
+                               -1, &q, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(q, 0)), "sglang");
+  EXPECT_EQ(sqlite3_column_int(q, 1), 0);
+  EXPECT_NE(std::string(reinterpret_cast<const char*>(sqlite3_column_text(q, 2))).find("fp8_e4m3"), std::string::npos);
+  EXPECT_EQ(sqlite3_column_int(q, 3), 0);
+  ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(q, 0)), "vllm");
+  EXPECT_EQ(sqlite3_column_int(q, 1), 1);
+  EXPECT_GT(sqlite3_column_int(q, 3), 0);
+  sqlite3_finalize(q);
+}
+
 // Each stored point says what `rank` says for the same scenario: validity, order, times, regret.
 TEST(SweepEvaluation, AgreesWithRankPointByPoint) {
   test::OverlayDir dir;
