@@ -54,6 +54,9 @@ std::vector<std::string> builtinSweepNames();
 // [min, max]. Throws InputError describing the expected syntax.
 std::vector<std::int64_t> parseIntRange(std::string_view text, std::int64_t min, std::int64_t max);
 
+// A comma list of those ("1,8,64..256x2").
+std::vector<std::int64_t> parseIntList(std::string_view text, std::int64_t min, std::int64_t max);
+
 // The variables a `drop` expression may use, set for one point.
 Env sweepFilterEnv(const Scenario& s, const SweepWorkload& w);
 std::string checkSweepFilterVariable(std::string_view name);

@@ -63,6 +63,15 @@ std::vector<std::int64_t> parseIntRange(std::string_view text, std::int64_t min,
   return out;
 }
 
+std::vector<std::int64_t> parseIntList(std::string_view text, std::int64_t min, std::int64_t max) {
+  std::vector<std::int64_t> out;
+  for (const auto& item : splitList(std::string(text))) {
+    for (const auto v : parseIntRange(item, min, max)) out.push_back(v);
+  }
+  if (out.empty()) throw InputError(fmt::format("'{}': expected at least one integer", text));
+  return out;
+}
+
 std::string checkSweepFilterVariable(std::string_view name) {
   static const std::vector<std::string> known = {"hardware", "model",       "engine", "kv_dtype", "page_size",
                                                  "tp",       "cuda_graphs", "phase",  "batch",    "q_len",

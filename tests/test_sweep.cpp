@@ -1,9 +1,11 @@
 // Sweep specs (strict YAML, ranges, filters), the expansion into points and shards, and the
 // evaluation agreeing with `rank` point by point.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "TestSupport.hpp"
@@ -289,6 +291,70 @@ TEST(SweepEvaluation, AgreesWithRankPointByPoint) {
     ++compared;
   }
   EXPECT_GT(compared, 20);
+}
+
+}  // namespace
+}  // namespace attnsim
+
+namespace attnsim {
+namespace {
+
+nlohmann::json jsonOf(const std::string& arguments) {
+  const auto r = test::runAttnsim("--json " + arguments);
+  EXPECT_EQ(r.exit_code, 0) << arguments << "\n" << r.output;
+  return nlohmann::json::parse(r.output);
+}
+
+// predict over lists prints, row by row, what predict says for each scenario alone.
+TEST(ListStudies, PredictRowsAreTheSinglePredictions) {
+  const auto rows = jsonOf(
+      "predict --engine vllm --hardware h100-sxm,mi300x --model llama-3.1-8b --batch 1..64x8 "
+      "--context 2048,8192");
+  ASSERT_EQ(rows.size(), 2U * 3 * 2);
+  for (const auto& row : rows) {
+    const auto one =
+        jsonOf(fmt::format("predict --engine vllm --hardware {} --model llama-3.1-8b --batch {} --context {}",
+                           row["hardware"].get<std::string>(), row["batch"].get<int>(), row["context"].get<int>()));
+    EXPECT_DOUBLE_EQ(row["step_us"].get<double>(), one["step_us_graph"].get<double>());
+    EXPECT_DOUBLE_EQ(row["attention_us"].get<double>(), one["attention_us"].get<double>());
+    EXPECT_EQ(row["backend"], one["selection"]["backend"]) << one["selection"].dump();
+  }
+}
+
+TEST(ListStudies, RankRowsAreTheSingleRankingsAndGoToTheStudy) {
+  test::OverlayDir dir;
+  const std::string db = (dir.path() / "r.db").string();
+  const auto rows =
+      jsonOf("rank --engine sglang --hardware b200 --model deepseek-v3 --prefill-length 1024,4096 --db " + db);
+  for (const int n : {1024, 4096}) {
+    const auto one =
+        jsonOf(fmt::format("rank --engine sglang --hardware b200 --model deepseek-v3 --phase prefill "
+                           "--context {} --q-len {}",
+                           n, n));
+    std::vector<std::string> listed;
+    for (const auto& row : rows) {
+      if (row["context"] == n) listed.push_back(row["backend"]);
+    }
+    std::vector<std::string> ranked;
+    for (const auto& r : one["ranked"]) ranked.push_back(r["backend"]);
+    EXPECT_FALSE(listed.empty());
+    EXPECT_EQ(listed, ranked) << n;
+  }
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &h), SQLITE_OK);
+  sqlite3_stmt* q = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(h, "SELECT count(*) FROM points", -1, &q, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(q, 0), 2);
+  sqlite3_finalize(q);
+  sqlite3_close(h);
+}
+
+TEST(ListStudies, FlagsALineCannotTakeAreUsageErrors) {
+  EXPECT_EQ(test::runAttnsim("predict --kernel fa3 --hardware h100-sxm --model llama-3.1-8b --batch 1,2").exit_code, 2);
+  EXPECT_EQ(test::runAttnsim("predict --engine vllm --hardware h100-sxm --model llama-3.1-8b --batch 0,2").exit_code,
+            2);
+  EXPECT_EQ(test::runAttnsim("rank --hardware h100-sxm --model llama-3.1-8b --batch 2..1x2").exit_code, 2);
 }
 
 }  // namespace
