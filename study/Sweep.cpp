@@ -193,7 +193,9 @@ void writeAll(Pipeline& pipe, SweepWriter& writer, const SweepOptions& o, SweepP
     }
     if (o.progress && secondsSince(reported) >= 0.25) {
       progress.seconds = secondsSince(start);
-      o.progress(progress);
+      SweepProgress shown = progress;
+      shown.done += pending;  // evaluated and written, committed within the second
+      o.progress(shown);
       reported = Clock::now();
     }
   }
