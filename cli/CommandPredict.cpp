@@ -54,6 +54,7 @@ Runner addPredictCommand(CLI::App& app, const GlobalOptions& global) {
   flags->addStudy(app);
   flags->addGeometry(app);
   return [&global, flags]() {
+    if (const int listed = runListStudy(*flags, global, false); listed >= 0) return listed;
     const Catalog c = flags->catalog(global);
     const ScenarioPrediction p = predictScenario(c, flags->scenario(flags->hardware, flags->models, flags->engines));
     if (global.json) {

@@ -40,6 +40,7 @@ Runner addRankCommand(CLI::App& app, const GlobalOptions& global) {
   flags->addStudy(app);
   flags->addGeometry(app);
   return [&global, flags]() {
+    if (const int listed = runListStudy(*flags, global, true); listed >= 0) return listed;
     const Catalog c = flags->catalog(global);
     const Ranking r = rankBackends(c, flags->scenario(flags->hardware, flags->models, ""), splitList(flags->engines));
     if (global.json) {

@@ -30,6 +30,8 @@ Runner addCheckCommand(CLI::App& app, const GlobalOptions& global);
 Runner addMeasurementsCommand(CLI::App& app, const GlobalOptions& global);
 Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global);
 Runner addReportCommand(CLI::App& app, const GlobalOptions& global);
+Runner addSweepCommand(CLI::App& app, const GlobalOptions& global);
+Runner addStoreCommand(CLI::App& app, const GlobalOptions& global);
 
 // The scenario flags every scenario command shares (DESIGN.md's scenario options), turned into
 // typed Scenarios in one place. Each command registers the groups it takes.
@@ -43,7 +45,8 @@ struct ScenarioFlags {
   std::int64_t tp = 1;
   std::vector<std::string> engine_options;  // name=value
   std::string phase = "decode", mix, cuda_graph = "on";
-  std::int64_t batch = 1, q_len = 1, context = 4096;
+  std::string batch = "1", context = "4096", prefill_length;  // predict and rank take lists and ranges
+  std::int64_t q_len = 1;
   std::optional<int> num_heads, head_dim;  // a model outside the catalog; the rest of its geometry:
   ModelGeometry geometry;
   std::string db;  // a study whose calibrations take over the catalog's
@@ -59,10 +62,15 @@ struct ScenarioFlags {
   // --db: a study's calibrations
   void addStudy(CLI::App& cmd);
 
+  // The workload the flags name (one batch size, context and prefill length).
+  [[nodiscard]] Workload workload() const;
   // The scenario for one hardware, model and engine of the lists.
   [[nodiscard]] Scenario scenario(const std::string& hw, const std::string& model, const std::string& engine) const;
   // The catalog, with the study's calibrations when --db is given.
   [[nodiscard]] Catalog catalog(const GlobalOptions& global) const;
 };
+// predict and rank over lists of hardware, models, batches, contexts or prefill lengths: a
+// small sweep, printed as one table (cli/CommandStudy.cpp). -1 when the flags name one scenario.
+int runListStudy(const ScenarioFlags& flags, const GlobalOptions& global, bool rank);
 
 }  // namespace attnsim::cli

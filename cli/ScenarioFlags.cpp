@@ -1,8 +1,28 @@
+#include <fmt/format.h>
+
 #include "cli/Commands.hpp"
+#include "core/Error.hpp"
 #include "study/Calibration.hpp"
 #include "study/Store.hpp"
+#include "study/SweepSpec.hpp"
 
 namespace attnsim::cli {
+
+namespace {
+
+// A flag that takes a list in predict and rank, where one value is needed.
+std::int64_t singleValue(const char* flag, const std::string& text, std::int64_t max) {
+  std::vector<std::int64_t> values;
+  try {
+    values = parseIntList(text, 1, max);
+  } catch (const InputError& e) {
+    throw UsageError(fmt::format("{} {}", flag, e.what()));
+  }
+  if (values.size() != 1) throw UsageError(fmt::format("{} {}: one value here", flag, text));
+  return values.front();
+}
+
+}  // namespace
 
 Catalog GlobalOptions::loadCatalog() const {
   CatalogSource source = CatalogSource::embedded();
@@ -30,11 +50,11 @@ void ScenarioFlags::addStageBackends(CLI::App& cmd) {
 
 void ScenarioFlags::addWorkload(CLI::App& cmd) {
   cmd.add_option("--phase", phase, "prefill, extend, decode or verify");
-  cmd.add_option("--batch", batch, "requests in the batch")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 24));
+  cmd.add_option("--batch", batch, "requests in the batch (predict, rank: a list or range, e.g. 1,8 or 1..256x2)");
   cmd.add_option("--q-len", q_len, "new tokens per request (extend, verify)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 24));
-  cmd.add_option("--context", context, "tokens each request attends to, new ones included")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 26));
+  cmd.add_option("--context", context, "tokens each request attends to, new ones included (predict, rank: a list)");
+  cmd.add_option("--prefill-length", prefill_length, "prefill prompts of this length (a list): --phase prefill");
   cmd.add_option("--mix", mix,
                  "a mixed batch COUNTxQ_LEN@CONTEXT,... (e.g. 1x2048@2048,31x1@4096: a prefill chunk and 31 "
                  "decodes); replaces --phase/--batch/--q-len/--context");
@@ -71,8 +91,7 @@ Scenario ScenarioFlags::scenario(const std::string& hw, const std::string& model
   s.prefill_backend = prefill_backend;
   s.decode_backend = decode_backend;
   s.kernel = kernel;
-  s.workload =
-      mix.empty() ? Workload::uniform(parsePhase(phase), batch, q_len, context, spec_topk.value_or(1)) : parseMix(mix);
+  s.workload = workload();
   s.kv_dtype = kv_dtype;
   s.page_size = page_size;
   s.tp = tp;
@@ -83,6 +102,17 @@ Scenario ScenarioFlags::scenario(const std::string& hw, const std::string& model
   s.engine_options = parseEngineOptions(engine_options);
   qualifyBackends(s);
   return s;
+}
+
+Workload ScenarioFlags::workload() const {
+  if (!mix.empty()) return parseMix(mix);
+  const std::int64_t b = singleValue("--batch", batch, std::int64_t{1} << 24);
+  if (!prefill_length.empty()) {
+    const std::int64_t n = singleValue("--prefill-length", prefill_length, std::int64_t{1} << 26);
+    return Workload::uniform(Phase::Prefill, b, n, n);
+  }
+  return Workload::uniform(parsePhase(phase), b, q_len, singleValue("--context", context, std::int64_t{1} << 26),
+                           spec_topk.value_or(1));
 }
 
 Catalog ScenarioFlags::catalog(const GlobalOptions& global) const {
