@@ -2,7 +2,10 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/Commands.hpp"
 #include "core/Error.hpp"
@@ -13,11 +16,44 @@ using namespace attnsim;
 
 using Commands = std::vector<std::pair<CLI::App*, cli::Runner>>;
 
+// Exit codes: 0 answered, 1 the answer is "no" (an engine refuses; a check fails), 2 the input is
+// wrong (flags, ids, catalog or measurement files), 3 a bug in attnsim.
+enum ExitCode : int { kAnswered = 0, kRefused = 1, kBadInput = 2, kInternal = 3 };
+
+// One outcome that is not an answer: text on stderr, or with --json an `error` object on stdout.
+struct Failure {
+  int exit_code = kBadInput;
+  std::string kind;  // usage, input, catalog, refusal, internal
+  std::string message;
+  std::optional<SourceLocation> where;
+  std::string key;
+};
+
+int report(const Failure& f, bool json) {
+  if (!json) {
+    std::cerr << (f.kind == "refusal" ? "" : "attnsim: ") << (f.kind == "internal" ? "internal error: " : "")
+              << f.message << "\n";
+    return f.exit_code;
+  }
+  nlohmann::json error = {{"exit_code", f.exit_code}, {"kind", f.kind}, {"message", f.message}};
+  if (f.where) {
+    error["location"] = {{"file", f.where->file}, {"line", f.where->line}, {"column", f.where->column}};
+    if (!f.key.empty()) error["location"]["key"] = f.key;
+  } else if (!f.key.empty()) {
+    error["location"] = {{"key", f.key}};
+  }
+  std::cout << nlohmann::json{{"error", error}}.dump(2) << "\n";
+  return f.exit_code;
+}
+
 // Every subcommand with the runner that answers it; the runners read `global` once parsed.
+// Subcommands pass flags they do not know up to the app (fallthrough), so --json and --catalog
+// work before or after the subcommand.
 Commands addCommands(CLI::App& app, const cli::GlobalOptions& global) {
   Commands commands;
   auto add = [&](const char* name, const char* help, auto adder) {
     CLI::App* sub = app.add_subcommand(name, help);
+    sub->fallthrough();
     commands.emplace_back(sub, adder(*sub, global));
   };
   add("list", "list hardware, models, backends, kernels or engines", cli::addListCommand);
@@ -34,13 +70,37 @@ Commands addCommands(CLI::App& app, const cli::GlobalOptions& global) {
   return commands;
 }
 
-int run(int argc, char** argv) {
+// Runs the parsed subcommand; every typed error becomes its Failure.
+std::optional<Failure> runCommand(const Commands& commands, int& exit_code) {
+  try {
+    for (const auto& [sub, runner] : commands) {
+      if (sub->parsed()) {
+        exit_code = runner();
+        return std::nullopt;
+      }
+    }
+    return Failure{kBadInput, "usage", "no subcommand given", std::nullopt, ""};
+  } catch (const CatalogError& e) {
+    return Failure{kBadInput, "catalog", e.what(), e.where(), e.keyPath()};
+  } catch (const LocatedInputError& e) {
+    return Failure{kBadInput, "input", e.what(), e.where(), e.key()};
+  } catch (const UsageError& e) {
+    return Failure{kBadInput, "usage", e.what(), std::nullopt, ""};
+  } catch (const InputError& e) {
+    return Failure{kBadInput, "input", e.what(), std::nullopt, ""};
+  } catch (const EngineRefusal& e) {
+    return Failure{kRefused, "refusal", e.what(), std::nullopt, ""};
+  }
+}
+
+int run(int argc, char** argv, bool& json) {
   CLI::App app{"attnsim: simulation and performance model of LLM attention backends"};
   app.set_version_flag("--version", std::string(ATTNSIM_VERSION));
   app.require_subcommand(1);
   cli::GlobalOptions global;
   app.add_option("--catalog", global.catalog_dir, "directory overlaid on the embedded catalog (same layout)");
-  app.add_flag("--json", global.json, "machine-readable output");
+  CLI::Option* json_flag =
+      app.add_flag("--json", global.json, "machine-readable output on stdout, errors included (an `error` object)");
   const Commands commands = addCommands(app, global);
 
   try {
@@ -52,33 +112,36 @@ int run(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "attnsim: " << e.what() << "\n";
-    return 2;
+    // CLI11 reads every argument before it reports, so --json anywhere on the line is known here.
+    json = json_flag->count() > 0;
+    return report({kBadInput, "usage", e.what(), std::nullopt, ""}, json);
   }
+  json = global.json;
+  int exit_code = kBadInput;
+  if (const auto failure = runCommand(commands, exit_code)) return report(*failure, json);
+  return exit_code;
+}
+
+// A bug in attnsim: reported like any failure, and never throws while doing so.
+int reportInternal(const char* what, bool json) noexcept {
   try {
-    for (const auto& [sub, runner] : commands) {
-      if (sub->parsed()) return runner();
-    }
-  } catch (const InputError& e) {
-    std::cerr << "attnsim: " << e.what() << "\n";
-    return 2;
-  } catch (const EngineRefusal& e) {
-    std::cerr << e.what() << "\n";
-    return 1;
+    return report({kInternal, "internal", what, std::nullopt, ""}, json);
+  } catch (...) {
+    std::fputs("attnsim: internal error\n", stderr);
+    return kInternal;
   }
-  return 2;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   // Input errors and refusals have their exit codes in run(); anything else escaping is a bug in attnsim.
+  bool json = false;
   try {
-    return run(argc, argv);
+    return run(argc, argv, json);
   } catch (const std::exception& e) {
-    std::cerr << "attnsim: internal error: " << e.what() << "\n";
+    return reportInternal(e.what(), json);
   } catch (...) {
-    std::cerr << "attnsim: internal error\n";
+    return reportInternal("unknown exception", json);
   }
-  return 3;
 }
