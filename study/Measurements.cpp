@@ -213,7 +213,7 @@ void throwIfBad(const std::vector<CsvError>& errors) {
 
 }  // namespace
 
-std::vector<std::string> splitCsvLine(const std::string& line) {
+std::vector<std::string> splitCsvLine(const std::string& line, bool* unterminated) {
   std::vector<std::string> out;
   std::string cell;
   bool quoted = false;
@@ -238,6 +238,7 @@ std::vector<std::string> splitCsvLine(const std::string& line) {
     }
   }
   out.push_back(cell);
+  if (unterminated != nullptr) *unterminated = quoted;
   return out;
 }
 
@@ -255,7 +256,13 @@ std::vector<MeasurementRow> parseMeasurementCsv(const std::string& text, const s
   while (std::getline(in, line)) {
     ++number;
     if (line.empty()) continue;
-    auto cells = splitCsvLine(line);
+    bool unterminated = false;
+    auto cells = splitCsvLine(line, &unterminated);
+    if (unterminated) {
+      errors.emplace_back(SourceLocation{source, number, 1}, "",
+                          "a quoted cell is not closed on its line (cells spanning lines are not supported)");
+      continue;
+    }
     if (cells.size() != header.size()) {
       errors.emplace_back(SourceLocation{source, number, 1}, "",
                           fmt::format("{} cells, the header has {}", cells.size(), header.size()));

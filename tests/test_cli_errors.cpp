@@ -70,3 +70,43 @@ TEST(CliErrors, UnknownHardwareSuggestsWhatStartsWithTheTypedId) {
 
 }  // namespace
 }  // namespace attnsim::test
+
+namespace attnsim::test {
+namespace {
+
+TEST(CliErrors, MissingWorkloadValuesNameTheirFlag) {
+  auto r = runAttnsim("predict --engine vllm --hardware h100-sxm --model llama-3.1-8b --phase decode --batch 8");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--context is required"), std::string::npos) << r.output;
+  r = runAttnsim("rank --hardware h100-sxm --model llama-3.1-8b --phase verify --context 4096");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--q-len is required for phase verify"), std::string::npos) << r.output;
+  r = runAttnsim("predict --engine vllm --hardware h100-sxm --model llama-3.1-8b --mix 2x1@100 --context 5");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("excludes"), std::string::npos) << r.output;
+  r = runAttnsim("predict --engine vllm --hardware h100-sxm --model llama-3.1-8b --phase prefill --context 512");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+TEST(CliErrors, RankTextListsRefusedBackendsAndNoZeroRegret) {
+  const auto r = runAttnsim("rank --engine vllm --hardware h100-sxm --model llama-3.1-8b --context 4096");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("0.0% (0.0 µs) slower"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("vllm: default FLASH_ATTN is its fastest valid backend"), std::string::npos) << r.output;
+  // Every refused backend is on its own line with the engine's reason.
+  EXPECT_NE(r.output.find("\n  vllm:FLASHMLA "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("non-MLA not supported"), std::string::npos) << r.output;
+}
+
+TEST(CliErrors, HelpShowsDefaultsAllowedValuesAndCatalogIds) {
+  const auto r = runAttnsim("predict --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.output.find("{prefill,extend,decode,verify}=decode"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--cuda-graph TEXT:{on,off}=on"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("h100-sxm"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("engines:    rtp-llm, sglang, vllm"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("sglang: auto, fp8_e4m3"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace attnsim::test
