@@ -44,7 +44,8 @@ int report(const Failure& f, bool json) {
   } else if (!f.key.empty()) {
     error["location"] = {{"key", f.key}};
   }
-  std::cout << nlohmann::json{{"error", error}}.dump(2) << "\n";
+  // The message may quote the user's bytes, which need not be UTF-8 (found by fuzz_cli): replace them.
+  std::cout << nlohmann::json{{"error", error}}.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   return f.exit_code;
 }
 

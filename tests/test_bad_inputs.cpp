@@ -70,3 +70,22 @@ TEST(BadInputs, EachIsRefusedWithExitTwoAndItsLocation) {
 
 }  // namespace
 }  // namespace attnsim::test
+
+namespace attnsim::test {
+namespace {
+
+// Command lines the fuzzer (fuzz_cli) found answered with exit 3: one argument per line.
+TEST(BadInputs, FuzzedCommandLinesAreUsageErrors) {
+  for (const char* name : {"cli_invalid_utf8.args"}) {
+    std::ifstream in(kDir / name, std::ios::binary);
+    std::string arguments;
+    for (std::string arg; std::getline(in, arg);) arguments += " '" + arg + "'";
+    const auto r = runAttnsim(arguments);
+    EXPECT_EQ(r.exit_code, 2) << name << "\n" << r.output;
+    const auto error = nlohmann::json::parse(r.output).at("error");  // --json is among the arguments
+    EXPECT_EQ(error.at("kind"), "usage") << name;
+  }
+}
+
+}  // namespace
+}  // namespace attnsim::test
