@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "cli/Commands.hpp"
@@ -9,6 +10,18 @@
 namespace attnsim::cli {
 
 namespace {
+
+// The backends the engines refuse here, each with the engine's reason on one line.
+void printRefused(const Ranking& r) {
+  fmt::print("\n\n{} backend(s) not valid here{}\n", r.invalid.size(), r.invalid.empty() ? "" : ":");
+  std::size_t width = 0;
+  for (const auto& entry : r.invalid) width = std::max(width, entry.first.size());
+  for (const auto& [backend, why] : r.invalid) {
+    std::string line = why;
+    std::replace(line.begin(), line.end(), '\n', ' ');
+    fmt::print("  {:<{}}  {}\n", backend, width, line);
+  }
+}
 
 void printRanking(const Ranking& r) {
   fmt::print("{} · {} · {} · step time with CUDA graphs {}\n\n", r.hardware->id, r.model->id, describe(r.workload),
@@ -22,10 +35,14 @@ void printRanking(const Ranking& r) {
                b.attention_us, b.bound, b.engine_default ? "  ← engine default" : "");
   }
   for (const auto& d : r.defaults) {
-    fmt::print("\n{}: default {} is {:.1f}% ({:.1f} µs) slower than its fastest valid backend {}", d.engine, d.backend,
-               100 * d.regret, d.regret_us, d.best_backend);
+    if (d.backend == d.best_backend) {
+      fmt::print("\n{}: default {} is its fastest valid backend", d.engine, d.backend);
+    } else {
+      fmt::print("\n{}: default {} is {:.1f}% ({:.1f} µs) slower than its fastest valid backend {}", d.engine,
+                 d.backend, 100 * d.regret, d.regret_us, d.best_backend);
+    }
   }
-  fmt::print("\n\n{} backends not valid here (attnsim --json rank lists the reasons)\n", r.invalid.size());
+  printRefused(r);
 }
 
 }  // namespace

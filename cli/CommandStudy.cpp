@@ -41,7 +41,11 @@ YAML::Node workloadNode(const ScenarioFlags& f) {
     w["mixed"].push_back(f.mix);
     return w;
   }
-  const auto contexts = listFlag("--context", f.context, kMaxTokens);
+  if (f.context.empty() && f.prefill_length.empty()) {
+    throw UsageError("--context is required for phase " + f.phase + " (or give --mix or --prefill-length)");
+  }
+  const std::int64_t q_len = f.q_len.value_or(1);
+  const auto contexts = f.context.empty() ? std::vector<std::int64_t>{} : listFlag("--context", f.context, kMaxTokens);
   const Phase phase = f.prefill_length.empty() ? parsePhase(f.phase) : Phase::Prefill;
   if (phase == Phase::Prefill) {
     w["prefill"]["batch"] = batch;
@@ -51,16 +55,16 @@ YAML::Node workloadNode(const ScenarioFlags& f) {
   } else if (phase == Phase::Extend) {
     std::vector<std::int64_t> prefixes;
     for (const auto c : contexts) {
-      if (c <= f.q_len) throw UsageError(fmt::format("--context {} must exceed --q-len {} for extend", c, f.q_len));
-      prefixes.push_back(c - f.q_len);
+      if (c <= q_len) throw UsageError(fmt::format("--context {} must exceed --q-len {} for extend", c, q_len));
+      prefixes.push_back(c - q_len);
     }
     w["extend"]["batch"] = batch;
-    w["extend"]["chunk"] = f.q_len;
+    w["extend"]["chunk"] = q_len;
     w["extend"]["prefix"] = intList(prefixes);
   } else if (phase == Phase::Verify) {
     w["verify"]["batch"] = batch;
     w["verify"]["context"] = intList(contexts);
-    w["verify"]["draft_tokens"] = f.q_len;
+    w["verify"]["draft_tokens"] = q_len;
     w["verify"]["topk"] = f.spec_topk.value_or(1);
     w["verify"]["algorithm"] = f.spec_algorithm.value_or("eagle");
   } else {

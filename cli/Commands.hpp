@@ -12,6 +12,9 @@
 
 namespace attnsim::cli {
 
+// The whole program (main() and the command-line fuzzer call it): the exit code, never an exception.
+int runProgram(int argc, char** argv) noexcept;
+
 // Options every subcommand shares.
 struct GlobalOptions {
   std::string catalog_dir;
@@ -45,8 +48,13 @@ struct ScenarioFlags {
   std::int64_t tp = 1;
   std::vector<std::string> engine_options;  // name=value
   std::string phase = "decode", mix, cuda_graph = "on";
-  std::string batch = "1", context = "4096", prefill_length;  // predict and rank take lists and ranges
-  std::int64_t q_len = 1;
+  // predict and rank take lists and ranges for batch, context and prefill length (runListStudy).
+  std::string batch = "1";
+  // No default context: a prediction for a context nobody chose is no answer. Required by commands that
+  // take the workload flags (addWorkload); the others use a nominal batch (scenario()).
+  std::string context, prefill_length;
+  std::optional<std::int64_t> q_len;
+  bool takes_workload = false;
   std::optional<int> num_heads, head_dim;  // a model outside the catalog; the rest of its geometry:
   ModelGeometry geometry;
   std::string db;  // a study whose calibrations take over the catalog's
@@ -62,7 +70,7 @@ struct ScenarioFlags {
   // --db: a study's calibrations
   void addStudy(CLI::App& cmd);
 
-  // The workload the flags name (one batch size, context and prefill length).
+  // The workload of --mix, or of --phase/--batch/--q-len/--context; a missing required flag is named.
   [[nodiscard]] Workload workload() const;
   // The scenario for one hardware, model and engine of the lists.
   [[nodiscard]] Scenario scenario(const std::string& hw, const std::string& model, const std::string& engine) const;

@@ -163,7 +163,7 @@ TEST(PredictCli, JsonHasTheContractFields) {
 }
 
 TEST(PredictCli, InvalidBackendRefusesAndKernelOrGeometryNeedNoEngine) {
-  auto r = runAttnsim("predict --hardware a100-sxm-80g --model deepseek-v3 --backend vllm:FLASHMLA");
+  auto r = runAttnsim("predict --hardware a100-sxm-80g --model deepseek-v3 --backend vllm:FLASHMLA --context 4096");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("FlashMLA Dense is only supported on Hopper devices."), std::string::npos) << r.output;
   r = runAttnsim(
@@ -171,9 +171,9 @@ TEST(PredictCli, InvalidBackendRefusesAndKernelOrGeometryNeedNoEngine) {
       "--context 8192");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(nlohmann::json::parse(r.output)["attention_layers"][0]["kernel"], "fa4");
-  r = runAttnsim("predict --hardware b200 --model llama-3.1-8b --kernel fa4 --backend vllm:FLASH_ATTN");
+  r = runAttnsim("predict --hardware b200 --model llama-3.1-8b --kernel fa4 --backend vllm:FLASH_ATTN --context 4096");
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  r = runAttnsim("predict --hardware b200 --model llama-3.1-8b --kernel fa44");
+  r = runAttnsim("predict --hardware b200 --model llama-3.1-8b --kernel fa44 --context 4096");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("did you mean 'fa4'"), std::string::npos) << r.output;
 }

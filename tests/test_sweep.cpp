@@ -328,9 +328,7 @@ TEST(ListStudies, RankRowsAreTheSingleRankingsAndGoToTheStudy) {
       jsonOf("rank --engine sglang --hardware b200 --model deepseek-v3 --prefill-length 1024,4096 --db " + db);
   for (const int n : {1024, 4096}) {
     const auto one =
-        jsonOf(fmt::format("rank --engine sglang --hardware b200 --model deepseek-v3 --phase prefill "
-                           "--context {} --q-len {}",
-                           n, n));
+        jsonOf(fmt::format("rank --engine sglang --hardware b200 --model deepseek-v3 --phase prefill --context {}", n));
     std::vector<std::string> listed;
     for (const auto& row : rows) {
       if (row["context"] == n) listed.push_back(row["backend"]);
