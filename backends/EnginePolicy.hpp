@@ -104,6 +104,10 @@ struct EnginePolicy {
   std::string version;
   std::string source;
   bool per_stage = false;  // chooses the prefill and the decode backend separately
+  // What `--backend NAME` (one name for both stages) asks of a per-stage engine: NAME in both
+  // stages (SGLang's --attention-backend), or NAME first in each stage's order, a stage it cannot
+  // serve keeping the engine's own order (RTP-LLM, which has no backend flag of its own).
+  bool explicit_backend_stages_it_runs = false;
   bool block_size_filters_selection = true;
   std::optional<Expr> validate_explicit_when;  // when false, an explicit backend is accepted as is
   std::vector<std::string> kv_dtypes;          // accepted --kv-dtype spellings

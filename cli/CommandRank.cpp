@@ -1,8 +1,11 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <map>
+#include <vector>
 
 #include "cli/Commands.hpp"
+#include "core/Strings.hpp"
 #include "reports/Json.hpp"
 #include "simulator/Evaluation.hpp"
 
@@ -26,6 +29,11 @@ void printRanking(const Ranking& r) {
                100 * d.regret, d.regret_us, d.best_backend);
   }
   fmt::print("\n\n{} backends not valid here (attnsim --json rank lists the reasons)\n", r.invalid.size());
+  std::map<std::string, std::vector<std::string>> runs_as;  // what runs -> the names asked for
+  for (const auto& [name, runs] : r.resolved) runs_as[runs.first].push_back(name);
+  for (const auto& [target, names] : runs_as) {
+    fmt::print("{} runs when asked for {}\n", target, join(names, ", "));
+  }
 }
 
 }  // namespace

@@ -184,9 +184,12 @@ json rankingJson(const Ranking& r, const Catalog& c) {
   }
   json invalid = json::object();
   for (const auto& [name, reason] : r.invalid) invalid[name] = reason;
+  json resolved = json::object();
+  for (const auto& [name, runs] : r.resolved) resolved[name] = {{"runs", runs.first}, {"why", runs.second}};
   return {{"ranked", ranked},
           {"engine_defaults", defaults},
           {"invalid", invalid},
+          {"resolved", resolved},
           {"best_step_us", r.ranked.front().step_us},
           {"catalog_hash", c.contentHash()}};
 }

@@ -187,6 +187,20 @@ std::string refusalMessage(const Engine& engine, const char* message, const Env&
 
 }  // namespace
 
+bool Selector::leavesStageToEngine(const Engine& engine, const std::string& name, const std::string& stage,
+                                   Env& stage_env, Selection& out) const {
+  if (!engine.policy.explicit_backend_stages_it_runs || stage.empty()) return false;
+  if (!isNull(stage_env[stage == "prefill" ? "prefill_attention_backend" : "decode_attention_backend"])) return false;
+  const auto reasons = validate(engine, name, stage_env);
+  if (reasons.empty()) return false;
+  Env other = stage_env;
+  other["stage"] = std::string(stage == "prefill" ? "decode" : "prefill");
+  if (!validate(engine, name, other).empty()) return false;  // serves no stage: refused as asked
+  out.notes.push_back(fmt::format("{} cannot serve the {} stage here ({}); the engine's own {} order picks", name,
+                                  stage, join(reasons, "; "), stage));
+  return true;
+}
+
 std::optional<BackendChoice> Selector::chooseExplicit(const Engine& engine, const std::string& name,
                                                       const std::string& stage, const Env& stage_env,
                                                       Selection& out) const {
@@ -239,13 +253,10 @@ std::optional<BackendChoice> Selector::walkPriorityList(const Engine& engine, co
 bool Selector::chooseForStage(const Engine& engine, const std::string& stage, const Env& env, Selection& out) const {
   Env stage_env = env;
   stage_env["stage"] = stage.empty() ? Value{} : Value{stage};
-  const Value& explicit_value = explicitBackend(stage_env, stage);
-  std::optional<BackendChoice> choice;
-  if (const auto* name = std::get_if<std::string>(&explicit_value)) {
-    choice = chooseExplicit(engine, *name, stage, stage_env, out);
-  } else {
-    choice = walkPriorityList(engine, stage, stage_env, out);
-  }
+  const std::string* name = std::get_if<std::string>(&explicitBackend(stage_env, stage));
+  if (name && leavesStageToEngine(engine, *name, stage, stage_env, out)) name = nullptr;
+  std::optional<BackendChoice> choice =
+      name ? chooseExplicit(engine, *name, stage, stage_env, out) : walkPriorityList(engine, stage, stage_env, out);
   if (!choice) return false;
   choice->backend = backendForKind(engine, choice->name, truthy(stage_env["use_mla"]));
   if (!choice->backend) choice->backend = findBackends(engine, choice->name).front();

@@ -49,6 +49,10 @@ class Selector {
                                               const Env& stage_env, Selection& out) const;
   std::optional<BackendChoice> walkPriorityList(const Engine& engine, const std::string& stage, const Env& stage_env,
                                                 Selection& out) const;
+  // `--backend NAME` on an engine where NAME goes first in each stage's order (explicit_backend:
+  // stages_it_runs): true, with a note, for a stage NAME cannot serve while it serves the other.
+  bool leavesStageToEngine(const Engine& engine, const std::string& name, const std::string& stage, Env& stage_env,
+                           Selection& out) const;
   // False when the engine refuses the stage.
   bool chooseForStage(const Engine& engine, const std::string& stage, const Env& env, Selection& out) const;
 
