@@ -103,6 +103,7 @@ ValidationCheck parseCheck(const YamlReader& r, const Expr::VariableCheck& check
   }
   // requirements checks carry their reasons in the backend files.
   c.reason = parseMessage(r, "reason", check, c.check != "requirements");
+  c.source = r.get<std::string>("source", "");
   r.finish();
   return c;
 }

@@ -37,6 +37,7 @@ struct ValidationCheck {
   std::string scenario_flag;        // feature_match: the scenario variable that must equal the feature
   MessageTemplate reason;           // missing support
   MessageTemplate reason_unwanted;  // feature_match: backend has the feature, scenario does not use it
+  std::string source;               // the engine code that applies the check (attnsim's reading when none)
 };
 
 // Applied in order before selection. `set` assigns variables (values are expressions).
