@@ -103,6 +103,7 @@ ValidationCheck parseCheck(const YamlReader& r, const Expr::VariableCheck& check
   }
   // requirements checks carry their reasons in the backend files.
   c.reason = parseMessage(r, "reason", check, c.check != "requirements");
+  c.source = r.get<std::string>("source", "");
   r.finish();
   return c;
 }
@@ -299,6 +300,8 @@ EnginePolicy parseEnginePolicy(const YamlReader& r, const std::vector<std::strin
   p.version = r.get<std::string>("version");
   p.source = r.get<std::string>("source");
   p.per_stage = r.get<bool>("per_stage", false);
+  p.explicit_backend_stages_it_runs =
+      r.findOneOf("explicit_backend", {"both_stages", "stages_it_runs"}).value_or("both_stages") == "stages_it_runs";
   p.block_size_filters_selection = r.get<bool>("block_size_filters_selection", true);
   p.kv_dtypes = r.get<std::vector<std::string>>("kv_dtypes");
   for (const auto& kv : p.kv_dtypes) {

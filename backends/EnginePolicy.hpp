@@ -37,6 +37,7 @@ struct ValidationCheck {
   std::string scenario_flag;        // feature_match: the scenario variable that must equal the feature
   MessageTemplate reason;           // missing support
   MessageTemplate reason_unwanted;  // feature_match: backend has the feature, scenario does not use it
+  std::string source;               // the engine code that applies the check (attnsim's reading when none)
 };
 
 // Applied in order before selection. `set` assigns variables (values are expressions).
@@ -104,6 +105,10 @@ struct EnginePolicy {
   std::string version;
   std::string source;
   bool per_stage = false;  // chooses the prefill and the decode backend separately
+  // What `--backend NAME` (one name for both stages) asks of a per-stage engine: NAME in both
+  // stages (SGLang's --attention-backend), or NAME first in each stage's order, a stage it cannot
+  // serve keeping the engine's own order (RTP-LLM, which has no backend flag of its own).
+  bool explicit_backend_stages_it_runs = false;
   bool block_size_filters_selection = true;
   std::optional<Expr> validate_explicit_when;  // when false, an explicit backend is accepted as is
   std::vector<std::string> kv_dtypes;          // accepted --kv-dtype spellings

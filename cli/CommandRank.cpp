@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <iostream>
+#include <map>
+#include <vector>
 
 #include "cli/Commands.hpp"
+#include "core/Strings.hpp"
 #include "reports/Json.hpp"
 #include "simulator/Evaluation.hpp"
 
@@ -43,6 +46,11 @@ void printRanking(const Ranking& r) {
     }
   }
   printRefused(r);
+  std::map<std::string, std::vector<std::string>> runs_as;  // what runs -> the names asked for
+  for (const auto& [name, runs] : r.resolved) runs_as[runs.first].push_back(name);
+  for (const auto& [target, names] : runs_as) {
+    fmt::print("{} runs when asked for {}\n", target, join(names, ", "));
+  }
 }
 
 }  // namespace
