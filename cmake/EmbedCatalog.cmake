@@ -1,7 +1,7 @@
 # Writes OUT: a C++ source holding every catalog YAML file under ROOT (path relative to ROOT, bytes).
 # The folder list must match ATTNSIM_CATALOG_FILES in CMakeLists.txt.
 # Bytes are written as hex so no file content can break the generated source.
-file(GLOB_RECURSE FILES ${ROOT}/hardware/profiles/*.yaml ${ROOT}/hardware/calibrations/*.yaml ${ROOT}/model/configs/*.yaml ${ROOT}/backends/*.yaml)
+file(GLOB_RECURSE FILES ${ROOT}/hardware/profiles/*.yaml ${ROOT}/hardware/calibrations/*.yaml ${ROOT}/hardware/platforms/*.yaml ${ROOT}/model/configs/*.yaml ${ROOT}/backends/*.yaml)
 set(body "")
 set(index "")
 set(n 0)

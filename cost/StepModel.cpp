@@ -190,14 +190,16 @@ StepTimeline simulateStep(const StepGraph& graph, const StepCosts& costs, GraphM
                                    : costs.op_launches[at(node.op)];
     double ready = 0;
     for (const int p : graph.predecessors(i)) ready = std::max(ready, end[static_cast<std::size_t>(p)]);
-    // Eager kernels each cost the host a launch. A replayed graph costs the host one graph launch
-    // (base) per graph or piece; on the GPU each of its nodes starts graph_replay_per_node_us after
-    // the previous one ends (the gap measured between replayed kernels).
+    // Eager kernels each cost the host a launch, and even with the host ahead the GPU idles
+    // eager_gap_us before each stream-launched kernel. A replayed graph costs the host one graph
+    // launch (base) per graph or piece; on the GPU each of its nodes starts graph_replay_per_node_us
+    // after the previous one ends. Both gaps are measured the same way (measurements/eager_gap.py).
     double gap = 0;
     if (mode == GraphMode::Eager || (mode == GraphMode::Piecewise && attention)) {
       cpu += launch.kernel_launch_us * launches;
       t.launches += launches;
       piece_open = false;
+      gap = launch.eager_gap_us * launches;
     } else {
       if (mode == GraphMode::Piecewise && !piece_open) {
         cpu += launch.graph_replay_base_us;
