@@ -39,6 +39,8 @@ void ScenarioFlags::addWorkload(CLI::App& cmd) {
                  "a mixed batch COUNTxQ_LEN@CONTEXT,... (e.g. 1x2048@2048,31x1@4096: a prefill chunk and 31 "
                  "decodes); replaces --phase/--batch/--q-len/--context");
   cmd.add_option("--cuda-graph", cuda_graph, "on or off")->check(CLI::IsMember({"on", "off"}));
+  cmd.add_flag("--allow-context-beyond-max-position", allow_context_beyond_max_position,
+               "accept a context longer than the model's max_position_embeddings (RoPE scaling, what-if)");
 }
 
 void ScenarioFlags::addGeometry(CLI::App& cmd) {
@@ -81,6 +83,7 @@ Scenario ScenarioFlags::scenario(const std::string& hw, const std::string& model
   s.cuda_version = cuda_version;
   s.cuda_graphs = cuda_graph == "on";
   s.engine_options = parseEngineOptions(engine_options);
+  s.allow_context_beyond_max_position = allow_context_beyond_max_position;
   qualifyBackends(s);
   return s;
 }

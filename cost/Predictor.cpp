@@ -146,12 +146,11 @@ Prediction Predictor::predict(const Workload& workload) const {
     p.graph = p.eager;
     return p;
   }
-  // A graph replays the captured size: the batch is padded up to it.
-  const Workload padded = decode ? workload.paddedTo(p.graph_decision.padded_batch) : workload;
-  std::vector<LayerAttention> padded_attention;
-  predictAttention(padded, padded_attention);
-  costLinearOps(model, linear_, padded, input_.tp, kv_bytes, costs);
-  fillAttention(padded_attention);
+  // A graph replays the captured size: the batch is padded up to it. The padded slots run every
+  // linear kernel, but the engines give them no context (Workload::paddedTo), so attention keeps
+  // the real batch's cost.
+  if (decode)
+    costLinearOps(model, linear_, workload.paddedTo(p.graph_decision.padded_batch), input_.tp, kv_bytes, costs);
   p.graph = simulateStep(graph, costs, p.graph_decision.mode, launch_);
   return p;
 }
