@@ -44,7 +44,7 @@ struct ScenarioFlags {
   std::optional<std::string> prefill_backend, decode_backend, kv_dtype, spec_algorithm, spec_attention_mode;
   std::optional<std::int64_t> page_size, spec_topk, spec_draft_tokens;
   std::optional<double> cuda_version;
-  bool has_prefix = false;
+  bool has_prefix = false, allow_context_beyond_max_position = false;
   std::int64_t tp = 1;
   std::vector<std::string> engine_options;  // name=value
   std::string phase = "decode", mix, cuda_graph = "on";
@@ -63,7 +63,7 @@ struct ScenarioFlags {
   void addServing(CLI::App& cmd);
   // --prefill-backend, --decode-backend, --speculative-attention-mode
   void addStageBackends(CLI::App& cmd);
-  // --phase, --batch, --q-len, --context, --mix, --cuda-graph
+  // --phase, --batch, --q-len, --context, --mix, --cuda-graph, --allow-context-beyond-max-position
   void addWorkload(CLI::App& cmd);
   // a model outside the catalog: --num-heads, --head-dim, ...
   void addGeometry(CLI::App& cmd);

@@ -72,6 +72,8 @@ void ScenarioFlags::addWorkload(CLI::App& cmd) {
       ->excludes(context_flag)
       ->excludes(prefill_flag);
   cmd.add_option("--cuda-graph", cuda_graph, "CUDA graphs")->check(CLI::IsMember({"on", "off"}))->capture_default_str();
+  cmd.add_flag("--allow-context-beyond-max-position", allow_context_beyond_max_position,
+               "accept a context longer than the model's max_position_embeddings (RoPE scaling, what-if)");
 }
 
 Workload ScenarioFlags::workload() const {
@@ -138,6 +140,7 @@ Scenario ScenarioFlags::scenario(const std::string& hw, const std::string& model
   s.cuda_version = cuda_version;
   s.cuda_graphs = cuda_graph == "on";
   s.engine_options = parseEngineOptions(engine_options);
+  s.allow_context_beyond_max_position = allow_context_beyond_max_position;
   qualifyBackends(s);
   return s;
 }

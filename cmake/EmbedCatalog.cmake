@@ -6,7 +6,7 @@
 if(DEFINED PATTERN)
   file(GLOB_RECURSE FILES ${ROOT}/${PATTERN})
 else()
-  file(GLOB_RECURSE FILES ${ROOT}/hardware/profiles/*.yaml ${ROOT}/hardware/calibrations/*.yaml ${ROOT}/model/configs/*.yaml ${ROOT}/backends/*.yaml)
+  file(GLOB_RECURSE FILES ${ROOT}/hardware/profiles/*.yaml ${ROOT}/hardware/calibrations/*.yaml ${ROOT}/hardware/platforms/*.yaml ${ROOT}/model/configs/*.yaml ${ROOT}/backends/*.yaml)
 endif()
 if(NOT DEFINED FUNCTION)
   set(FUNCTION embeddedCatalogFiles)

@@ -39,7 +39,10 @@ Predictor::Predictor(const Catalog& catalog, PredictionInput input)
         resolveShape(*layer, *input_.decode_kernel, Phase::Decode, input_.kv_dtype, *input_.model_dtype, input_.tp));
   }
   linear_ = resolveLinearKernels(catalog, hw, model);
-  launch_ = {hw.overheads.kernel_launch_us, hw.overheads.graph_replay_base_us, hw.overheads.graph_replay_per_node_us};
+  launch_ = {.kernel_launch_us = hw.overheads.kernel_launch_us,
+             .graph_replay_base_us = hw.overheads.graph_replay_base_us,
+             .graph_replay_per_node_us = hw.overheads.graph_replay_per_node_us,
+             .eager_gap_us = hw.overheads.eager_gap_us};
   capture_ms_per_size_ = hw.overheads.graph_capture_ms_per_size;
   if (input_.graphs) {
     capture_sizes_ = input_.graphs->captureSizes(input_.engine_env);
@@ -67,6 +70,10 @@ GraphDecision Predictor::decideGraph(const Workload& workload) const {
   const bool decode = decodeLike(workload.phase);
   const std::int64_t size = decode ? workload.requests() : workload.tokens();
   d.padded_batch = size;
+  if (!input_.hardware->overheads.graphs) {
+    d.why = fmt::format("the {} platform has no graph capture", input_.hardware->platform);
+    return d;
+  }
   if (input_.graphs) {
     const auto& g = *input_.graphs;
     if (g.enabled_when && !g.enabled_when->test(input_.engine_env)) {
@@ -139,12 +146,11 @@ Prediction Predictor::predict(const Workload& workload) const {
     p.graph = p.eager;
     return p;
   }
-  // A graph replays the captured size: the batch is padded up to it.
-  const Workload padded = decode ? workload.paddedTo(p.graph_decision.padded_batch) : workload;
-  std::vector<LayerAttention> padded_attention;
-  predictAttention(padded, padded_attention);
-  costLinearOps(model, linear_, padded, input_.tp, kv_bytes, costs);
-  fillAttention(padded_attention);
+  // A graph replays the captured size: the batch is padded up to it. The padded slots run every
+  // linear kernel, but the engines give them no context (Workload::paddedTo), so attention keeps
+  // the real batch's cost.
+  if (decode)
+    costLinearOps(model, linear_, workload.paddedTo(p.graph_decision.padded_batch), input_.tp, kv_bytes, costs);
   p.graph = simulateStep(graph, costs, p.graph_decision.mode, launch_);
   return p;
 }
