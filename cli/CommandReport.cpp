@@ -87,7 +87,8 @@ Runner addReportCommand(CLI::App& app, const GlobalOptions& global) {
   app.add_option("--engine", f->whatif.engine, "whatif: only this engine (the one --compare-hardware follows)");
   app.add_option("--hardware", f->whatif.hardware_filter, "whatif: only this hardware profile");
   app.add_option("--model", f->whatif.model_filter, "whatif: only this model");
-  return [&global, f]() { return f->what == "validation" ? runValidationReport(global, *f) : runStudyReport(global, *f); };
+  return
+      [&global, f]() { return f->what == "validation" ? runValidationReport(global, *f) : runStudyReport(global, *f); };
 }
 
 }  // namespace attnsim::cli

@@ -73,12 +73,23 @@ std::string escapeHtml(std::string_view text) {
   out.reserve(text.size());
   for (const char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -141,10 +152,9 @@ void HtmlDocument::table(const ReportTable& table) {
 }
 
 void HtmlDocument::figure(const ReportFigure& figure) {
-  blocks_.push_back({fmt::format("![{}]({})\n\n{}\n\n", escapeMarkdown(figure.caption), figure.file,
-                                 escapeMarkdown(figure.caption)),
-                     fmt::format("<figure>\n{}<figcaption>{}</figcaption>\n</figure>\n", figure.svg,
-                                 escapeHtml(figure.caption))});
+  blocks_.push_back(
+      {fmt::format("![{}]({})\n\n{}\n\n", escapeMarkdown(figure.caption), figure.file, escapeMarkdown(figure.caption)),
+       fmt::format("<figure>\n{}<figcaption>{}</figcaption>\n</figure>\n", figure.svg, escapeHtml(figure.caption))});
   figures_.push_back(figure);
 }
 

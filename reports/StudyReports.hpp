@@ -22,7 +22,7 @@ struct StudyData {
   Catalog catalog;
   bool catalog_from_store = false;  // false: the store lacks it, this attnsim's own catalog stands in
   std::vector<StudyPoint> points;
-  std::vector<StudyCandidate> candidates;  // by point and slot
+  std::vector<StudyCandidate> candidates;    // by point and slot
   std::vector<MeasurementRow> measurements;  // attention rows
   std::string path;                          // the store's file, as given
 
@@ -65,6 +65,8 @@ std::string modelClass(const Catalog& catalog, const std::string& model);
 // The serving options a group varies in beyond hardware and model: " · tp=8 · kv=fp8 ...".
 std::string optionsLabel(const StudyPoint& point);
 std::string percent(double fraction);
+// An argument as a POSIX shell reads it back (single-quoted when it holds anything unusual).
+std::string shellWord(const std::string& word);
 std::string micros(double us);
 }  // namespace study_report
 

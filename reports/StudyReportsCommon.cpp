@@ -64,9 +64,9 @@ void provenance(HtmlDocument& doc, const StudyData& data, const std::string& com
       "Study: sweep '{}' (id {}, spec hash {}) in {}, {} of its {} points stored. Catalog hash {} ({}). Program "
       "version {} (the sweep's), report by attnsim {}. Calibration: {}.",
       w.name, w.id, w.spec_hash, data.path, w.stored_points, w.points, w.catalog_hash,
-      data.catalog_from_store ? "rebuilt from the store's catalog_files"
-                              : "not stored: names resolved with this attnsim's catalog, hash " +
-                                    data.catalog.contentHash(),
+      data.catalog_from_store
+          ? "rebuilt from the store's catalog_files"
+          : "not stored: names resolved with this attnsim's catalog, hash " + data.catalog.contentHash(),
       w.program_version, ATTNSIM_VERSION, calibrationText(w)));
   doc.paragraph(
       "Uncertainty: every time below is a model prediction with no band: uncalibrated default (the predictions "
@@ -115,6 +115,16 @@ std::string optionsLabel(const StudyPoint& point) {
   if (point.page_size) out += fmt::format(" page={}", *point.page_size);
   if (!point.cuda_graphs) out += " eager";
   return out;
+}
+
+std::string shellWord(const std::string& word) {
+  const bool plain = !word.empty() && word.find_first_not_of(
+                                          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                          "0123456789_./:,=+-") == std::string::npos;
+  if (plain) return word;
+  std::string out = "'";
+  for (const char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
 }
 
 std::string percent(double fraction) { return fmt::format("{:.1f}%", 100 * fraction); }

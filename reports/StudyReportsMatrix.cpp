@@ -52,8 +52,12 @@ std::map<std::string, EngineMatrix> verdicts(const StudyData& data) {
 }
 
 HeatMap matrixMap(const std::string& engine, const EngineMatrix& m) {
-  HeatMap map{engine + ": backends accepted per device and model", "device · model · options (columns)",
-              "backend", m.columns, m.backends, {}};
+  HeatMap map{engine + ": backends accepted per device and model",
+              "device · model · options (columns)",
+              "backend",
+              m.columns,
+              m.backends,
+              {}};
   for (const auto& b : m.backends) {
     auto& row = map.cells.emplace_back();
     for (const auto& col : m.columns) {
@@ -94,7 +98,10 @@ json matrixJson(const std::map<std::string, EngineMatrix>& all) {
   for (const auto& [engine, m] : all) {
     json cells = json::array();
     for (const auto& [key, v] : m.cells) {
-      cells.push_back({{"backend", key.first}, {"where", key.second}, {"points", v.points}, {"valid", v.valid},
+      cells.push_back({{"backend", key.first},
+                       {"where", key.second},
+                       {"points", v.points},
+                       {"valid", v.valid},
                        {"reasons", v.reasons}});
     }
     out[engine] = {{"backends", m.backends}, {"columns", m.columns}, {"cells", cells}};
@@ -108,7 +115,8 @@ StudyReport matrixReport(const StudyData& data) {
   StudyReport report{"matrix", HtmlDocument("Attention backend support matrix"), {}};
   HtmlDocument& doc = report.document;
   provenance(doc, data,
-             fmt::format("attnsim report matrix --db {} --sweep {} --out DIR", data.path, data.sweep.name));
+             fmt::format("attnsim report matrix --db {} --sweep {} --out DIR", shellWord(data.path),
+                         shellWord(data.sweep.name)));
   doc.heading("Accepted in this study");
   doc.paragraph(
       "Every backend of every swept engine, forced on each device and model of the sweep: green where the engine "
@@ -127,8 +135,9 @@ StudyReport matrixReport(const StudyData& data) {
   doc.heading("The engines' reasons");
   doc.table(refusalTable(all));
   doc.heading("Support tables from the stored catalog");
-  doc.paragraph("The engines' published tables, regenerated from the backend descriptors the sweep ran with (as "
-                "attnsim docs prints them).");
+  doc.paragraph(
+      "The engines' published tables, regenerated from the backend descriptors the sweep ran with (as "
+      "attnsim docs prints them).");
   json engines = json::array();
   for (const auto& e : data.catalog.engines()) {
     doc.markdownSection(renderSupportTables(e));

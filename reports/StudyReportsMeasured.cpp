@@ -88,7 +88,9 @@ std::vector<Match> matches(const StudyData& data) {
       const StudyCandidate& cand = data.candidates[c];
       if (!cand.predicted) continue;
       const auto* m = measuredAt(data, p, *shape, measuredNames(data.catalog, cand, shape->kind, p.phase));
-      if (m) out.push_back({i, cand.backend, cand.engine_default, cand.attention_us, m->median_us, m->p20_us, m->p80_us, m->impl});
+      if (m)
+        out.push_back(
+            {i, cand.backend, cand.engine_default, cand.attention_us, m->median_us, m->p20_us, m->p80_us, m->impl});
     }
   }
   return out;
@@ -130,8 +132,9 @@ ReportTable coverageTable(const Coverage& cov) {
   for (const auto& k : keys) {
     auto list = [&](const auto& map) {
       const auto it = map.find(k);
-      return it == map.end() || it->second.empty() ? std::string("-")
-                                                   : join(std::vector<std::string>(it->second.begin(), it->second.end()), ", ");
+      return it == map.end() || it->second.empty()
+                 ? std::string("-")
+                 : join(std::vector<std::string>(it->second.begin(), it->second.end()), ", ");
     };
     t.rows.push_back({k, list(cov.measured), list(cov.predicted_only)});
   }
@@ -139,13 +142,14 @@ ReportTable coverageTable(const Coverage& cov) {
 }
 
 ReportTable matchTable(const StudyData& data, const std::vector<Match>& ms) {
-  ReportTable t{{"engine", "hardware", "model", "workload", "backend", "engine's choice", "predicted µs", "measured µs (p20-p80)",
-                 "error", "measured as"},
+  ReportTable t{{"engine", "hardware", "model", "workload", "backend", "engine's choice", "predicted µs",
+                 "measured µs (p20-p80)", "error", "measured as"},
                 {}};
   for (const auto& m : ms) {
     const StudyPoint& p = data.points[m.point];
-    t.rows.push_back({p.engine, p.hardware, p.model + " " + optionsLabel(p), p.workload, m.backend, m.is_default ? "yes" : "no",
-                      micros(m.predicted_us), fmt::format("{} ({}-{})", micros(m.measured_us), micros(m.p20_us), micros(m.p80_us)),
+    t.rows.push_back({p.engine, p.hardware, p.model + " " + optionsLabel(p), p.workload, m.backend,
+                      m.is_default ? "yes" : "no", micros(m.predicted_us),
+                      fmt::format("{} ({}-{})", micros(m.measured_us), micros(m.p20_us), micros(m.p80_us)),
                       fmt::format("{:+.0f}%", 100 * (m.predicted_us / m.measured_us - 1)), m.impl});
   }
   return t;
@@ -157,13 +161,16 @@ json measuredSection(HtmlDocument& doc, const StudyData& data) {
   doc.heading("Against measurements");
   if (data.measurements.empty()) {
     doc.paragraph("The store holds no attention measurements: every figure above is predicted. Import some with:");
-    doc.command("attnsim measurements import measurements/data/h100/measurements.csv "
-                "measurements/data/h100/engine_kernels.csv --db " + data.path);
+    doc.command(
+        "attnsim measurements import measurements/data/h100/measurements.csv "
+        "measurements/data/h100/engine_kernels.csv --db " +
+        data.path);
     return {{"measurements", 0}};
   }
   const Coverage cov = coverage(data);
-  doc.paragraph("Which of the engines' backends the store holds measurements of on the swept hardware (a backend "
-                "counts as measured when a kernel family it runs has rows under one of its measured_as names):");
+  doc.paragraph(
+      "Which of the engines' backends the store holds measurements of on the swept hardware (a backend "
+      "counts as measured when a kernel family it runs has rows under one of its measured_as names):");
   doc.table(coverageTable(cov));
   const auto ms = matches(data);
   std::map<std::size_t, std::vector<const Match*>> by_point;
@@ -188,9 +195,10 @@ json measuredSection(HtmlDocument& doc, const StudyData& data) {
       by_point.size(), ms.size(), ms.empty() ? "-" : percent(ape / static_cast<double>(ms.size())), default_measured,
       compared, agree));
   if (!ms.empty()) doc.table(matchTable(data, ms));
-  json out = {{"measurements", data.measurements.size()}, {"points_measured", by_point.size()}, {"pairs", ms.size()},
-              {"default_measured_points", default_measured}, {"points_with_two_measured", compared},
-              {"fastest_agrees", agree}, {"measured_backends", cov.measured}, {"predicted_only", cov.predicted_only}};
+  json out = {
+      {"measurements", data.measurements.size()},    {"points_measured", by_point.size()},   {"pairs", ms.size()},
+      {"default_measured_points", default_measured}, {"points_with_two_measured", compared}, {"fastest_agrees", agree},
+      {"measured_backends", cov.measured},           {"predicted_only", cov.predicted_only}};
   out["mean_abs_error"] = ms.empty() ? json(nullptr) : json(ape / static_cast<double>(ms.size()));
   return out;
 }

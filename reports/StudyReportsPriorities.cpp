@@ -92,14 +92,13 @@ ReportTable summaryTable(const std::vector<PriorityRow>& rows) {
                 {}};
   for (const auto& r : rows) {
     const bool any = r.ranked > 0;
-    t.rows.push_back({r.engine, r.hardware, r.model_class,
-                      join(std::vector<std::string>(r.models.begin(), r.models.end()), ", "), std::to_string(r.points),
-                      std::to_string(r.refused), std::to_string(r.ranked),
-                      any ? percent(static_cast<double>(r.fastest) / static_cast<double>(r.ranked)) : "-",
-                      any ? percent(r.regret_sum / static_cast<double>(r.ranked)) : "-", any ? percent(r.worst) : "-",
-                      r.worst > 0 ? r.worst_where : "-",
-                      join(std::vector<std::string>(r.defaults.begin(), r.defaults.end()), ", "),
-                      fasterText(r.faster)});
+    t.rows.push_back(
+        {r.engine, r.hardware, r.model_class, join(std::vector<std::string>(r.models.begin(), r.models.end()), ", "),
+         std::to_string(r.points), std::to_string(r.refused), std::to_string(r.ranked),
+         any ? percent(static_cast<double>(r.fastest) / static_cast<double>(r.ranked)) : "-",
+         any ? percent(r.regret_sum / static_cast<double>(r.ranked)) : "-", any ? percent(r.worst) : "-",
+         r.worst > 0 ? r.worst_where : "-", join(std::vector<std::string>(r.defaults.begin(), r.defaults.end()), ", "),
+         fasterText(r.faster)});
   }
   return t;
 }
@@ -115,8 +114,8 @@ json rowsJson(const std::vector<PriorityRow>& rows) {
                    {"refused", r.refused},
                    {"unranked", r.unranked},
                    {"ranked", r.ranked},
-                   {"default_fastest", r.ranked ? json(static_cast<double>(r.fastest) / static_cast<double>(r.ranked))
-                                                : json(nullptr)},
+                   {"default_fastest",
+                    r.ranked ? json(static_cast<double>(r.fastest) / static_cast<double>(r.ranked)) : json(nullptr)},
                    {"mean_regret", r.ranked ? json(r.regret_sum / static_cast<double>(r.ranked)) : json(nullptr)},
                    {"worst_regret", r.ranked ? json(r.worst) : json(nullptr)},
                    {"worst_at", r.worst_where},
@@ -133,7 +132,7 @@ HeatCell regretCell(const StudyData& data, std::size_t i) {
   if (!p.default_rank || !p.regret) return {"#eeeeee", "-", where + ": the engine's choice is not ranked here"};
   const std::string chosen = backendAt(data, i, p.default_slot);
   if (*p.default_rank == 1) return {regretColor(0), "", where + ": " + chosen + " (the engine's choice) is fastest"};
-  return {regretColor(*p.regret), fmt::format("{:.0f}", 100 * *p.regret),
+  return {regretColor(*p.regret), *p.regret < 0.005 ? "<1" : fmt::format("{:.0f}", 100 * *p.regret),
           fmt::format("{}: the engine picks {}, {} is faster; regret {} ({} µs per step)", where, chosen,
                       backendAt(data, i, p.best_slot), percent(*p.regret), micros(p.regret_us.value_or(0)))};
 }
@@ -182,25 +181,30 @@ std::vector<LegendItem> regretLegend() {
 StudyReport prioritiesReport(const StudyData& data) {
   StudyReport report{"priorities", HtmlDocument("Is each engine's own choice the fastest valid backend?"), {}};
   HtmlDocument& doc = report.document;
-  provenance(doc, data, fmt::format("attnsim report priorities --db {} --sweep {} --out DIR", data.path,
-                                    data.sweep.name));
+  provenance(doc, data,
+             fmt::format("attnsim report priorities --db {} --sweep {} --out DIR", shellWord(data.path),
+                         shellWord(data.sweep.name)));
   doc.paragraph(
-      "How to read it: each row is an engine on one device for one class of models. 'default fastest' is the share "
-      "of the ranked points (workloads the engine accepts) where the backend the engine picks on its own is the "
-      "fastest of its valid backends by predicted step time; regret is how much slower the engine's pick is than "
-      "that fastest one (0% when it is the fastest). 'faster instead' names the backends that beat the pick.");
-  const auto rows = priorityRows(data);
-  doc.heading("The engines' own choices");
-  doc.table(summaryTable(rows));
+      "How to read it: an engine picks one attention backend on its own (its priority list and rules). At every "
+      "point of the sweep (a device, a model, serving options and a workload) attnsim predicts the step time of "
+      "every backend the engine accepts there; the regret is how much slower the engine's own pick is than the "
+      "fastest of them (0% when the pick is the fastest). The heat maps show it point by point, the table sums it "
+      "up per engine, device and model class: 'default fastest' is the share of the ranked points where the pick "
+      "is the fastest, 'faster instead' names the backends that beat it, and the last section checks the "
+      "predictions against measured kernels where the store has them.");
   doc.heading("Where the priority list is wrong");
   doc.paragraph(
-      "One heat map per engine. A cell is one point: its number is the regret in percent, empty where the engine's "
-      "pick is the fastest; grey where the engine refuses the configuration. Hover a cell (HTML) for the backends.");
+      "One heat map per engine. A cell is one point: its number is the regret in percent ('<1': under 1%), empty "
+      "where the engine's pick is the fastest; grey where the engine refuses the configuration. Hover a cell (HTML) "
+      "for the backends.");
   const auto maps = regretMaps(data);
   std::size_t figure = 0;
   for (const auto& m : maps) {
     doc.figure({fmt::format("priorities-{}.svg", ++figure), heatMapSvg(m, regretLegend()), m.title + ", per point"});
   }
+  const auto rows = priorityRows(data);
+  doc.heading("The engines' own choices");
+  doc.table(summaryTable(rows));
   report.json = {{"kind", "priorities"}, {"provenance", provenanceJson(data)}, {"rows", rowsJson(rows)}};
   report.json["measured"] = measuredSection(doc, data);
   return report;

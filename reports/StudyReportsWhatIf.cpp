@@ -53,8 +53,9 @@ std::vector<Subject> backendSubjects(const StudyData& data, const std::vector<st
 
 std::vector<Subject> subjectsOf(const StudyData& data, const WhatIfOptions& o) {
   if (static_cast<int>(!o.compare.empty()) + static_cast<int>(o.engines) + static_cast<int>(o.hardware) == 0) {
-    throw UsageError("report whatif: say what to compare: --compare engine:A,engine:B, --compare-engines or "
-                     "--compare-hardware");
+    throw UsageError(
+        "report whatif: say what to compare: --compare engine:A,engine:B, --compare-engines or "
+        "--compare-hardware");
   }
   if (o.engines && o.hardware) throw UsageError("report whatif: --compare-engines or --compare-hardware, not both");
   std::set<std::string> engines, hardware;
@@ -75,7 +76,8 @@ std::vector<Subject> subjectsOf(const StudyData& data, const WhatIfOptions& o) {
     }
     const std::string e = engine.empty() ? *engines.begin() : engine;
     const std::string backend = named.empty() ? "" : named[0].backend;
-    for (const auto& h : hardware) out.push_back({h + ": " + e + (backend.empty() ? "" : ":" + backend), e, backend, h});
+    for (const auto& h : hardware)
+      out.push_back({h + ": " + e + (backend.empty() ? "" : ":" + backend), e, backend, h});
   } else {
     out = backendSubjects(data, o.compare);
   }
@@ -92,8 +94,8 @@ Entry entryOf(const StudyData& data, std::size_t i, const Subject& s) {
     const StudyCandidate& cand = data.candidates[c];
     const bool chosen = s.backend.empty() ? p.default_slot && cand.slot == *p.default_slot : cand.backend == s.backend;
     if (!chosen) continue;
-    e = {true, cand.predicted, cand.backend, cand.reason, cand.bound, cand.graph_mode,
-         cand.attention_us, cand.step_us, cand.eager_us, cand.graph_us};
+    e = {true,         cand.predicted, cand.backend, cand.reason, cand.bound, cand.graph_mode, cand.attention_us,
+         cand.step_us, cand.eager_us,  cand.graph_us};
     if (!cand.predicted && e.reason.empty()) e.reason = p.valid ? "not ranked" : p.refusal;
     return e;
   }
@@ -257,8 +259,9 @@ ReportTable otherWorkloads(const std::vector<Aligned>& rows, const std::vector<S
     std::vector<std::string> row{a.panel, a.workload};
     for (const auto& e : a.entries) row.push_back(!e.present ? "-" : e.valid ? micros(e.step_us) : "refused");
     const auto w = winner(a);
-    row.push_back(!w ? "-" : w->second < 0 ? subjects[w->first].label + " (only)"
-                                           : fmt::format("{} (+{})", subjects[w->first].label, percent(w->second)));
+    row.push_back(!w              ? "-"
+                  : w->second < 0 ? subjects[w->first].label + " (only)"
+                                  : fmt::format("{} (+{})", subjects[w->first].label, percent(w->second)));
     t.rows.push_back(std::move(row));
   }
   return t;
@@ -273,15 +276,21 @@ json alignedJson(const std::vector<Aligned>& rows, const std::vector<Subject>& s
       if (!e.present) continue;
       json j = {{"subject", subjects[s].label}, {"valid", e.valid}, {"backend", e.backend}};
       if (e.valid) {
-        j.update({{"attention_us", e.attention_us}, {"step_us", e.step_us}, {"eager_us", e.eager_us},
-                  {"graph_us", e.graph_us}, {"bound", e.bound}, {"graph_mode", e.graph_mode}});
+        j.update({{"attention_us", e.attention_us},
+                  {"step_us", e.step_us},
+                  {"eager_us", e.eager_us},
+                  {"graph_us", e.graph_us},
+                  {"bound", e.bound},
+                  {"graph_mode", e.graph_mode}});
       } else {
         j["reason"] = e.reason;
       }
       entries.push_back(j);
     }
     const auto w = winner(a);
-    out.push_back({{"where", a.panel}, {"workload", a.workload}, {"entries", entries},
+    out.push_back({{"where", a.panel},
+                   {"workload", a.workload},
+                   {"entries", entries},
                    {"fastest", w ? json(subjects[w->first].label) : json(nullptr)},
                    {"margin", w && w->second >= 0 ? json(w->second) : json(nullptr)}});
   }
@@ -303,13 +312,15 @@ StudyReport whatIfReport(const StudyData& data, const WhatIfOptions& options) {
   for (const auto& s : subjects) labels.push_back(s.label);
   StudyReport report{"whatif", HtmlDocument("What if: " + join(labels, " vs ")), {}};
   HtmlDocument& doc = report.document;
-  std::string command = fmt::format("attnsim report whatif --db {} --sweep {} --out DIR", data.path, data.sweep.name);
-  if (!options.compare.empty()) command += " --compare " + join(options.compare, ",");
+  std::string command = fmt::format("attnsim report whatif --db {} --sweep {} --out DIR", shellWord(data.path),
+                                    shellWord(data.sweep.name));
+  if (!options.compare.empty()) command += " --compare " + shellWord(join(options.compare, ","));
   if (options.engines) command += " --compare-engines";
   if (options.hardware) command += " --compare-hardware";
-  for (const auto& [flag, value] : {std::pair{"--engine", options.engine}, {"--hardware", options.hardware_filter},
+  for (const auto& [flag, value] : {std::pair{"--engine", options.engine},
+                                    {"--hardware", options.hardware_filter},
                                     {"--model", options.model_filter}}) {
-    if (!value.empty()) command += fmt::format(" {} {}", flag, value);
+    if (!value.empty()) command += fmt::format(" {} {}", flag, shellWord(value));
   }
   provenance(doc, data, command);
   const auto rows = align(data, options, subjects);
@@ -322,8 +333,9 @@ StudyReport whatIfReport(const StudyData& data, const WhatIfOptions& options) {
   doc.heading("Side by side");
   doc.table(summaryTable(subjects, sums));
   doc.heading("Which one wins over batch × context (decode)");
-  doc.paragraph("One panel per device, model and serving options; the color is the fastest item, its strength and "
-                "number the margin over the next fastest in percent ('only': the others are refused there).");
+  doc.paragraph(
+      "One panel per device, model and serving options; the color is the fastest item, its strength and "
+      "number the margin over the next fastest in percent ('only': the others are refused there).");
   const auto maps = decodeMaps(rows, subjects);
   if (!maps.empty()) {
     doc.figure({"whatif-decode.svg", heatMapGridSvg(maps, 3, subjectLegend(subjects)),
@@ -333,11 +345,17 @@ StudyReport whatIfReport(const StudyData& data, const WhatIfOptions& options) {
   doc.table(otherWorkloads(rows, subjects));
   json summary = json::array();
   for (std::size_t s = 0; s < subjects.size(); ++s) {
-    summary.push_back({{"subject", subjects[s].label}, {"points", sums[s].points}, {"valid", sums[s].valid},
-                       {"fastest_at", sums[s].wins}, {"refusals", sums[s].reasons}});
+    summary.push_back({{"subject", subjects[s].label},
+                       {"points", sums[s].points},
+                       {"valid", sums[s].valid},
+                       {"fastest_at", sums[s].wins},
+                       {"refusals", sums[s].reasons}});
   }
-  report.json = {{"kind", "whatif"}, {"provenance", provenanceJson(data)}, {"subjects", labels},
-                 {"summary", summary}, {"points", alignedJson(rows, subjects)}};
+  report.json = {{"kind", "whatif"},
+                 {"provenance", provenanceJson(data)},
+                 {"subjects", labels},
+                 {"summary", summary},
+                 {"points", alignedJson(rows, subjects)}};
   return report;
 }
 

@@ -23,7 +23,8 @@ Layout layoutOf(const HeatMap& map) {
   Layout l;
   l.label_width = 12 + kCharWidth * static_cast<double>(longest_row);
   l.header_height = 34 + kCharWidth * static_cast<double>(longest_column) * 0.75;
-  l.width = std::max(l.label_width + kCell * static_cast<double>(map.columns.size()) + 10,
+  // Column labels lean right at 45°: room for the last one's run beyond the grid.
+  l.width = std::max(l.label_width + kCell * static_cast<double>(map.columns.size()) + l.header_height * 0.75,
                      kCharWidth * static_cast<double>(map.title.size() + 2));
   l.height = l.header_height + kRowHeight * static_cast<double>(map.rows.size()) + 22;
   return l;
@@ -52,7 +53,8 @@ std::string heatMapBody(const HeatMap& map, const Layout& l, double x, double y)
       svg += fmt::format(
           R"svg(<g class="cell"><title>{}</title><rect x="{:.1f}" y="{:.1f}" width="{}" height="{}" fill="{}" )svg"
           R"svg(stroke="#fff"/><text x="{:.1f}" y="{:.1f}" text-anchor="middle" font-size="9">{}</text></g>)svg",
-          escapeXml(cell.tooltip), cx, ry, kCell, kRowHeight, cell.color, cx + kCell / 2, ry + 13, escapeXml(cell.text));
+          escapeXml(cell.tooltip), cx, ry, kCell, kRowHeight, cell.color, cx + kCell / 2, ry + 13,
+          escapeXml(cell.text));
     }
   }
   svg += fmt::format(R"svg(<text x="{:.1f}" y="{:.1f}" fill="#555">{}</text>)svg", l.label_width, l.height - 6,
@@ -104,12 +106,23 @@ std::string escapeXml(std::string_view text) {
   std::string out;
   for (const char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -149,7 +162,8 @@ std::string regretColor(double regret, double worst) {
   const std::size_t k = t < 0.5 ? 0 : 1;
   const double u = t < 0.5 ? t * 2 : (t - 0.5) * 2;
   std::array<int, 3> rgb{};
-  for (std::size_t i = 0; i < 3; ++i) rgb[i] = static_cast<int>(std::lround(stops[k][i] + u * (stops[k + 1][i] - stops[k][i])));
+  for (std::size_t i = 0; i < 3; ++i)
+    rgb[i] = static_cast<int>(std::lround(stops[k][i] + u * (stops[k + 1][i] - stops[k][i])));
   return fmt::format("#{:02x}{:02x}{:02x}", rgb[0], rgb[1], rgb[2]);
 }
 
@@ -162,7 +176,8 @@ std::string paletteColor(std::size_t index) {
 std::string fadedColor(const std::string& base, double strength) {
   const double s = std::clamp(strength, 0.0, 1.0);
   std::array<int, 3> rgb{};
-  for (int i = 0; i < 3; ++i) rgb[static_cast<std::size_t>(i)] = static_cast<int>(std::lround(255 - s * (255 - channel(base, i))));
+  for (int i = 0; i < 3; ++i)
+    rgb[static_cast<std::size_t>(i)] = static_cast<int>(std::lround(255 - s * (255 - channel(base, i))));
   return fmt::format("#{:02x}{:02x}{:02x}", rgb[0], rgb[1], rgb[2]);
 }
 

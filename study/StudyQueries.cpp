@@ -107,7 +107,8 @@ StudySweep chooseSweep(const Store& store, const std::string& name) {
   const auto sweeps = studySweeps(store);
   std::vector<std::string> names;
   for (const auto& w : sweeps) names.push_back(w.name);
-  if (sweeps.empty()) throw UsageError(fmt::format("--db {}: no sweep in this store (run attnsim sweep)", store.path()));
+  if (sweeps.empty())
+    throw UsageError(fmt::format("--db {}: no sweep in this store (run attnsim sweep)", store.path()));
   if (name.empty()) {
     if (sweeps.size() == 1) return sweeps.front();
     throw UsageError(fmt::format("--db {}: {} sweeps in this store ({}): name one with --sweep NAME", store.path(),
@@ -124,9 +125,10 @@ StudySweep chooseSweep(const Store& store, const std::string& name) {
   if (named.size() > 1) {
     std::vector<std::string> ids;
     for (const auto& w : named) ids.push_back(std::to_string(w.id));
-    throw UsageError(fmt::format("--sweep: {} sweeps named '{}' in {} (other catalogs or calibrations): give its id "
-                                 "instead, one of {}",
-                                 named.size(), name, store.path(), join(ids, ", ")));
+    throw UsageError(
+        fmt::format("--sweep: {} sweeps named '{}' in {} (other catalogs or calibrations): give its id "
+                    "instead, one of {}",
+                    named.size(), name, store.path(), join(ids, ", ")));
   }
   return named.front();
 }

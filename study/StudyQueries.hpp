@@ -21,8 +21,8 @@ struct StudySweep {
 };
 // Every sweep of the store, by id.
 std::vector<StudySweep> studySweeps(const Store& store);
-// The sweep a report reads: `name` (a sweep's name or id) when given (UsageError listing the names when absent), else the
-// one sweep of the store (UsageError when there is none or several).
+// The sweep a report reads: `name` (a sweep's name or id) when given (UsageError listing the names when absent), else
+// the one sweep of the store (UsageError when there is none or several).
 StudySweep chooseSweep(const Store& store, const std::string& name);
 
 // The catalog files the sweep stored (empty when the store has none for that hash).
@@ -38,7 +38,7 @@ struct StudyPoint {
   std::string workload_class, phase, workload;
   std::int64_t batch = 0, q_len = 0, context = 0, tokens = 0;
   bool valid = false;
-  std::string refusal;           // the engine's message when it refuses the configuration
+  std::string refusal;            // the engine's message when it refuses the configuration
   std::string selected_kv_dtype;  // after the engine's rules ("" when refused)
   std::optional<std::int64_t> best_slot, default_slot, default_rank;
   std::optional<double> regret, regret_us;
