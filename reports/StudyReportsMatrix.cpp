@@ -61,17 +61,18 @@ HeatMap matrixMap(const std::string& engine, const EngineMatrix& m) {
   for (const auto& b : m.backends) {
     auto& row = map.cells.emplace_back();
     for (const auto& col : m.columns) {
+      const std::string where = fmt::format("{} on {}", b, col);
       const auto it = m.cells.find({b, col});
       if (it == m.cells.end()) {
-        row.push_back({"#eeeeee", "", b + " on " + col + ": not a candidate"});
+        row.push_back({"#eeeeee", "", where + ": not a candidate"});
         continue;
       }
       const Verdict& v = it->second;
       const std::string reasons = v.reasons.empty() ? "" : ": " + join({v.reasons.begin(), v.reasons.end()}, "; ");
       if (v.valid == v.points) {
-        row.push_back({"#a6d96a", "✓", b + " on " + col + ": valid"});
+        row.push_back({"#a6d96a", "✓", where + ": valid"});
       } else if (v.valid == 0) {
-        row.push_back({"#f46d43", "×", b + " on " + col + ": refused" + reasons});
+        row.push_back({"#f46d43", "×", fmt::format("{}: refused{}", where, reasons)});
       } else {
         row.push_back({"#fee08b", fmt::format("{}/{}", v.valid, v.points),
                        fmt::format("{} on {}: valid at {} of {} points{}", b, col, v.valid, v.points, reasons)});

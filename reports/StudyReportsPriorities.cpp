@@ -74,6 +74,7 @@ std::vector<PriorityRow> priorityRows(const StudyData& data) {
     count(row, data, i);
   }
   std::vector<PriorityRow> out;
+  out.reserve(rows.size());
   for (auto& [key, row] : rows) out.push_back(std::move(row));
   return out;
 }
@@ -82,6 +83,7 @@ std::string fasterText(const std::map<std::string, int>& faster) {
   std::vector<std::pair<std::string, int>> sorted(faster.begin(), faster.end());
   std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   std::vector<std::string> parts;
+  parts.reserve(sorted.size());
   for (const auto& [name, n] : sorted) parts.push_back(fmt::format("{} ({})", name, n));
   return parts.empty() ? "-" : join(parts, ", ");
 }

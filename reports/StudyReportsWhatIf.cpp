@@ -76,8 +76,9 @@ std::vector<Subject> subjectsOf(const StudyData& data, const WhatIfOptions& o) {
     }
     const std::string e = engine.empty() ? *engines.begin() : engine;
     const std::string backend = named.empty() ? "" : named[0].backend;
-    for (const auto& h : hardware)
-      out.push_back({h + ": " + e + (backend.empty() ? "" : ":" + backend), e, backend, h});
+    for (const auto& h : hardware) {
+      out.push_back({fmt::format("{}: {}{}{}", h, e, backend.empty() ? "" : ":", backend), e, backend, h});
+    }
   } else {
     out = backendSubjects(data, o.compare);
   }
@@ -191,6 +192,7 @@ std::vector<HeatMap> decodeMaps(const std::vector<Aligned>& rows, const std::vec
         winnerCell(a, subjects);
   }
   std::vector<HeatMap> out;
+  out.reserve(order.size());
   for (const auto& key : order) out.push_back(std::move(maps[key]));
   return out;
 }
@@ -230,6 +232,7 @@ std::vector<SubjectSummary> summarize(const std::vector<Aligned>& rows, std::siz
 
 std::string reasonsText(const std::map<std::string, int>& reasons) {
   std::vector<std::string> parts;
+  parts.reserve(reasons.size());
   for (const auto& [r, n] : reasons) parts.push_back(fmt::format("{} ({})", r, n));
   return parts.empty() ? "-" : join(parts, "; ");
 }
@@ -309,6 +312,7 @@ std::vector<LegendItem> subjectLegend(const std::vector<Subject>& subjects) {
 StudyReport whatIfReport(const StudyData& data, const WhatIfOptions& options) {
   const auto subjects = subjectsOf(data, options);
   std::vector<std::string> labels;
+  labels.reserve(subjects.size());
   for (const auto& s : subjects) labels.push_back(s.label);
   StudyReport report{"whatif", HtmlDocument("What if: " + join(labels, " vs ")), {}};
   HtmlDocument& doc = report.document;

@@ -148,8 +148,9 @@ std::string heatMapGridSvg(const std::vector<HeatMap>& maps, int per_row, const 
   svg += fmt::format(R"svg(<rect width="{:.0f}" height="{:.0f}" fill="#fff"/>)svg", width,
                      grid_height + legendHeight(legend, width));
   for (std::size_t i = 0; i < maps.size(); ++i) {
-    svg += heatMapBody(maps[i], layouts[i], 4 + cell_width * static_cast<double>(i % columns),
-                       4 + cell_height * static_cast<double>(i / columns));
+    const std::size_t grid_row = i / columns, grid_column = i % columns;
+    svg += heatMapBody(maps[i], layouts[i], 4 + cell_width * static_cast<double>(grid_column),
+                       4 + cell_height * static_cast<double>(grid_row));
   }
   svg += legendBody(legend, grid_height, width);
   return svg + "</svg>\n";

@@ -106,6 +106,7 @@ std::vector<StudySweep> studySweeps(const Store& store) {
 StudySweep chooseSweep(const Store& store, const std::string& name) {
   const auto sweeps = studySweeps(store);
   std::vector<std::string> names;
+  names.reserve(sweeps.size());
   for (const auto& w : sweeps) names.push_back(w.name);
   if (sweeps.empty())
     throw UsageError(fmt::format("--db {}: no sweep in this store (run attnsim sweep)", store.path()));
@@ -124,6 +125,7 @@ StudySweep chooseSweep(const Store& store, const std::string& name) {
   }
   if (named.size() > 1) {
     std::vector<std::string> ids;
+    ids.reserve(named.size());
     for (const auto& w : named) ids.push_back(std::to_string(w.id));
     throw UsageError(
         fmt::format("--sweep: {} sweeps named '{}' in {} (other catalogs or calibrations): give its id "

@@ -1,6 +1,7 @@
 // The study reports (attnsim report priorities|whatif|matrix): golden answers with tolerances on a
 // small study, escaping of hostile names from a store, determinism, errors, and the HTML drawn by
 // headless Chromium.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <unistd.h>
@@ -52,7 +53,7 @@ fs::path scratch() {
 // The small study: tests/data/reports/small.yaml swept, with the committed H100 measurements.
 const fs::path& smallStudy() {
   static const fs::path db = [] {
-    const fs::path path = scratch() / "small.db";
+    fs::path path = scratch() / "small.db";
     const auto sweep = runAttnsim("sweep " + (kData / "small.yaml").string() + " --db " + path.string());
     EXPECT_EQ(sweep.exit_code, 0) << sweep.output;
     const fs::path m = fs::path(ATTNSIM_SOURCE_DIR) / "measurements/data/h100";
@@ -126,7 +127,7 @@ void expectSameJson(const json& got, const json& want, const std::string& where)
     EXPECT_EQ(got.size(), want.size()) << where;
     for (const auto& [k, v] : want.items()) {
       if (got.contains(k)) {
-        expectSameJson(got.at(k), v, where + "." + k);
+        expectSameJson(got.at(k), v, fmt::format("{}.{}", where, k));
       } else {
         ADD_FAILURE() << where << ": no key " << k;
       }
