@@ -159,7 +159,7 @@ HeatCell winnerCell(const Aligned& a, const std::vector<Subject>& subjects) {
   if (!w) return {"#bdbdbd", "×", tooltip};
   if (w->second < 0) return {fadedColor(paletteColor(w->first), 0.25), "only", tooltip};
   return {fadedColor(paletteColor(w->first), 0.3 + 0.7 * std::min(1.0, w->second / 0.5)),
-          fmt::format("{:.0f}", 100 * w->second), tooltip};
+          w->second < 0.005 ? "<1" : fmt::format("{:.0f}", 100 * w->second), tooltip};
 }
 
 std::vector<HeatMap> decodeMaps(const std::vector<Aligned>& rows, const std::vector<Subject>& subjects) {
@@ -339,7 +339,7 @@ StudyReport whatIfReport(const StudyData& data, const WhatIfOptions& options) {
   doc.heading("Which one wins over batch × context (decode)");
   doc.paragraph(
       "One panel per device, model and serving options; the color is the fastest item, its strength and "
-      "number the margin over the next fastest in percent ('only': the others are refused there).");
+      "number the margin over the next fastest in percent ('<1': under 1%; 'only': the others are refused there).");
   const auto maps = decodeMaps(rows, subjects);
   if (!maps.empty()) {
     doc.figure({"whatif-decode.svg", heatMapGridSvg(maps, 3, subjectLegend(subjects)),
