@@ -18,6 +18,12 @@ CatalogSource CatalogSource::embedded() {
   return s;
 }
 
+CatalogSource CatalogSource::fromFiles(std::vector<CatalogFile> files) {
+  CatalogSource s;
+  s.files_ = std::move(files);
+  return s;
+}
+
 void CatalogSource::overlayDirectory(const std::filesystem::path& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;

@@ -91,7 +91,7 @@ Commands addCommands(CLI::App& app, const cli::GlobalOptions& global) {
       cli::addCheckCommand);
   add("measurements", "import GPU measurements into a study database", cli::addMeasurementsCommand);
   add("calibrate", "fit kernel-family efficiencies to imported measurements", cli::addCalibrateCommand);
-  add("report", "write a report from a study database (validation)", cli::addReportCommand);
+  add("report", "write a report from a study database: validation, priorities, whatif, matrix", cli::addReportCommand);
   add("sweep", "run a sweep spec (built-in name or YAML file) into a study database", cli::addSweepCommand);
   add("store", "maintain study databases: merge shards", cli::addStoreCommand);
   return commands;

@@ -36,6 +36,9 @@ Runner addReportCommand(CLI::App& app, const GlobalOptions& global);
 Runner addSweepCommand(CLI::App& app, const GlobalOptions& global);
 Runner addStoreCommand(CLI::App& app, const GlobalOptions& global);
 
+// --holdout-contexts: a comma list of context lengths (UsageError naming a bad item).
+std::vector<std::int64_t> parseContexts(const std::string& text);
+
 // The scenario flags every scenario command shares (DESIGN.md's scenario options), turned into
 // typed Scenarios in one place. Each command registers the groups it takes.
 struct ScenarioFlags {
