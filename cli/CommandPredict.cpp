@@ -4,6 +4,7 @@
 
 #include "cli/Commands.hpp"
 #include "reports/Json.hpp"
+#include "simulator/Capacity.hpp"
 #include "simulator/Evaluation.hpp"
 
 namespace attnsim::cli {
@@ -56,10 +57,16 @@ Runner addPredictCommand(CLI::App& app, const GlobalOptions& global) {
   return [&global, flags]() {
     const Catalog c = flags->catalog(global);
     const ScenarioPrediction p = predictScenario(c, flags->scenario(flags->hardware, flags->models, flags->engines));
+    const std::optional<FitCheck> fit = memoryFit(c, p);  // flagged only when the batch does not fit
     if (global.json) {
-      std::cout << predictionJson(p, c).dump(2) << "\n";
+      nlohmann::json j = predictionJson(p, c);
+      if (fit && !fit->fits)
+        j["memory"] = {
+            {"fits", false}, {"need_mib", fit->need_mib}, {"have_mib", fit->have_mib}, {"message", fit->message}};
+      std::cout << j.dump(2) << "\n";
     } else {
       printPrediction(p);
+      if (fit && !fit->fits) fmt::print("\nmemory: {}\n", fit->message);
     }
     return 0;
   };

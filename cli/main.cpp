@@ -31,6 +31,7 @@ Commands addCommands(CLI::App& app, const cli::GlobalOptions& global) {
   add("measurements", "import GPU measurements into a study database", cli::addMeasurementsCommand);
   add("calibrate", "fit kernel-family efficiencies to imported measurements", cli::addCalibrateCommand);
   add("report", "write a report from a study database (validation)", cli::addReportCommand);
+  add("capacity", "GPU memory split, KV capacity and fit (capacity memory)", cli::addCapacityCommand);
   return commands;
 }
 
