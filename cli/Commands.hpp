@@ -31,6 +31,7 @@ Runner addMeasurementsCommand(CLI::App& app, const GlobalOptions& global);
 Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global);
 Runner addReportCommand(CLI::App& app, const GlobalOptions& global);
 Runner addCapacityCommand(CLI::App& app, const GlobalOptions& global);
+Runner addServeSimCommand(CLI::App& app, const GlobalOptions& global);
 
 // The scenario flags every scenario command shares (DESIGN.md's scenario options), turned into
 // typed Scenarios in one place. Each command registers the groups it takes.

@@ -32,6 +32,7 @@ Commands addCommands(CLI::App& app, const cli::GlobalOptions& global) {
   add("calibrate", "fit kernel-family efficiencies to imported measurements", cli::addCalibrateCommand);
   add("report", "write a report from a study database (validation)", cli::addReportCommand);
   add("capacity", "GPU memory split, KV capacity and fit (capacity memory)", cli::addCapacityCommand);
+  add("serve-sim", "request-level serving simulation: TTFT, TPOT, throughput, goodput", cli::addServeSimCommand);
   return commands;
 }
 

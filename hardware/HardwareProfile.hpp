@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/YamlReader.hpp"
+#include "hardware/Interconnect.hpp"
 #include "hardware/KernelEfficiency.hpp"
 
 namespace attnsim {
@@ -44,6 +45,7 @@ struct HardwareProfile {
   std::vector<std::string> features;  // amx, xmx, tma, wgmma ...
   LaunchOverheads overheads;
   std::string interconnect;
+  std::optional<InterconnectLink> interconnect_link;  // structured, for TP collectives
   std::optional<double> tdp_w;
   std::string source;
   std::string confidence;  // A primary, B primary via transcription, C secondary/estimated

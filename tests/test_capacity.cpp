@@ -3,7 +3,10 @@
 
 #include "TestSupport.hpp"
 #include "catalog/Catalog.hpp"
+#include "cost/Collective.hpp"
 #include "cost/MemoryModel.hpp"
+#include "hardware/HardwareProfile.hpp"
+#include "model/ModelSpec.hpp"
 #include "simulator/Capacity.hpp"
 
 namespace attnsim {
@@ -127,6 +130,49 @@ TEST(Capacity, ServingExpressionsNameKnownVariables) {
     EXPECT_NE(std::string(e.what()).find("max_num_seqs"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("serving.scheduler.max_running_requests"), std::string::npos) << e.what();
   }
+}
+
+}  // namespace
+}  // namespace attnsim
+
+namespace attnsim {
+namespace {
+
+TEST(TpCommunication, RingAllReduceIsLatencyPlusTwoTimesNMinusOneOverNBytesOverBandwidth) {
+  const InterconnectLink link{"nvswitch", 450, 8, 8, "test"};
+  EXPECT_DOUBLE_EQ(allReduceUs(link, 1e6, 1), 0);
+  // 1 MB over 8 ranks: 8 µs + 2·7/8 · 1e6 B / 450e3 B/µs.
+  EXPECT_DOUBLE_EQ(allReduceUs(link, 1e6, 8), 8 + 1.75 * 1e6 / 450e3);
+  EXPECT_DOUBLE_EQ(allReduceUs(link, 1e6, 2), 8 + 1.0 * 1e6 / 450e3);
+}
+
+TEST(TpCommunication, TwoAllReducesPerLayerOfTokensTimesHidden) {
+  const ModelSpec& m = test::defaultCatalog().model("llama-3.1-70b");
+  const HardwareProfile& hw = test::defaultCatalog().hardware("h100-sxm");
+  ASSERT_TRUE(hw.interconnect_link);
+  EXPECT_DOUBLE_EQ(tpCommunicationUs(m, hw.interconnect_link, 32, 1, 2), 0);
+  for (int tp : {2, 4, 8}) {
+    const double bytes = 32.0 * m.hidden_size * 2;
+    EXPECT_DOUBLE_EQ(tpCommunicationUs(m, hw.interconnect_link, 32, tp, 2),
+                     2.0 * m.num_layers * allReduceUs(*hw.interconnect_link, bytes, tp));
+  }
+  // PCIe is slower than NVSwitch for the same message.
+  const HardwareProfile& pcie = test::defaultCatalog().hardware("l40s");
+  EXPECT_GT(tpCommunicationUs(m, pcie.interconnect_link, 4096, 4, 2),
+            tpCommunicationUs(m, hw.interconnect_link, 4096, 4, 2));
+}
+
+TEST(TpCommunication, PredictedStepCarriesTheAllReducesAtTpAboveOne) {
+  Scenario s = test::engineScenario("vllm", "h100-sxm", "llama-3.1-70b");
+  s.workload = Workload::uniform(Phase::Decode, 32, 1, 4096);
+  s.tp = 4;
+  const ScenarioPrediction p = predictScenario(test::defaultCatalog(), s);
+  const double expected = tpCommunicationUs(*p.model, p.hardware->interconnect_link, 32, 4, 2);
+  EXPECT_GT(expected, 0);
+  EXPECT_DOUBLE_EQ(p.prediction.tp_comm_us, expected);
+  EXPECT_GE(p.prediction.eager.step_us, p.prediction.eager.gpu_busy_us - 1e-9);
+  s.tp = 1;
+  EXPECT_DOUBLE_EQ(predictScenario(test::defaultCatalog(), s).prediction.tp_comm_us, 0);
 }
 
 }  // namespace
