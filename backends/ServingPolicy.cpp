@@ -27,7 +27,10 @@ ServingPolicy parseServingPolicy(const YamlReader& r, const std::vector<std::str
   ServingPolicy p;
   p.source = r.get<std::string>("source");
   std::vector<std::string> names = known;
-  names.insert(names.end(), kServingMemoryVariables.begin(), kServingMemoryVariables.end());
+  // Derived variables come before the activation estimate (it needs max_batched_tokens).
+  for (const auto& v : kServingMemoryVariables) {
+    if (v != "activation_mib") names.push_back(v);
+  }
   if (auto derive = r.findMap("derive")) {
     for (const auto& key : derive->keysOf()) {
       p.derive.emplace_back(key, derive->getExpr(key, checkAgainst(names)));
@@ -35,6 +38,7 @@ ServingPolicy parseServingPolicy(const YamlReader& r, const std::vector<std::str
     }
     derive->finish();
   }
+  names.emplace_back("activation_mib");
   const YamlReader memory = r.map("memory");
   p.memory.kv_pool_mib = memory.getExpr("kv_pool_mib", checkAgainst(names));
   p.memory.logit_rows = memory.findExpr("logit_rows", checkAgainst(names));

@@ -5,9 +5,12 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/Commands.hpp"
+#include "cli/ServeFlags.hpp"
+#include "core/Strings.hpp"
 #include "hardware/HardwareProfile.hpp"
 #include "model/ModelSpec.hpp"
 #include "simulator/Capacity.hpp"
+#include "simulator/CapacitySearch.hpp"
 
 namespace attnsim::cli {
 
@@ -73,6 +76,81 @@ void printSplit(const CapacityReport& r) {
 
 }  // namespace
 
+struct SearchFlags {
+  ScenarioFlags scenario;  // hardware, models and engines hold comma lists
+  std::string tps = "1";
+  ArrivalSpec arrivals;
+  double slo_ttft_ms = 2000, slo_tpot_ms = 50, target_rate = 0;
+};
+
+nlohmann::json searchRow(const CapacityReport& c, const RateSearch& r, const SearchFlags& f) {
+  return {{"hardware", c.hardware->id},
+          {"model", c.model->id},
+          {"engine", c.engine},
+          {"backend", c.backend},
+          {"tp", c.tp},
+          {"max_rate_rps", r.max_rate},
+          {"output_tokens_per_s", r.at_max.output_tokens_per_s},
+          {"p99_ttft_ms", r.at_max.ttft.p99 * 1e3},
+          {"p99_tpot_ms", r.at_max.tpot.p99 * 1e3},
+          {"gpus_for_target", f.target_rate > 0 ? nlohmann::json(r.gpusFor(f.target_rate, c.tp)) : nlohmann::json()},
+          {"simulations", r.simulations}};
+}
+
+int runSearch(const GlobalOptions& global, const SearchFlags& f) {
+  const Catalog c = global.loadCatalog();
+  const ServeSlo slo{f.slo_ttft_ms / 1e3, f.slo_tpot_ms / 1e3};
+  nlohmann::json rows = nlohmann::json::array();
+  if (!global.json) {
+    fmt::print(
+        "highest rate with p99 TTFT <= {} ms and p99 TPOT <= {} ms; {} requests, prompt {} / output {} tokens\n\n",
+        f.slo_ttft_ms, f.slo_tpot_ms, f.arrivals.requests, f.arrivals.prompt_tokens, f.arrivals.output_tokens);
+    fmt::print("{:<14}{:<26}{:>4}{:>12}{:>12}{:>12}{:>12}{:>8}\n", "hardware", "engine:backend", "TP", "max req/s",
+               "tokens/s", "p99 TTFT", "p99 TPOT", "GPUs");
+  }
+  for (const auto& hw : splitList(f.scenario.hardware)) {
+    for (const auto& engine : splitList(f.scenario.engines)) {
+      for (const auto& tp : splitList(f.tps)) {
+        ScenarioFlags one = f.scenario;
+        one.tp = std::stoll(tp);
+        const Scenario s = one.scenario(hw, f.scenario.models, engine);
+        try {
+          ServeSession session(c, s);
+          const RateSearch r = searchRate(session, f.arrivals, slo);
+          const nlohmann::json row = searchRow(session.setup().capacity, r, f);
+          rows.push_back(row);
+          if (!global.json) {
+            fmt::print("{:<14}{:<26}{:>4}{:>12.2f}{:>12.0f}{:>10.0f}ms{:>10.1f}ms{:>8}\n", hw,
+                       engine + ":" + session.setup().capacity.backend, tp, r.max_rate, r.at_max.output_tokens_per_s,
+                       r.at_max.ttft.p99 * 1e3, r.at_max.tpot.p99 * 1e3,
+                       f.target_rate > 0 ? std::to_string(r.gpusFor(f.target_rate, static_cast<int>(one.tp))) : "-");
+          }
+        } catch (const std::runtime_error& e) {  // InputError or EngineRefusal: a refusal or a model that does not fit:
+                                                 // reported, the search goes on
+          rows.push_back({{"hardware", hw}, {"engine", engine}, {"tp", one.tp}, {"error", e.what()}});
+          if (!global.json) fmt::print("{:<14}{:<26}{:>4}  {}\n", hw, engine, tp, e.what());
+        }
+      }
+    }
+  }
+  if (global.json) std::cout << rows.dump(2) << "\n";
+  return 0;
+}
+
+CLI::App* addSearch(CLI::App& app, SearchFlags& f) {
+  CLI::App* search = app.add_subcommand("search", "highest request rate within an SLO, and GPUs for a target rate");
+  search->add_option("--hardware", f.scenario.hardware, "hardware profile ids, comma list")->required();
+  search->add_option("--model", f.scenario.models, "model id")->required();
+  search->add_option("--engine", f.scenario.engines, "engine ids, comma list")->required();
+  search->add_option("--tp", f.tps, "tensor-parallel sizes, comma list (default 1)");
+  search->add_option("--kv-dtype", f.scenario.kv_dtype, "KV-cache dtype as the engine spells it");
+  addArrivalFlags(*search, f.arrivals);
+  search->add_option("--slo-ttft-ms", f.slo_ttft_ms, "SLO on p99 time to first token")->check(CLI::PositiveNumber);
+  search->add_option("--slo-tpot-ms", f.slo_tpot_ms, "SLO on p99 time per output token")->check(CLI::PositiveNumber);
+  search->add_option("--target-rate", f.target_rate, "requests per second to serve: prints the GPUs needed");
+  return search;
+}
+
 Runner addCapacityCommand(CLI::App& app, const GlobalOptions& global) {
   app.require_subcommand(1);
   CLI::App* memory = app.add_subcommand("memory", "the engine's GPU memory split and KV-cache capacity");
@@ -83,7 +161,11 @@ Runner addCapacityCommand(CLI::App& app, const GlobalOptions& global) {
   memory->add_option("--backend", flags->backend, "engine:NAME (default: the engine's own choice)");
   flags->addServing(*memory);
   memory->add_option("--cuda-graph", flags->cuda_graph, "on or off")->check(CLI::IsMember({"on", "off"}));
-  return [&global, flags, memory]() {
+  auto search_flags = std::make_shared<SearchFlags>();
+  search_flags->arrivals.requests = 1000;
+  CLI::App* search = addSearch(app, *search_flags);
+  return [&global, flags, memory, search, search_flags]() {
+    if (search->parsed()) return runSearch(global, *search_flags);
     if (!memory->parsed()) return 2;
     const Catalog c = global.loadCatalog();
     const CapacityReport r = capacityOf(c, flags->scenario(flags->hardware, flags->models, flags->engines));

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/Commands.hpp"
+#include "cli/ServeFlags.hpp"
 #include "core/Files.hpp"
 #include "hardware/HardwareProfile.hpp"
 #include "model/ModelSpec.hpp"

@@ -31,7 +31,8 @@ Commands addCommands(CLI::App& app, const cli::GlobalOptions& global) {
   add("measurements", "import GPU measurements into a study database", cli::addMeasurementsCommand);
   add("calibrate", "fit kernel-family efficiencies to imported measurements", cli::addCalibrateCommand);
   add("report", "write a report from a study database (validation)", cli::addReportCommand);
-  add("capacity", "GPU memory split, KV capacity and fit (capacity memory)", cli::addCapacityCommand);
+  add("capacity", "GPU memory split and KV capacity (memory); highest rate within an SLO and GPUs needed (search)",
+      cli::addCapacityCommand);
   add("serve-sim", "request-level serving simulation: TTFT, TPOT, throughput, goodput", cli::addServeSimCommand);
   return commands;
 }

@@ -85,7 +85,6 @@ MemorySplit splitMemory(const MemoryInput& in) {
   env["decode_graph_sizes"] = s.decode_graph_sizes;
   env["prefill_graph_sizes"] = s.prefill_graph_sizes;
   env["context_len"] = static_cast<std::int64_t>(m.max_context);
-  env["activation_mib"] = 0.0;
   for (const auto& [name, expr] : sp.derive) {
     const double v = evalNumber(expr, env, "derive." + name);
     env[name] = v;

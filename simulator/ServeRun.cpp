@@ -83,17 +83,23 @@ ServeSetup serveSetup(const Catalog& c, const Scenario& s) {
   return out;
 }
 
+ServeSession::ServeSession(const Catalog& c, const Scenario& s) : setup_(serveSetup(c, s)) {
+  const ModelSpec& model = *setup_.capacity.model;  // kept alive by the setup
+  timer_ = std::make_unique<BatchTimer>(c, engineInput(c, s, model, Phase::Extend),
+                                        engineInput(c, s, model, Phase::Decode), s.cuda_graphs);
+}
+
+ServeResult ServeSession::run(const std::vector<ServeRequest>& requests, const ServeSlo& slo) {
+  ServeResult r = simulateServing(
+      requests, setup_.scheduler, [this](const Workload& w) { return (*timer_)(w); }, slo);
+  r.distinct_batches = static_cast<std::int64_t>(timer_->evaluations());
+  return r;
+}
+
 ServeRun serveScenario(const Catalog& c, const Scenario& s, const std::vector<ServeRequest>& requests,
                        const ServeSlo& slo) {
-  ServeRun run;
-  run.setup = serveSetup(c, s);
-  const std::shared_ptr<const ModelSpec> model = run.setup.capacity.model;  // outlives the timer
-  BatchTimer timer(c, engineInput(c, s, *model, Phase::Extend), engineInput(c, s, *model, Phase::Decode),
-                   s.cuda_graphs);
-  run.result = simulateServing(
-      requests, run.setup.scheduler, [&timer](const Workload& w) { return timer(w); }, slo);
-  run.result.distinct_batches = static_cast<std::int64_t>(timer.evaluations());
-  return run;
+  ServeSession session(c, s);
+  return {session.setup(), session.run(requests, slo)};
 }
 
 }  // namespace attnsim

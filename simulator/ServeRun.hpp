@@ -34,6 +34,18 @@ struct ServeSetup {
 };
 ServeSetup serveSetup(const Catalog& c, const Scenario& s);
 
+// One scenario ready to serve many request sets: the setup and the step timer (its memo) are kept.
+class ServeSession {
+ public:
+  ServeSession(const Catalog& c, const Scenario& s);
+  [[nodiscard]] const ServeSetup& setup() const { return setup_; }
+  ServeResult run(const std::vector<ServeRequest>& requests, const ServeSlo& slo);
+
+ private:
+  ServeSetup setup_;
+  std::unique_ptr<BatchTimer> timer_;
+};
+
 struct ServeRun {
   ServeSetup setup;
   ServeResult result;

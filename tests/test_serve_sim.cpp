@@ -183,3 +183,36 @@ TEST(ServeRun, MemoKeyBucketsAreExactToSixteenThenWithinFourPercent) {
 
 }  // namespace
 }  // namespace attnsim
+
+#include "simulator/CapacitySearch.hpp"
+
+namespace attnsim {
+namespace {
+
+TEST(CapacitySearch, FindsTheHighestRateWithinTheSloAndTheGpusForATarget) {
+  ServeSession session(test::defaultCatalog(), test::engineScenario("vllm", "h100-sxm", "llama-3.1-8b"));
+  ArrivalSpec a;
+  a.requests = 300;
+  a.prompt_tokens = 1024;
+  a.output_tokens = 128;
+  const ServeSlo slo{2.0, 0.030};
+  const RateSearch r = searchRate(session, a, slo);
+  ASSERT_GT(r.max_rate, 0);
+  EXPECT_TRUE(meetsSlo(r.at_max, slo));
+  a.rate = r.max_rate * 1.02;  // just above: the SLO fails (the bisection stops within 1%)
+  EXPECT_FALSE(meetsSlo(session.run(generateRequests(a), slo), slo));
+  EXPECT_EQ(r.gpusFor(r.max_rate * 2.5, 2), 6);  // three replicas of TP 2
+  EXPECT_EQ(r.gpusFor(r.max_rate, 1), 1);
+  // A tighter TPOT target admits a lower rate.
+  EXPECT_LT(searchRate(session, a, {2.0, 0.015}).max_rate, r.max_rate);
+}
+
+TEST(CapacitySearch, CommandReportsConfigurationsThatDoNotFit) {
+  const auto out =
+      test::runAttnsim("--json capacity search --hardware h100-sxm --model llama-3.1-405b --engine vllm --requests 50");
+  EXPECT_EQ(out.exit_code, 0) << out.output;
+  EXPECT_NE(out.output.find("leave no KV cache"), std::string::npos) << out.output;
+}
+
+}  // namespace
+}  // namespace attnsim
