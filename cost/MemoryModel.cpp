@@ -106,7 +106,7 @@ MemorySplit splitMemory(const MemoryInput& in) {
   env["kv_tokens"] = s.kv_tokens;
   s.max_running_requests =
       std::llround(evalNumber(sp.scheduler.max_running_requests, env, "scheduler.max_running_requests"));
-  s.other_mib = s.gpu_mib - s.weights_mib - std::max(0.0, s.kv_pool_mib);
+  s.other_mib = s.gpu_mib - s.weights_mib - s.kv_pool_mib;  // also right when the pool is negative
   s.note = sp.memory.note;
   s.source = sp.memory.source;
   return s;
