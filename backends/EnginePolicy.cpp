@@ -312,7 +312,8 @@ EnginePolicy parseEnginePolicy(const YamlReader& r, const std::vector<std::strin
     }
   }
   for (const auto& o : r.list("options")) p.options.push_back(parseOption(o));
-  const auto check = makeCheck(policyVariables(r, p.options, core_variables));
+  const std::vector<std::string> known = policyVariables(r, p.options, core_variables);
+  const auto check = makeCheck(known);
 
   p.validate_explicit_when = r.findExpr("validate_explicit_when", check);
   if (auto defaults = r.findMap("defaults")) p.defaults = parseDefaults(*defaults, check);
@@ -322,6 +323,7 @@ EnginePolicy parseEnginePolicy(const YamlReader& r, const std::vector<std::strin
   if (auto messages = r.findMap("messages")) p.messages = parseMessages(*messages, check);
   if (auto graphs = r.findMap("cuda_graph")) p.cuda_graph = parseCudaGraph(*graphs, check);
   if (auto docs = r.findMap("docs")) parseDocs(*docs, p);
+  if (auto serving = r.findMap("serving")) p.serving = parseServingPolicy(*serving, known);
   r.finish();
   return p;
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/ServingPolicy.hpp"
 #include "core/Error.hpp"
 #include "core/Expr.hpp"
 #include "core/YamlReader.hpp"
@@ -119,6 +120,7 @@ struct EnginePolicy {
   std::vector<PriorityList> selection;
   std::map<std::string, MessageTemplate, std::less<>> messages;
   std::optional<CudaGraphPolicy> cuda_graph;
+  std::optional<ServingPolicy> serving;  // memory split and scheduler (capacity, serve-sim)
   std::vector<DocsTable> docs_tables;
   std::vector<PriorityDocsTable> priority_tables;
 

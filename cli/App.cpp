@@ -94,6 +94,9 @@ Commands addCommands(CLI::App& app, const cli::GlobalOptions& global) {
   add("report", "write a report from a study database: validation, priorities, whatif, matrix", cli::addReportCommand);
   add("sweep", "run a sweep spec (built-in name or YAML file) into a study database", cli::addSweepCommand);
   add("store", "maintain study databases: merge shards", cli::addStoreCommand);
+  add("capacity", "GPU memory split and KV capacity (memory); highest rate within an SLO and GPUs needed (search)",
+      cli::addCapacityCommand);
+  add("serve-sim", "request-level serving simulation: TTFT, TPOT, throughput, goodput", cli::addServeSimCommand);
   return commands;
 }
 

@@ -8,6 +8,7 @@
 #include "cli/Commands.hpp"
 #include "core/Strings.hpp"
 #include "reports/Json.hpp"
+#include "simulator/Capacity.hpp"
 #include "simulator/Evaluation.hpp"
 
 namespace attnsim::cli {
@@ -67,11 +68,16 @@ Runner addRankCommand(CLI::App& app, const GlobalOptions& global) {
   return [&global, flags]() {
     if (const int listed = runListStudy(*flags, global, true); listed >= 0) return listed;
     const Catalog c = flags->catalog(global);
-    const Ranking r = rankBackends(c, flags->scenario(flags->hardware, flags->models, ""), splitList(flags->engines));
+    const Scenario s = flags->scenario(flags->hardware, flags->models, "");
+    const Ranking r = rankBackends(c, s, splitList(flags->engines));
+    const auto misfits = rankingMisfits(c, s, r);  // engines whose KV pool the batch does not fit
     if (global.json) {
-      std::cout << rankingJson(r, c).dump(2) << "\n";
+      nlohmann::json j = rankingJson(r, c);
+      for (const auto& [engine, fit] : misfits) j["memory"][engine] = {{"fits", false}, {"message", fit.message}};
+      std::cout << j.dump(2) << "\n";
     } else {
       printRanking(r);
+      for (const auto& [engine, fit] : misfits) fmt::print("memory ({}): {}\n", engine, fit.message);
     }
     return 0;
   };

@@ -38,6 +38,8 @@ Runner addStoreCommand(CLI::App& app, const GlobalOptions& global);
 
 // --holdout-contexts: a comma list of context lengths (UsageError naming a bad item).
 std::vector<std::int64_t> parseContexts(const std::string& text);
+Runner addCapacityCommand(CLI::App& app, const GlobalOptions& global);
+Runner addServeSimCommand(CLI::App& app, const GlobalOptions& global);
 
 // The scenario flags every scenario command shares (DESIGN.md's scenario options), turned into
 // typed Scenarios in one place. Each command registers the groups it takes.

@@ -7,6 +7,7 @@
 
 #include "backends/KernelFamily.hpp"
 #include "catalog/Catalog.hpp"
+#include "cost/Collective.hpp"
 #include "hardware/HardwareProfile.hpp"
 #include "model/ModelSpec.hpp"
 
@@ -140,6 +141,10 @@ Prediction Predictor::predict(const Workload& workload) const {
   costLinearOps(model, linear_, workload, input_.tp, kv_bytes, costs);
   fillAttention(p.attention);
   p.eager = simulateStep(graph, costs, GraphMode::Eager, launch_);
+  const double act_bytes = bytesOf(*input_.model_dtype);
+  p.tp_comm_us = tpCommunicationUs(model, input_.hardware->interconnect_link, workload.tokens(), input_.tp, act_bytes);
+  p.eager.step_us += p.tp_comm_us;
+  p.eager.gpu_busy_us += p.tp_comm_us;
 
   p.graph_decision = decideGraph(workload);
   if (p.graph_decision.mode == GraphMode::Eager) {
@@ -149,9 +154,13 @@ Prediction Predictor::predict(const Workload& workload) const {
   // A graph replays the captured size: the batch is padded up to it. The padded slots run every
   // linear kernel, but the engines give them no context (Workload::paddedTo), so attention keeps
   // the real batch's cost.
-  if (decode)
-    costLinearOps(model, linear_, workload.paddedTo(p.graph_decision.padded_batch), input_.tp, kv_bytes, costs);
+  const Workload padded = decode ? workload.paddedTo(p.graph_decision.padded_batch) : workload;
+  if (decode) costLinearOps(model, linear_, padded, input_.tp, kv_bytes, costs);
   p.graph = simulateStep(graph, costs, p.graph_decision.mode, launch_);
+  const double graph_comm =
+      tpCommunicationUs(model, input_.hardware->interconnect_link, padded.tokens(), input_.tp, act_bytes);
+  p.graph.step_us += graph_comm;
+  p.graph.gpu_busy_us += graph_comm;
   return p;
 }
 

@@ -55,6 +55,7 @@ struct Prediction {
   StepTimeline eager;
   StepTimeline graph;  // the step under the engine's CUDA graphs (eager when none applies)
   GraphDecision graph_decision;
+  double tp_comm_us = 0;  // TP all-reduces (cost/Collective), included in eager and graph step times
 };
 
 class Predictor {

@@ -60,6 +60,7 @@ HardwareProfile parseHardwareProfile(const YamlReader& r) {
   if (r.has("features")) h.features = r.getListOf("features", kFeatures);
   if (auto o = r.findMap("overheads")) h.own_overheads = parseOverheadOverrides(*o);
   h.interconnect = r.get<std::string>("interconnect", "");
+  h.interconnect_link = parseInterconnectLink(r);
   h.tdp_w = r.findNumber("tdp_w", 1, 100000);
   h.source = r.get<std::string>("source");
   h.confidence = r.getOneOf("confidence", kGrades);

@@ -7,6 +7,7 @@
 
 #include "core/YamlReader.hpp"
 #include "hardware/HostPlatform.hpp"
+#include "hardware/Interconnect.hpp"
 #include "hardware/KernelEfficiency.hpp"
 
 namespace attnsim {
@@ -39,6 +40,7 @@ struct HardwareProfile {
   LaunchOverheads overheads;
   std::optional<OverheadOverrides> own_overheads;
   std::string interconnect;
+  std::optional<InterconnectLink> interconnect_link;  // structured, for TP collectives
   std::optional<double> tdp_w;
   std::string source;
   std::string confidence;  // A primary, B primary via transcription, C secondary/estimated
