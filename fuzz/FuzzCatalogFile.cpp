@@ -36,7 +36,9 @@ void parseOne(const attnsim::YamlReader& r) {
 
 }  // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+// libFuzzer calls this entry point by its fixed name.
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
+                                      std::size_t size) {  // NOLINT(readability-identifier-naming)
   const std::string text(reinterpret_cast<const char*>(data), size);
   try {
     parseOne(attnsim::YamlReader::parseDocument(text, "fuzz.yaml"));

@@ -21,7 +21,9 @@ bool allowed(const std::string& arg) {
 
 }  // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+// libFuzzer calls this entry point by its fixed name.
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
+                                      std::size_t size) {  // NOLINT(readability-identifier-naming)
   constexpr std::size_t kMaxArgs = 48;
   std::istringstream in(std::string(reinterpret_cast<const char*>(data), size));
   std::vector<std::string> args{"attnsim"};

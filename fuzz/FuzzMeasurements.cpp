@@ -8,7 +8,9 @@
 #include "core/Error.hpp"
 #include "study/Measurements.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+// libFuzzer calls this entry point by its fixed name.
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
+                                      std::size_t size) {  // NOLINT(readability-identifier-naming)
   static const attnsim::Catalog catalog = attnsim::Catalog::load(attnsim::CatalogSource::embedded());
   const std::string text(reinterpret_cast<const char*>(data), size);
   try {

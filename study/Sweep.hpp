@@ -29,7 +29,7 @@ struct SweepProgress {
   std::int64_t total = 0;  // points of this shard
   std::int64_t written = 0;
   std::int64_t predictions = 0;  // written by this run
-  double seconds = 0;  // since the sweep started: planning, the groups' selection, evaluation and writes
+  double seconds = 0;            // since the sweep started: planning, the groups' selection, evaluation and writes
 };
 
 struct SweepOptions {
