@@ -111,7 +111,8 @@ TEST(DocsDiff, RtpLlmSpecDecodingCrossesAreNotEnforcedByTheCode) {
 
 // SGLang: triton accepts an FP8 KV cache (the fa3 + fp8_e5m2 switch lands on it), the document says ❌.
 TEST(DocsDiff, SglangTritonFp8KvCellDiffersFromTheCode) {
-  const DocsDiff* d = findDiff(docsDiff(defaultCatalog().engine("sglang")), "triton/mha", "FP8 KV Cache");
+  const auto diffs = docsDiff(defaultCatalog().engine("sglang"));  // d points into it
+  const DocsDiff* d = findDiff(diffs, "triton/mha", "FP8 KV Cache");
   ASSERT_NE(d, nullptr);
   EXPECT_EQ(d->doc, "❌");
   EXPECT_EQ(d->code, "✅");
@@ -121,7 +122,8 @@ TEST(DocsDiff, SglangTritonFp8KvCellDiffersFromTheCode) {
 // vLLM: the generated document shows FlashAttention's KV dtypes as "auto"; validate_configuration
 // accepts bfloat16 too.
 TEST(DocsDiff, VllmFlashAttnKvDtypesCellDiffersFromValidateConfiguration) {
-  const DocsDiff* d = findDiff(docsDiff(defaultCatalog().engine("vllm")), "FLASH_ATTN@FA2", "KV Cache Dtypes");
+  const auto diffs = docsDiff(defaultCatalog().engine("vllm"));  // d points into it
+  const DocsDiff* d = findDiff(diffs, "FLASH_ATTN@FA2", "KV Cache Dtypes");
   ASSERT_NE(d, nullptr);
   EXPECT_EQ(d->doc, "auto");
   EXPECT_NE(d->decision.find("validate_configuration"), std::string::npos);
