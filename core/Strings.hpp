@@ -14,5 +14,7 @@ std::vector<std::string> suggestions(std::string_view word, const std::vector<st
 // " (did you mean 'x'?)", " (did you mean 'x' or 'y'?)" or "".
 std::string didYouMean(std::string_view word, const std::vector<std::string>& candidates);
 std::string join(const std::vector<std::string>& items, std::string_view separator);
+// `text` with & < > " escaped for HTML or XML, and ' written as `apostrophe` (&#39; or &apos;).
+std::string escapeMarkup(std::string_view text, std::string_view apostrophe);
 
 }  // namespace attnsim

@@ -6,6 +6,8 @@
 #include <cctype>
 #include <sstream>
 
+#include "core/Strings.hpp"
+
 namespace attnsim {
 
 namespace {
@@ -68,32 +70,7 @@ figcaption { font-size: 13px; color: #444; }
 
 }  // namespace
 
-std::string escapeHtml(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
+std::string escapeHtml(std::string_view text) { return escapeMarkup(text, "&#39;"); }
 
 std::string escapeMarkdown(std::string_view text) {
   std::string out;

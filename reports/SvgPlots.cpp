@@ -6,6 +6,8 @@
 #include <array>
 #include <cmath>
 
+#include "core/Strings.hpp"
+
 namespace attnsim {
 
 namespace {
@@ -102,31 +104,7 @@ std::string svgOpen(double width, double height) {
 
 }  // namespace
 
-std::string escapeXml(std::string_view text) {
-  std::string out;
-  for (const char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
+std::string escapeXml(std::string_view text) { return escapeMarkup(text, "&apos;"); }
 
 std::string heatMapSvg(const HeatMap& map, const std::vector<LegendItem>& legend) {
   return heatMapGridSvg({map}, 1, legend);
