@@ -84,7 +84,8 @@ void parseCaps(const YamlReader& r, BackendCaps& c, const Expr::VariableCheck& c
   if (r.has("requires")) {
     c.requirements.clear();
     for (const auto& req : r.list("requires")) {
-      c.requirements.push_back({req.getExpr("fail_when", check), req.get<std::string>("reason")});
+      c.requirements.push_back(
+          {req.getExpr("fail_when", check), req.get<std::string>("reason"), req.get<std::string>("source", "")});
       req.finish();
     }
   }

@@ -51,6 +51,7 @@ struct Feature {
 struct Requirement {
   Expr fail_when;
   std::string reason;
+  std::string source;  // the engine code the condition is read from; "" = the descriptor's source
 };
 
 struct BackendCaps {

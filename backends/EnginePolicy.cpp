@@ -103,6 +103,7 @@ ValidationCheck parseCheck(const YamlReader& r, const Expr::VariableCheck& check
   }
   // requirements checks carry their reasons in the backend files.
   c.reason = parseMessage(r, "reason", check, c.check != "requirements");
+  c.source = r.get<std::string>("source", "");
   r.finish();
   return c;
 }
@@ -299,6 +300,8 @@ EnginePolicy parseEnginePolicy(const YamlReader& r, const std::vector<std::strin
   p.version = r.get<std::string>("version");
   p.source = r.get<std::string>("source");
   p.per_stage = r.get<bool>("per_stage", false);
+  p.explicit_backend_stages_it_runs =
+      r.findOneOf("explicit_backend", {"both_stages", "stages_it_runs"}).value_or("both_stages") == "stages_it_runs";
   p.block_size_filters_selection = r.get<bool>("block_size_filters_selection", true);
   p.kv_dtypes = r.get<std::vector<std::string>>("kv_dtypes");
   for (const auto& kv : p.kv_dtypes) {
@@ -309,7 +312,8 @@ EnginePolicy parseEnginePolicy(const YamlReader& r, const std::vector<std::strin
     }
   }
   for (const auto& o : r.list("options")) p.options.push_back(parseOption(o));
-  const auto check = makeCheck(policyVariables(r, p.options, core_variables));
+  const std::vector<std::string> known = policyVariables(r, p.options, core_variables);
+  const auto check = makeCheck(known);
 
   p.validate_explicit_when = r.findExpr("validate_explicit_when", check);
   if (auto defaults = r.findMap("defaults")) p.defaults = parseDefaults(*defaults, check);
@@ -319,6 +323,7 @@ EnginePolicy parseEnginePolicy(const YamlReader& r, const std::vector<std::strin
   if (auto messages = r.findMap("messages")) p.messages = parseMessages(*messages, check);
   if (auto graphs = r.findMap("cuda_graph")) p.cuda_graph = parseCudaGraph(*graphs, check);
   if (auto docs = r.findMap("docs")) parseDocs(*docs, p);
+  if (auto serving = r.findMap("serving")) p.serving = parseServingPolicy(*serving, known);
   r.finish();
   return p;
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/ServingPolicy.hpp"
 #include "core/Error.hpp"
 #include "core/Expr.hpp"
 #include "core/YamlReader.hpp"
@@ -37,6 +38,7 @@ struct ValidationCheck {
   std::string scenario_flag;        // feature_match: the scenario variable that must equal the feature
   MessageTemplate reason;           // missing support
   MessageTemplate reason_unwanted;  // feature_match: backend has the feature, scenario does not use it
+  std::string source;               // the engine code that applies the check (attnsim's reading when none)
 };
 
 // Applied in order before selection. `set` assigns variables (values are expressions).
@@ -104,6 +106,10 @@ struct EnginePolicy {
   std::string version;
   std::string source;
   bool per_stage = false;  // chooses the prefill and the decode backend separately
+  // What `--backend NAME` (one name for both stages) asks of a per-stage engine: NAME in both
+  // stages (SGLang's --attention-backend), or NAME first in each stage's order, a stage it cannot
+  // serve keeping the engine's own order (RTP-LLM, which has no backend flag of its own).
+  bool explicit_backend_stages_it_runs = false;
   bool block_size_filters_selection = true;
   std::optional<Expr> validate_explicit_when;  // when false, an explicit backend is accepted as is
   std::vector<std::string> kv_dtypes;          // accepted --kv-dtype spellings
@@ -114,6 +120,7 @@ struct EnginePolicy {
   std::vector<PriorityList> selection;
   std::map<std::string, MessageTemplate, std::less<>> messages;
   std::optional<CudaGraphPolicy> cuda_graph;
+  std::optional<ServingPolicy> serving;  // memory split and scheduler (capacity, serve-sim)
   std::vector<DocsTable> docs_tables;
   std::vector<PriorityDocsTable> priority_tables;
 

@@ -140,6 +140,19 @@ KernelEfficiency parseCalibration(const YamlReader& r, const std::string& source
   return e;
 }
 
+// Each profile's launch and graph costs: its platform's, with the profile's own figures in their place.
+void resolvePlatforms(std::vector<HardwareProfile>& hardware, const std::vector<HostPlatform>& platforms) {
+  for (auto& hw : hardware) {
+    const auto p =
+        std::find_if(platforms.begin(), platforms.end(), [&](const HostPlatform& x) { return x.id == hw.platform; });
+    if (p == platforms.end()) {
+      throw InputError(fmt::format("hardware profile '{}': no hardware/platforms/{}.yaml for its platform '{}'", hw.id,
+                                   hw.platform, hw.platform));
+    }
+    hw.overheads = resolveOverheads(*p, hw.own_overheads.value_or(OverheadOverrides{}));
+  }
+}
+
 // hardware/calibrations/<hardware>.yaml: fitted efficiencies per kernel family and phase class.
 void loadCalibrations(const CatalogSource& source, std::vector<HardwareProfile>& hardware,
                       const std::vector<KernelFamily>& kernels) {
@@ -158,8 +171,9 @@ void loadCalibrations(const CatalogSource& source, std::vector<HardwareProfile>&
       if (per_node) hw->overheads.graph_replay_per_node_us = *per_node;
       const auto points = o->getInt("points", 1, 1 << 20);
       hw->overheads.source =
-          fmt::format("kernel_launch_us, graph_replay_base_us{} calibrated on {} points: {}; {}",
-                      per_node ? ", graph_replay_per_node_us" : "", points, origin, o->get<std::string>("note"));
+          fmt::format("kernel_launch_us, graph_replay_base_us{} calibrated on {} points: {}; {}; other figures {}",
+                      per_node ? ", graph_replay_per_node_us" : "", points, origin, o->get<std::string>("note"),
+                      hw->overheads.source);
       o->finish();
     }
     const YamlReader families = r.map("kernels");
@@ -226,6 +240,8 @@ DocsRow resolveDocsRow(const Engine& engine, const std::string& row) {
 Catalog Catalog::load(const CatalogSource& source) {
   Catalog c;
   c.hardware_ = loadAll<HardwareProfile>(source, "hardware/profiles/", parseHardwareProfile);
+  c.platforms_ = loadAll<HostPlatform>(source, "hardware/platforms/", parseHostPlatform);
+  resolvePlatforms(c.hardware_, c.platforms_);
   c.models_ = loadAll<ModelSpec>(source, "model/configs/", parseModelSpec);
   c.kernels_ = loadAll<KernelFamily>(source, "backends/kernels/", parseKernelFamily);
   loadCalibrations(source, c.hardware_, c.kernels_);

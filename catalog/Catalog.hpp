@@ -32,6 +32,7 @@ class Catalog {
   [[nodiscard]] const KernelFamily* findKernel(std::string_view id) const;
 
   [[nodiscard]] const std::vector<HardwareProfile>& hardwareProfiles() const { return hardware_; }
+  [[nodiscard]] const std::vector<HostPlatform>& platforms() const { return platforms_; }
   [[nodiscard]] const std::vector<ModelSpec>& models() const { return models_; }
   [[nodiscard]] const std::vector<KernelFamily>& kernels() const { return kernels_; }
   [[nodiscard]] const std::vector<Engine>& engines() const { return engines_; }
@@ -43,6 +44,7 @@ class Catalog {
 
  private:
   std::vector<HardwareProfile> hardware_;
+  std::vector<HostPlatform> platforms_;
   std::vector<ModelSpec> models_;
   std::vector<KernelFamily> kernels_;
   std::vector<Engine> engines_;

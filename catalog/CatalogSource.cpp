@@ -18,6 +18,12 @@ CatalogSource CatalogSource::embedded() {
   return s;
 }
 
+CatalogSource CatalogSource::fromFiles(std::vector<CatalogFile> files) {
+  CatalogSource s;
+  s.files_ = std::move(files);
+  return s;
+}
+
 void CatalogSource::overlayDirectory(const std::filesystem::path& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -32,13 +38,16 @@ void CatalogSource::overlayDirectory(const std::filesystem::path& dir) {
     if (!in) throw UsageError(fmt::format("cannot read catalog file '{}'", p.string()));
     std::ostringstream text;
     text << in.rdbuf();
-    CatalogFile file{fs::relative(p, dir).generic_string(), p.string(), text.str()};
-    auto same = std::find_if(files_.begin(), files_.end(), [&](const CatalogFile& f) { return f.path == file.path; });
-    if (same != files_.end()) {
-      *same = std::move(file);
-    } else {
-      files_.push_back(std::move(file));
-    }
+    overlayFile({fs::relative(p, dir).generic_string(), p.string(), text.str()});
+  }
+}
+
+void CatalogSource::overlayFile(CatalogFile file) {
+  auto same = std::find_if(files_.begin(), files_.end(), [&](const CatalogFile& f) { return f.path == file.path; });
+  if (same != files_.end()) {
+    *same = std::move(file);
+  } else {
+    files_.push_back(std::move(file));
   }
 }
 

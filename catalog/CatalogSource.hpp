@@ -24,8 +24,12 @@ struct CatalogFile {
 class CatalogSource {
  public:
   static CatalogSource embedded();
+  // Exactly these files (e.g. the catalog a study stored with its sweep).
+  static CatalogSource fromFiles(std::vector<CatalogFile> files);
   // Replaces or adds the *.yaml files found under `dir` (same layout as the embedded catalog).
   void overlayDirectory(const std::filesystem::path& dir);
+  // Replaces the file of the same relative path, or adds it.
+  void overlayFile(CatalogFile file);
   // Files whose relative path starts with `prefix`, sorted by path.
   [[nodiscard]] std::vector<const CatalogFile*> filesUnder(std::string_view prefix) const;
   [[nodiscard]] const std::vector<CatalogFile>& files() const { return files_; }

@@ -1,10 +1,10 @@
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <iostream>
 
 #include "cli/Commands.hpp"
 #include "core/Error.hpp"
+#include "core/Progress.hpp"
 #include "reports/Json.hpp"
 #include "simulator/CheckRun.hpp"
 
@@ -40,12 +40,6 @@ void printCatalogCheck(const CatalogCheck& check) {
              check.rows.size(), check.distinct_runs, check.failed, check.seconds);
 }
 
-// On a terminal, long work says how far it is; piped output stays clean.
-void showProgress(std::size_t done, std::size_t total) {
-  if (isatty(STDERR_FILENO) == 0) return;
-  fmt::print(stderr, "\rcheck: {}/{} (backend, model) pairs{}", done, total, done == total ? "\n" : "");
-}
-
 }  // namespace
 
 Runner addCheckCommand(CLI::App& app, const GlobalOptions& global) {
@@ -67,7 +61,10 @@ Runner addCheckCommand(CLI::App& app, const GlobalOptions& global) {
   return [&global, flags, all, budget]() {
     const Catalog c = global.loadCatalog();
     if (*all) {
-      const CatalogCheck check = checkCatalog(c, std::min(*budget, 3e7), showProgress);
+      Progress progress("check", "(backend, model) pairs");
+      const CatalogCheck check =
+          checkCatalog(c, std::min(*budget, 3e7),
+                       [&progress](std::size_t done, std::size_t total) { progress.update(done, total); });
       if (global.json) {
         std::cout << catalogCheckJson(check, c).dump(2) << "\n";
       } else {

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "cli/Commands.hpp"
 #include "core/Error.hpp"
@@ -14,13 +15,33 @@ Runner addDocsCommand(CLI::App& app, const GlobalOptions& global) {
   auto out_file = std::make_shared<std::string>();
   app.add_option("--engine", *engine, "one engine (default: all)");
   app.add_option("--out", *out_file, "write the Markdown to this file instead of stdout");
-  return [&global, engine, out_file]() {
+  auto diff = std::make_shared<bool>(false);
+  app.add_flag("--diff", *diff,
+               "list the document's cells that the code rules do not follow, with where the code decides");
+  return [&global, engine, out_file, diff]() {
     const Catalog c = global.loadCatalog();
-    std::string text = "# Attention backend support matrices\n\n";
-    for (const auto& e : c.engines()) {
-      if (engine->empty() || e.policy.engine == *engine) text += renderSupportTables(e);
-    }
     if (!engine->empty()) (void)c.engine(*engine);
+    std::string text = *diff ? "# Document cells versus code rules\n\n" : "# Attention backend support matrices\n\n";
+    nlohmann::json all = nlohmann::json::array();
+    for (const auto& e : c.engines()) {
+      if (!engine->empty() && e.policy.engine != *engine) continue;
+      if (!*diff) {
+        text += renderSupportTables(e);
+        continue;
+      }
+      const auto diffs = docsDiff(e);
+      text += renderDocsDiff(e, diffs);
+      for (const auto& d : diffs) {
+        all.push_back({{"engine", e.policy.engine},
+                       {"table", d.table},
+                       {"row", d.row},
+                       {"column", d.column},
+                       {"document", d.doc},
+                       {"code", d.code},
+                       {"decided_by", d.decision}});
+      }
+    }
+    if (*diff && global.json) text = all.dump(2) + "\n";
     if (out_file->empty()) {
       std::cout << text;
       return 0;

@@ -8,17 +8,12 @@
 #include "core/Error.hpp"
 #include "core/Files.hpp"
 #include "core/Strings.hpp"
-#include "reports/ValidationReport.hpp"
 #include "study/CalibrationRun.hpp"
 #include "study/Measurements.hpp"
 #include "study/StepValidation.hpp"
 #include "study/Validation.hpp"
 
 namespace attnsim::cli {
-
-namespace {
-
-using nlohmann::json;
 
 std::vector<std::int64_t> parseContexts(const std::string& text) {
   std::vector<std::int64_t> out;
@@ -31,6 +26,10 @@ std::vector<std::int64_t> parseContexts(const std::string& text) {
   }
   return out;
 }
+
+namespace {
+
+using nlohmann::json;
 
 void printImport(const MeasurementImport& result, const std::string& db, bool as_json) {
   if (as_json) {
@@ -128,40 +127,6 @@ Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global) {
     if (!global.json) printOverheads(overheads);
     if (!export_dir->empty()) writeCalibrationFiles(*export_dir, calibrationYaml(families, overheads));
     if (global.json) std::cout << familiesJson(families).dump(2) << "\n";
-    return 0;
-  };
-}
-
-Runner addReportCommand(CLI::App& app, const GlobalOptions& global) {
-  auto what = std::make_shared<std::string>();
-  auto db = std::make_shared<std::string>();
-  auto out_dir = std::make_shared<std::string>();
-  auto holdout = std::make_shared<std::string>("1024,8192");
-  app.add_option("what", *what, "validation")->required()->check(CLI::IsMember({"validation"}));
-  app.add_option("--db", *db, "study file")->required();
-  app.add_option("--out", *out_dir, "folder for validation.md and scatter.svg")->required();
-  app.add_option("--holdout-contexts", *holdout, "context lengths kept out of the fit (comma list)");
-  return [&global, what, db, out_dir, holdout]() {
-    const Catalog c = global.loadCatalog();
-    Store store(*db);
-    const auto rows = store.measurements("attention");
-    if (rows.empty()) throw UsageError("--db " + *db + ": no attention measurements (run measurements import)");
-    const Validation validation = runValidation(c, rows, {parseContexts(*holdout)});
-    const StepValidation steps = stepValidation(c, store.measurements("step"));
-    const std::string markdown = validationMarkdown(validation, steps);
-    std::filesystem::create_directories(*out_dir);
-    writeFileAtomically(std::filesystem::path(*out_dir) / "validation.md", markdown);
-    writeFileAtomically(std::filesystem::path(*out_dir) / "scatter.svg", validationScatterSvg(validation));
-    if (global.json) {
-      std::cout << json{{"worst_family_phase_mape", validation.worst_test_mape},
-                        {"top1_agreement", validation.ranking.top1},
-                        {"mean_kendall_tau", validation.ranking.mean_kendall_tau},
-                        {"report", *out_dir + "/validation.md"}}
-                       .dump(2)
-                << "\n";
-    } else {
-      std::cout << markdown;
-    }
     return 0;
   };
 }

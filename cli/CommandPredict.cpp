@@ -4,6 +4,7 @@
 
 #include "cli/Commands.hpp"
 #include "reports/Json.hpp"
+#include "simulator/Capacity.hpp"
 #include "simulator/Evaluation.hpp"
 
 namespace attnsim::cli {
@@ -37,6 +38,7 @@ void printPrediction(const ScenarioPrediction& sp) {
                  g.capture_sizes, g.padded_batch, g.capture_ms / 1e3, g.capture_mib);
     }
   }
+  if (p.tp_comm_us > 0) fmt::print("TP all-reduces: {:.1f} µs of the eager step (2 per layer)\n", p.tp_comm_us);
   fmt::print("kernel time by kind: attention {:.1f} µs, GEMM {:.1f}, MoE {:.1f}, elementwise {:.1f}\n",
              p.eager.by_category[0], p.eager.by_category[1], p.eager.by_category[2], p.eager.by_category[3]);
 }
@@ -55,12 +57,20 @@ Runner addPredictCommand(CLI::App& app, const GlobalOptions& global) {
   flags->addStudy(app);
   flags->addGeometry(app);
   return [&global, flags]() {
+    if (const int listed = runListStudy(*flags, global, false); listed >= 0) return listed;
     const Catalog c = flags->catalog(global);
     const ScenarioPrediction p = predictScenario(c, flags->scenario(flags->hardware, flags->models, flags->engines));
+    const std::optional<FitCheck> fit = memoryFit(c, p);  // flagged only when the batch does not fit
     if (global.json) {
-      std::cout << predictionJson(p, c).dump(2) << "\n";
+      nlohmann::json j = predictionJson(p, c);
+      if (p.prediction.tp_comm_us > 0) j["tp_comm_us"] = p.prediction.tp_comm_us;
+      if (fit && !fit->fits)
+        j["memory"] = {
+            {"fits", false}, {"need_mib", fit->need_mib}, {"have_mib", fit->have_mib}, {"message", fit->message}};
+      std::cout << j.dump(2) << "\n";
     } else {
       printPrediction(p);
+      if (fit && !fit->fits) fmt::print("\nmemory: {}\n", fit->message);
     }
     return 0;
   };

@@ -1,14 +1,31 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
+#include <map>
+#include <vector>
 
 #include "cli/Commands.hpp"
+#include "core/Strings.hpp"
 #include "reports/Json.hpp"
+#include "simulator/Capacity.hpp"
 #include "simulator/Evaluation.hpp"
 
 namespace attnsim::cli {
 
 namespace {
+
+// The backends the engines refuse here, each with the engine's reason on one line.
+void printRefused(const Ranking& r) {
+  fmt::print("\n\n{} backend(s) not valid here{}\n", r.invalid.size(), r.invalid.empty() ? "" : ":");
+  std::size_t width = 0;
+  for (const auto& entry : r.invalid) width = std::max(width, entry.first.size());
+  for (const auto& [backend, why] : r.invalid) {
+    std::string line = why;
+    std::replace(line.begin(), line.end(), '\n', ' ');
+    fmt::print("  {:<{}}  {}\n", backend, width, line);
+  }
+}
 
 void printRanking(const Ranking& r) {
   fmt::print("{} · {} · {} · step time with CUDA graphs {}\n\n", r.hardware->id, r.model->id, describe(r.workload),
@@ -22,10 +39,19 @@ void printRanking(const Ranking& r) {
                b.attention_us, b.bound, b.engine_default ? "  ← engine default" : "");
   }
   for (const auto& d : r.defaults) {
-    fmt::print("\n{}: default {} is {:.1f}% ({:.1f} µs) slower than its fastest valid backend {}", d.engine, d.backend,
-               100 * d.regret, d.regret_us, d.best_backend);
+    if (d.backend == d.best_backend) {
+      fmt::print("\n{}: default {} is its fastest valid backend", d.engine, d.backend);
+    } else {
+      fmt::print("\n{}: default {} is {:.1f}% ({:.1f} µs) slower than its fastest valid backend {}", d.engine,
+                 d.backend, 100 * d.regret, d.regret_us, d.best_backend);
+    }
   }
-  fmt::print("\n\n{} backends not valid here (attnsim --json rank lists the reasons)\n", r.invalid.size());
+  printRefused(r);
+  std::map<std::string, std::vector<std::string>> runs_as;  // what runs -> the names asked for
+  for (const auto& [name, runs] : r.resolved) runs_as[runs.first].push_back(name);
+  for (const auto& [target, names] : runs_as) {
+    fmt::print("{} runs when asked for {}\n", target, join(names, ", "));
+  }
 }
 
 }  // namespace
@@ -40,12 +66,18 @@ Runner addRankCommand(CLI::App& app, const GlobalOptions& global) {
   flags->addStudy(app);
   flags->addGeometry(app);
   return [&global, flags]() {
+    if (const int listed = runListStudy(*flags, global, true); listed >= 0) return listed;
     const Catalog c = flags->catalog(global);
-    const Ranking r = rankBackends(c, flags->scenario(flags->hardware, flags->models, ""), splitList(flags->engines));
+    const Scenario s = flags->scenario(flags->hardware, flags->models, "");
+    const Ranking r = rankBackends(c, s, splitList(flags->engines));
+    const auto misfits = rankingMisfits(c, s, r);  // engines whose KV pool the batch does not fit
     if (global.json) {
-      std::cout << rankingJson(r, c).dump(2) << "\n";
+      nlohmann::json j = rankingJson(r, c);
+      for (const auto& [engine, fit] : misfits) j["memory"][engine] = {{"fits", false}, {"message", fit.message}};
+      std::cout << j.dump(2) << "\n";
     } else {
       printRanking(r);
+      for (const auto& [engine, fit] : misfits) fmt::print("memory ({}): {}\n", engine, fit.message);
     }
     return 0;
   };

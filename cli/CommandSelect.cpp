@@ -51,6 +51,23 @@ void printDetailed(const ScenarioSelection& s) {
   printReasons("not valid for this scenario:", sel.rejected);
 }
 
+void printFinding(const std::string& label, const Finding& f) {
+  fmt::print("  {:<26} {}{}\n  {:<26}   rule:   {}\n  {:<26}   source: {}\n", label, f.reason.empty() ? "" : "✗ ",
+             f.reason, "", f.rule, "", f.source);
+}
+
+// select --explain: the rule that decided each stage's backend and each rejection, with its source.
+void printExplanation(const Selection& sel) {
+  fmt::print("\nexplain (rule that decided · source):\n");
+  if (sel.refusal) printFinding("REFUSED", sel.refused_by);
+  for (const auto& [stage, choice] : {std::pair{"prefill", &sel.prefill}, std::pair{"decode", &sel.decode}}) {
+    if (*choice) printFinding(fmt::format("{} {}", stage, (*choice)->name), (*choice)->decided_by);
+  }
+  for (const auto& [name, why] : sel.rejected_why) {
+    for (const auto& f : why) printFinding(name, f);
+  }
+}
+
 void printMatrixRow(const ScenarioSelection& s) {
   const Selection& sel = s.selection;
   const std::string extra = sel.refusal ? "REFUSED: " + *sel.refusal : join(sel.notes, "; ");
@@ -69,7 +86,10 @@ Runner addSelectCommand(CLI::App& app, const GlobalOptions& global) {
   app.add_option("--backend", flags->backend, "explicit backend for both phases (NAME or engine:NAME)");
   flags->addStageBackends(app);
   flags->addServing(app);
-  return [&global, flags]() {
+  auto explain = std::make_shared<bool>(false);
+  app.add_flag("--explain", *explain,
+               "show, for each stage's backend and each rejected one, the rule that decided and its source");
+  return [&global, flags, explain]() {
     const Catalog catalog = global.loadCatalog();
     const auto engines = splitList(flags->engines);
     const auto hardware = splitList(flags->hardware);
@@ -91,8 +111,10 @@ Runner addSelectCommand(CLI::App& app, const GlobalOptions& global) {
           refusals += s.selection.refusal ? 1 : 0;
           if (global.json) {
             all.push_back(selectionJson(s, catalog));
+            if (*explain) all.back()["explain"] = explanationJson(s.selection);
           } else if (single) {
             printDetailed(s);
+            if (*explain) printExplanation(s.selection);
           } else {
             printMatrixRow(s);
           }

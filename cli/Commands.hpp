@@ -12,6 +12,9 @@
 
 namespace attnsim::cli {
 
+// The whole program (main() and the command-line fuzzer call it): the exit code, never an exception.
+int runProgram(int argc, char** argv) noexcept;
+
 // Options every subcommand shares.
 struct GlobalOptions {
   std::string catalog_dir;
@@ -30,6 +33,13 @@ Runner addCheckCommand(CLI::App& app, const GlobalOptions& global);
 Runner addMeasurementsCommand(CLI::App& app, const GlobalOptions& global);
 Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global);
 Runner addReportCommand(CLI::App& app, const GlobalOptions& global);
+Runner addSweepCommand(CLI::App& app, const GlobalOptions& global);
+Runner addStoreCommand(CLI::App& app, const GlobalOptions& global);
+
+// --holdout-contexts: a comma list of context lengths (UsageError naming a bad item).
+std::vector<std::int64_t> parseContexts(const std::string& text);
+Runner addCapacityCommand(CLI::App& app, const GlobalOptions& global);
+Runner addServeSimCommand(CLI::App& app, const GlobalOptions& global);
 
 // The scenario flags every scenario command shares (DESIGN.md's scenario options), turned into
 // typed Scenarios in one place. Each command registers the groups it takes.
@@ -39,11 +49,17 @@ struct ScenarioFlags {
   std::optional<std::string> prefill_backend, decode_backend, kv_dtype, spec_algorithm, spec_attention_mode;
   std::optional<std::int64_t> page_size, spec_topk, spec_draft_tokens;
   std::optional<double> cuda_version;
-  bool has_prefix = false;
+  bool has_prefix = false, allow_context_beyond_max_position = false;
   std::int64_t tp = 1;
   std::vector<std::string> engine_options;  // name=value
   std::string phase = "decode", mix, cuda_graph = "on";
-  std::int64_t batch = 1, q_len = 1, context = 4096;
+  // predict and rank take lists and ranges for batch, context and prefill length (runListStudy).
+  std::string batch = "1";
+  // No default context: a prediction for a context nobody chose is no answer. Required by commands that
+  // take the workload flags (addWorkload); the others use a nominal batch (scenario()).
+  std::string context, prefill_length;
+  std::optional<std::int64_t> q_len;
+  bool takes_workload = false;
   std::optional<int> num_heads, head_dim;  // a model outside the catalog; the rest of its geometry:
   ModelGeometry geometry;
   std::string db;  // a study whose calibrations take over the catalog's
@@ -52,17 +68,22 @@ struct ScenarioFlags {
   void addServing(CLI::App& cmd);
   // --prefill-backend, --decode-backend, --speculative-attention-mode
   void addStageBackends(CLI::App& cmd);
-  // --phase, --batch, --q-len, --context, --mix, --cuda-graph
+  // --phase, --batch, --q-len, --context, --mix, --cuda-graph, --allow-context-beyond-max-position
   void addWorkload(CLI::App& cmd);
   // a model outside the catalog: --num-heads, --head-dim, ...
   void addGeometry(CLI::App& cmd);
   // --db: a study's calibrations
   void addStudy(CLI::App& cmd);
 
+  // The workload of --mix, or of --phase/--batch/--q-len/--context; a missing required flag is named.
+  [[nodiscard]] Workload workload() const;
   // The scenario for one hardware, model and engine of the lists.
   [[nodiscard]] Scenario scenario(const std::string& hw, const std::string& model, const std::string& engine) const;
   // The catalog, with the study's calibrations when --db is given.
   [[nodiscard]] Catalog catalog(const GlobalOptions& global) const;
 };
+// predict and rank over lists of hardware, models, batches, contexts or prefill lengths: a
+// small sweep, printed as one table (cli/CommandStudy.cpp). -1 when the flags name one scenario.
+int runListStudy(const ScenarioFlags& flags, const GlobalOptions& global, bool rank);
 
 }  // namespace attnsim::cli

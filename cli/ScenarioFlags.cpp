@@ -1,8 +1,28 @@
+#include <fmt/format.h>
+
 #include "cli/Commands.hpp"
+#include "core/Error.hpp"
 #include "study/Calibration.hpp"
 #include "study/Store.hpp"
+#include "study/SweepSpec.hpp"
 
 namespace attnsim::cli {
+
+namespace {
+
+// A flag that takes a list in predict and rank, where one value is needed.
+std::int64_t singleValue(const char* flag, const std::string& text, std::int64_t max) {
+  std::vector<std::int64_t> values;
+  try {
+    values = parseIntList(text, 1, max);
+  } catch (const InputError& e) {
+    throw UsageError(fmt::format("{} {}", flag, e.what()));
+  }
+  if (values.size() != 1) throw UsageError(fmt::format("{} {}: one value here", flag, text));
+  return values.front();
+}
+
+}  // namespace
 
 Catalog GlobalOptions::loadCatalog() const {
   CatalogSource source = CatalogSource::embedded();
@@ -29,16 +49,50 @@ void ScenarioFlags::addStageBackends(CLI::App& cmd) {
 }
 
 void ScenarioFlags::addWorkload(CLI::App& cmd) {
-  cmd.add_option("--phase", phase, "prefill, extend, decode or verify");
-  cmd.add_option("--batch", batch, "requests in the batch")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 24));
-  cmd.add_option("--q-len", q_len, "new tokens per request (extend, verify)")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 24));
-  cmd.add_option("--context", context, "tokens each request attends to, new ones included")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 26));
+  takes_workload = true;
+  auto* phase_flag = cmd.add_option("--phase", phase, "batch phase")
+                         ->check(CLI::IsMember({"prefill", "extend", "decode", "verify"}))
+                         ->capture_default_str();
+  auto* batch_flag =
+      cmd.add_option("--batch", batch, "requests in the batch (predict, rank: a list or range, e.g. 1,8 or 1..256x2)")
+          ->capture_default_str();
+  auto* q_len_flag = cmd.add_option("--q-len", q_len, "new tokens per request (extend and verify: required)")
+                         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 24));
+  auto* context_flag = cmd.add_option("--context", context,
+                                      "tokens each request attends to, new ones included (required unless --mix or "
+                                      "--prefill-length; prefill: the prompt length; predict, rank: a list)");
+  auto* prefill_flag =
+      cmd.add_option("--prefill-length", prefill_length, "prefill prompts of this length (a list): --phase prefill");
   cmd.add_option("--mix", mix,
                  "a mixed batch COUNTxQ_LEN@CONTEXT,... (e.g. 1x2048@2048,31x1@4096: a prefill chunk and 31 "
-                 "decodes); replaces --phase/--batch/--q-len/--context");
-  cmd.add_option("--cuda-graph", cuda_graph, "on or off")->check(CLI::IsMember({"on", "off"}));
+                 "decodes); replaces --phase/--batch/--q-len/--context")
+      ->excludes(phase_flag)
+      ->excludes(batch_flag)
+      ->excludes(q_len_flag)
+      ->excludes(context_flag)
+      ->excludes(prefill_flag);
+  cmd.add_option("--cuda-graph", cuda_graph, "CUDA graphs")->check(CLI::IsMember({"on", "off"}))->capture_default_str();
+  cmd.add_flag("--allow-context-beyond-max-position", allow_context_beyond_max_position,
+               "accept a context longer than the model's max_position_embeddings (RoPE scaling, what-if)");
+}
+
+Workload ScenarioFlags::workload() const {
+  if (!mix.empty()) return parseMix(mix);
+  const std::int64_t b = singleValue("--batch", batch, std::int64_t{1} << 24);
+  if (!prefill_length.empty()) {
+    const std::int64_t n = singleValue("--prefill-length", prefill_length, std::int64_t{1} << 26);
+    return Workload::uniform(Phase::Prefill, b, n, n);
+  }
+  const Phase p = parsePhase(phase);
+  if (context.empty()) throw UsageError("--context is required for phase " + phase + " (or give --mix)");
+  const bool takes_q_len = p == Phase::Extend || p == Phase::Verify;
+  if (takes_q_len && !q_len) throw UsageError("--q-len is required for phase " + phase);
+  if (!takes_q_len && q_len) {
+    throw UsageError("--q-len applies to phases extend and verify; phase " + phase +
+                     " has q_len = " + (p == Phase::Prefill ? "--context" : "1"));
+  }
+  return Workload::uniform(p, b, q_len.value_or(1), singleValue("--context", context, std::int64_t{1} << 26),
+                           spec_topk.value_or(1));
 }
 
 void ScenarioFlags::addGeometry(CLI::App& cmd) {
@@ -71,8 +125,13 @@ Scenario ScenarioFlags::scenario(const std::string& hw, const std::string& model
   s.prefill_backend = prefill_backend;
   s.decode_backend = decode_backend;
   s.kernel = kernel;
-  s.workload =
-      mix.empty() ? Workload::uniform(parsePhase(phase), batch, q_len, context, spec_topk.value_or(1)) : parseMix(mix);
+  // Commands without the workload flags (select; check, which takes --phase alone) keep a nominal
+  // batch: one request over 4096 tokens.
+  constexpr std::int64_t kNominalContext = 4096;
+  s.workload = takes_workload
+                   ? workload()
+                   : Workload::uniform(parsePhase(phase), singleValue("--batch", batch, std::int64_t{1} << 24), 1,
+                                       kNominalContext, spec_topk.value_or(1));
   s.kv_dtype = kv_dtype;
   s.page_size = page_size;
   s.tp = tp;
@@ -81,6 +140,7 @@ Scenario ScenarioFlags::scenario(const std::string& hw, const std::string& model
   s.cuda_version = cuda_version;
   s.cuda_graphs = cuda_graph == "on";
   s.engine_options = parseEngineOptions(engine_options);
+  s.allow_context_beyond_max_position = allow_context_beyond_max_position;
   qualifyBackends(s);
   return s;
 }

@@ -20,16 +20,26 @@ struct SourceLocation {
   [[nodiscard]] std::string str() const;
 };
 
-// A catalog file is malformed: names the file, line, column and key path.
-class CatalogError : public InputError {
+// An input file is malformed at a known place: the message starts with file:line:column and the
+// key (a YAML key path, a CSV column name) when there is one. A message that already names its
+// places (a list of bad rows) is kept as written: Prefix::no.
+class LocatedInputError : public InputError {
  public:
-  CatalogError(SourceLocation where, std::string key_path, const std::string& message);
+  enum class Prefix { yes, no };
+  LocatedInputError(SourceLocation where, std::string key, const std::string& message, Prefix prefix = Prefix::yes);
   [[nodiscard]] const SourceLocation& where() const { return where_; }
-  [[nodiscard]] const std::string& keyPath() const { return key_path_; }
+  [[nodiscard]] const std::string& key() const { return key_; }
 
  private:
   SourceLocation where_;
-  std::string key_path_;
+  std::string key_;
+};
+
+// A catalog (YAML) file is malformed: names the file, line, column and key path.
+class CatalogError : public LocatedInputError {
+ public:
+  using LocatedInputError::LocatedInputError;
+  [[nodiscard]] const std::string& keyPath() const { return key(); }
 };
 
 // A command-line flag or id is wrong.

@@ -36,9 +36,32 @@ std::string closestMatch(std::string_view word, const std::vector<std::string>& 
   return best_distance <= limit ? best : std::string{};
 }
 
+std::vector<std::string> suggestions(std::string_view word, const std::vector<std::string>& candidates) {
+  std::vector<std::string> out;
+  if (!word.empty()) {
+    for (const auto& c : candidates) {
+      if (c.size() > word.size() && c.compare(0, word.size(), word) == 0) out.push_back(c);
+    }
+  }
+  // A prefix that fits most of the list ('h') says nothing; fall back to the closest typo.
+  constexpr std::size_t kMaxPrefixMatches = 6;
+  if (out.size() > kMaxPrefixMatches) out.clear();
+  if (out.empty()) {
+    std::string match = closestMatch(word, candidates);
+    if (!match.empty()) out.push_back(std::move(match));
+  }
+  return out;
+}
+
 std::string didYouMean(std::string_view word, const std::vector<std::string>& candidates) {
-  const std::string match = closestMatch(word, candidates);
-  return match.empty() ? std::string{} : " (did you mean '" + match + "'?)";
+  const std::vector<std::string> matches = suggestions(word, candidates);
+  if (matches.empty()) return {};
+  std::vector<std::string> quoted;
+  quoted.reserve(matches.size());
+  for (const auto& m : matches) quoted.push_back("'" + m + "'");
+  const std::string last = quoted.back();
+  quoted.pop_back();
+  return " (did you mean " + (quoted.empty() ? last : join(quoted, ", ") + " or " + last) + "?)";
 }
 
 std::string join(const std::vector<std::string>& items, std::string_view separator) {
@@ -46,6 +69,33 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (i > 0) out += separator;
     out += items[i];
+  }
+  return out;
+}
+
+std::string escapeMarkup(std::string_view text, std::string_view apostrophe) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += apostrophe;
+        break;
+      default:
+        out += c;
+    }
   }
   return out;
 }

@@ -8,8 +8,13 @@ namespace attnsim {
 std::size_t editDistance(std::string_view a, std::string_view b);
 // The candidate closest to `word`, or "" when none is close enough to be a plausible typo.
 std::string closestMatch(std::string_view word, const std::vector<std::string>& candidates);
-// " (did you mean 'x'?)" or "".
+// What the user probably meant: the candidates that start with `word` when there are any (someone
+// typed the start of an id, e.g. h100 for h100-sxm and h100-pcie), else the closest plausible typo.
+std::vector<std::string> suggestions(std::string_view word, const std::vector<std::string>& candidates);
+// " (did you mean 'x'?)", " (did you mean 'x' or 'y'?)" or "".
 std::string didYouMean(std::string_view word, const std::vector<std::string>& candidates);
 std::string join(const std::vector<std::string>& items, std::string_view separator);
+// `text` with & < > " escaped for HTML or XML, and ' written as `apostrophe` (&#39; or &apos;).
+std::string escapeMarkup(std::string_view text, std::string_view apostrophe);
 
 }  // namespace attnsim

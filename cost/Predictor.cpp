@@ -9,6 +9,7 @@
 #include "backends/KernelFamily.hpp"
 #include "catalog/Catalog.hpp"
 #include "core/Value.hpp"
+#include "cost/Collective.hpp"
 #include "hardware/HardwareProfile.hpp"
 #include "model/ModelSpec.hpp"
 
@@ -41,7 +42,10 @@ Predictor::Predictor(const Catalog& catalog, PredictionInput input)
         resolveShape(*layer, *input_.decode_kernel, Phase::Decode, input_.kv_dtype, *input_.model_dtype, input_.tp));
   }
   linear_ = resolveLinearKernels(catalog, hw, model);
-  launch_ = {hw.overheads.kernel_launch_us, hw.overheads.graph_replay_base_us, hw.overheads.graph_replay_per_node_us};
+  launch_ = {.kernel_launch_us = hw.overheads.kernel_launch_us,
+             .graph_replay_base_us = hw.overheads.graph_replay_base_us,
+             .graph_replay_per_node_us = hw.overheads.graph_replay_per_node_us,
+             .eager_gap_us = hw.overheads.eager_gap_us};
   capture_ms_per_size_ = hw.overheads.graph_capture_ms_per_size;
   // Different prefill and decode kernels (MLA backends) cannot share a launch; one kernel family
   // runs a mixed batch as the engine drives it (kernels/*.yaml mixed_batch).
@@ -97,6 +101,10 @@ GraphDecision Predictor::decideGraph(const Workload& workload) const {
   const bool decode = decodeLike(workload.phase);
   const std::int64_t size = decode ? workload.requests() : workload.tokens();
   d.padded_batch = size;
+  if (!input_.hardware->overheads.graphs) {
+    d.why = fmt::format("the {} platform has no graph capture", input_.hardware->platform);
+    return d;
+  }
   if (input_.graphs) {
     const auto& g = *input_.graphs;
     if (g.enabled_when && !g.enabled_when->test(input_.engine_env)) {
@@ -187,19 +195,26 @@ Prediction Predictor::predict(const Workload& workload) const {
   costLinearOps(model, linear_, workload, input_.tp, kv_bytes, costs);
   fillAttention(p.attention);
   p.eager = simulateStep(graph, costs, GraphMode::Eager, launch_);
+  const double act_bytes = bytesOf(*input_.model_dtype);
+  p.tp_comm_us = tpCommunicationUs(model, input_.hardware->interconnect_link, workload.tokens(), input_.tp, act_bytes);
+  p.eager.step_us += p.tp_comm_us;
+  p.eager.gpu_busy_us += p.tp_comm_us;
 
   p.graph_decision = decideGraph(workload);
   if (p.graph_decision.mode == GraphMode::Eager) {
     p.graph = p.eager;
     return p;
   }
-  // A graph replays the captured size: the batch is padded up to it.
+  // A graph replays the captured size: the batch is padded up to it. The padded slots run every
+  // linear kernel, but the engines give them no context (Workload::paddedTo), so attention keeps
+  // the real batch's cost.
   const Workload padded = decode ? workload.paddedTo(p.graph_decision.padded_batch) : workload;
-  std::vector<LayerAttention> padded_attention;
-  predictAttention(padded, padded_attention);
-  costLinearOps(model, linear_, padded, input_.tp, kv_bytes, costs);
-  fillAttention(padded_attention);
+  if (decode) costLinearOps(model, linear_, padded, input_.tp, kv_bytes, costs);
   p.graph = simulateStep(graph, costs, p.graph_decision.mode, launch_);
+  const double graph_comm =
+      tpCommunicationUs(model, input_.hardware->interconnect_link, padded.tokens(), input_.tp, act_bytes);
+  p.graph.step_us += graph_comm;
+  p.graph.gpu_busy_us += graph_comm;
   return p;
 }
 

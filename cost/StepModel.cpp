@@ -190,14 +190,18 @@ StepTimeline simulateStep(const StepGraph& graph, const StepCosts& costs, GraphM
                                    : costs.op_launches[at(node.op)];
     double ready = 0;
     for (const int p : graph.predecessors(i)) ready = std::max(ready, end[static_cast<std::size_t>(p)]);
-    // Eager kernels each cost the host a launch. A replayed graph costs the host one graph launch
-    // (base) per graph or piece; on the GPU each of its nodes starts graph_replay_per_node_us after
-    // the previous one ends (the gap measured between replayed kernels).
+    // An eager op costs the host kernel_launch_us (PyTorch's dispatch and launch of the op, fitted
+    // per DAG node: a split-KV merge launched from inside the op adds no Python dispatch), and even
+    // with the host ahead the GPU idles eager_gap_us before each stream-launched kernel. A replayed
+    // graph costs the host one graph launch (base) per graph or piece; on the GPU each of its
+    // kernels starts graph_replay_per_node_us after the previous one ends. Both gaps are measured
+    // the same way (measurements/eager_gap.py).
     double gap = 0;
     if (mode == GraphMode::Eager || (mode == GraphMode::Piecewise && attention)) {
-      cpu += launch.kernel_launch_us * launches;
+      cpu += launch.kernel_launch_us;
       t.launches += launches;
       piece_open = false;
+      gap = launch.eager_gap_us * launches;
     } else {
       if (mode == GraphMode::Piecewise && !piece_open) {
         cpu += launch.graph_replay_base_us;
@@ -248,7 +252,7 @@ struct Roofline {
 // What every non-attention op's cost reads: the batch, the element widths per rank and the kernels'
 // rooflines. FP8 weights run their GEMMs at the FP8 peak.
 struct LinearOps {
-  double ranks, act, wb, wb_experts, tokens, requests, kv_tokens, hidden, hq, hkv;
+  double ranks, act, wb, wb_experts, tokens, routed_distinct, requests, kv_tokens, hidden, hq, hkv;
   Roofline gemm_fp, gemm_bf, grouped, elementwise;
 
   [[nodiscard]] double linear(double m, double n, double kdim, double weight_bytes) const {
@@ -262,20 +266,24 @@ LinearOps linearOps(const ModelSpec& model, const LinearKernels& k, const Worklo
   double kv_tokens = 0;
   for (const auto& g : w.groups) kv_tokens += static_cast<double>(g.count * g.context);
   const AttentionLayerSpec& attn = model.primaryLayer();
-  return {.ranks = ranks,
-          .act = bytesOf(model.dtype),
-          .wb = weightBytesPerElement(model.weight_dtype, false),
-          .wb_experts = weightBytesPerElement(model.weight_dtype, true),
-          .tokens = static_cast<double>(w.tokens()),
-          .requests = static_cast<double>(w.requests()),
-          .kv_tokens = kv_tokens,
-          .hidden = static_cast<double>(model.hidden_size),
-          .hq = std::max(1.0, attn.num_heads / ranks),
-          .hkv = attn.isMla() ? 1.0 : std::max(1.0, attn.num_kv_heads / ranks),
-          .gemm_fp = {k.gemm, k.device_weights},
-          .gemm_bf = {k.gemm, k.device},
-          .grouped = {k.grouped_gemm, k.device_weights},
-          .elementwise = {k.elementwise, k.device}};
+  return {
+      .ranks = ranks,
+      .act = bytesOf(model.dtype),
+      .wb = weightBytesPerElement(model.weight_dtype, false),
+      .wb_experts = weightBytesPerElement(model.weight_dtype, true),
+      .tokens = static_cast<double>(w.tokens()),
+      // Padded slots hold one dummy token (the runners' zero-filled input buffers): however
+      // many, they route like a single token.
+      .routed_distinct = static_cast<double>(w.tokens() - w.padding * w.groups.back().q_len) + (w.padding > 0 ? 1 : 0),
+      .requests = static_cast<double>(w.requests()),
+      .kv_tokens = kv_tokens,
+      .hidden = static_cast<double>(model.hidden_size),
+      .hq = std::max(1.0, attn.num_heads / ranks),
+      .hkv = attn.isMla() ? 1.0 : std::max(1.0, attn.num_kv_heads / ranks),
+      .gemm_fp = {k.gemm, k.device_weights},
+      .gemm_bf = {k.gemm, k.device},
+      .grouped = {k.grouped_gemm, k.device_weights},
+      .elementwise = {k.elementwise, k.device}};
 }
 
 void costMlaProjections(const LinearOps& c, const MlaGeometry& m, double kv_elem_bytes, OpTimes& op) {
@@ -313,8 +321,8 @@ void costMoe(const LinearOps& c, const MoeSpec& moe, OpTimes& op) {
   const double topk = moe.experts_per_token;
   const double e_inter = moe.expert_intermediate_size / c.ranks;
   const double routed = tokens * topk;
-  // Distinct experts a batch touches: each token picks topk of E.
-  const double touched = experts * (1.0 - std::pow(1.0 - topk / experts, tokens));
+  // Distinct experts a batch touches: each distinct token picks topk of E.
+  const double touched = experts * (1.0 - std::pow(1.0 - topk / experts, c.routed_distinct));
   op[at(StepOp::Router)] = c.gemm_bf(2 * tokens * experts * hidden, tokens * hidden * act + experts * hidden * 2.0);
   op[at(StepOp::TopK)] = c.elementwise(0, tokens * experts * 4.0 * 2);
   op[at(StepOp::ExpertsGateUp)] =

@@ -81,10 +81,12 @@ struct StepCosts {
   double host_plan_us = 0;  // the attention backend's per-forward CPU work
 };
 
+// The platform's launch costs (hardware/platforms, LaunchOverheads) as the timeline uses them.
 struct LaunchCosts {
-  double kernel_launch_us = 0;
-  double graph_replay_base_us = 0;
-  double graph_replay_per_node_us = 0;
+  double kernel_launch_us = 0;          // host, per eager kernel
+  double graph_replay_base_us = 0;      // host, per graph (or graph piece) launch
+  double graph_replay_per_node_us = 0;  // GPU idle gap before each replayed node
+  double eager_gap_us = 0;              // GPU idle gap before each stream-launched kernel
 };
 
 struct StepTimeline {

@@ -56,10 +56,18 @@ std::int64_t Workload::tokens() const {
 
 bool Workload::isUniform() const { return groups.size() == 1; }
 
+// Padded slots run every linear kernel on their tokens but attend over (almost) nothing: vLLM V1
+// fills their seq_lens with 0 ("Fill unused with 0 for full cuda graph mode",
+// GPUModelRunner._prepare_inputs, vllm/v1/worker/gpu_model_runner.py), SGLang with its backend's
+// get_cuda_graph_seq_len_fill_value(), 0 or 1 (CudaGraphRunner.replay_prepare,
+// sglang/srt/model_executor/cuda_graph_runner.py). Here they see their own tokens only.
 Workload Workload::paddedTo(std::int64_t batch) const {
   Workload w = *this;
   const std::int64_t extra = batch - requests();
-  if (extra > 0 && !w.groups.empty()) w.groups.back().count += extra;
+  if (extra <= 0 || w.groups.empty()) return w;
+  const RequestGroup& last = w.groups.back();
+  w.groups.push_back({.count = extra, .q_len = last.q_len, .context = last.q_len, .tree_topk = last.tree_topk});
+  w.padding += extra;
   return w;
 }
 

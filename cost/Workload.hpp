@@ -28,6 +28,7 @@ struct RequestGroup {
 struct Workload {
   Phase phase = Phase::Decode;
   std::vector<RequestGroup> groups;
+  std::int64_t padding = 0;  // requests paddedTo added: identical dummy slots, counted in `groups`
 
   // One group: prefill (q = context), extend (q new tokens over context - q), decode (q = 1),
   // verify (q = draft tokens).
@@ -36,7 +37,8 @@ struct Workload {
   [[nodiscard]] std::int64_t requests() const;
   [[nodiscard]] std::int64_t tokens() const;
   [[nodiscard]] bool isUniform() const;
-  // The workload with every group's request count scaled to `batch` requests in total (CUDA-graph padding).
+  // The workload padded to `batch` requests (CUDA-graph padding): the extra requests carry the last
+  // group's query length over no cached context.
   [[nodiscard]] Workload paddedTo(std::int64_t batch) const;
 };
 

@@ -29,17 +29,6 @@ PeakThroughput parsePeak(const YamlReader& r) {
   return p;
 }
 
-LaunchOverheads parseOverheads(const YamlReader& r) {
-  LaunchOverheads o;
-  o.kernel_launch_us = r.getNumber("kernel_launch_us", 0, 1000);
-  o.graph_replay_base_us = r.getNumber("graph_replay_base_us", 0, 10000);
-  o.graph_replay_per_node_us = r.getNumber("graph_replay_per_node_us", 0, 100);
-  o.graph_capture_ms_per_size = r.getNumber("graph_capture_ms_per_size", 0, 100000);
-  o.source = r.get<std::string>("source");
-  r.finish();
-  return o;
-}
-
 }  // namespace
 
 bool HardwareProfile::hasFeature(const std::string& f) const {
@@ -69,8 +58,9 @@ HardwareProfile parseHardwareProfile(const YamlReader& r) {
   h.llc_bytes = r.findInt("llc_bytes", 0, std::int64_t{1} << 40);
   h.shared_memory_per_cu_kib = r.findNumber("shared_memory_per_cu_kib", 0, 100000);
   if (r.has("features")) h.features = r.getListOf("features", kFeatures);
-  h.overheads = parseOverheads(r.map("overheads"));
+  if (auto o = r.findMap("overheads")) h.own_overheads = parseOverheadOverrides(*o);
   h.interconnect = r.get<std::string>("interconnect", "");
+  h.interconnect_link = parseInterconnectLink(r);
   h.tdp_w = r.findNumber("tdp_w", 1, 100000);
   h.source = r.get<std::string>("source");
   h.confidence = r.getOneOf("confidence", kGrades);

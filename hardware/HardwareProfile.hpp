@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "core/YamlReader.hpp"
+#include "hardware/HostPlatform.hpp"
+#include "hardware/Interconnect.hpp"
 #include "hardware/KernelEfficiency.hpp"
 
 namespace attnsim {
@@ -14,15 +16,6 @@ namespace attnsim {
 struct PeakThroughput {
   std::optional<double> fp64_tflops, fp32_tflops, tf32_tflops, fp16_tflops, bf16_tflops, fp8_tflops, fp4_tflops,
       int8_tops;
-};
-
-// Host-side costs of launching work. Defaults until measurements calibrate them.
-struct LaunchOverheads {
-  double kernel_launch_us = 0;           // CPU cost to issue one kernel, eager mode
-  double graph_replay_base_us = 0;       // CPU+GPU cost of one graph launch
-  double graph_replay_per_node_us = 0;   // GPU idle gap before each node of a replayed graph
-  double graph_capture_ms_per_size = 0;  // one-time capture time of one batch size
-  std::string source;                    // "default" or where the figures come from
 };
 
 struct HardwareProfile {
@@ -42,8 +35,12 @@ struct HardwareProfile {
   std::optional<std::int64_t> llc_bytes;  // last-level cache beyond L2 (Infinity Cache, CPU L3)
   std::optional<double> shared_memory_per_cu_kib;
   std::vector<std::string> features;  // amx, xmx, tma, wgmma ...
+  // Resolved when the catalog loads: the platform's figures (hardware/platforms), then the profile's
+  // own (`overheads:`), then a calibration's.
   LaunchOverheads overheads;
+  std::optional<OverheadOverrides> own_overheads;
   std::string interconnect;
+  std::optional<InterconnectLink> interconnect_link;  // structured, for TP collectives
   std::optional<double> tdp_w;
   std::string source;
   std::string confidence;  // A primary, B primary via transcription, C secondary/estimated

@@ -9,7 +9,8 @@ synthetic decoder step eager versus graph replay. One CSV row per measurement.
 
 Timing: triton.testing.do_bench (CUDA events, L2 flushed before every run, warm-up first),
 median and 20th/80th percentiles of at least 20 runs. Usage:
-    python3 measurements/harness.py --out FILE.csv [--quick]
+    python3 measurements/harness.py --out FILE.csv [--quick] [--vllm-src DIR] [--sglang-src DIR]
+With an engine's source tree, the engine's own Triton attention kernels too (engine_kernels.py).
 """
 import argparse
 import csv
@@ -23,13 +24,15 @@ import warnings
 
 import torch
 import triton
+
+import engine_kernels
 import triton.testing
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.attention.bias import causal_lower_right
 
 COLUMNS = ["device", "date", "torch", "triton", "cuda", "kind", "impl", "phase", "batch", "q_len", "kv_len",
            "heads", "kv_heads", "head_dim", "causal", "dtype", "median_us", "p20_us", "p80_us", "runs", "flops",
-           "bytes", "page_size", "note"]
+           "bytes", "page_size", "note", "engine_commit"]
 
 # The math backend computes in float32 unless reduced-precision reductions are allowed (off by default).
 MATH_NOTE = ("math in " + ("bf16" if torch.backends.cuda.fp16_bf16_reduction_math_sdp_allowed() else "fp32 (inputs upcast)")
@@ -465,6 +468,24 @@ def measure_step(rec, quick):
                 median_us=f"{replay:.3f}", runs=reps, note=note)
 
 
+def measure_engines(engines, rec, args):
+    """The engines' kernels (none without --vllm-src / --sglang-src); mixed batches to OUT_mixed.csv."""
+    if not engines:
+        return
+    mixed = Recorder(args.out[:-4] + "_mixed.csv" if args.out.endswith(".csv") else args.out + "_mixed")
+    engine_kernels.measure(engines, rec, mixed, args.quick, timed, attention_work)
+    print(f"engine: {mixed.count} mixed-batch rows in {mixed.file.name}", flush=True)
+    for path in (args.out, mixed.file.name):
+        with open(path) as f:
+            rows = [r for r in csv.DictReader(f) if r["engine_commit"]]
+        for r in rows:  # a short table: context 4096 for decode and mixed, 2048 new tokens otherwise
+            if (r["kv_len"] == "4096" and r["phase"] in ("decode", "mixed")) or r["q_len"] == "2048":
+                gbs = float(r["bytes"]) / float(r["median_us"]) / 1e3
+                print(f"{r['impl']:24} {r['dtype']:8} {r['phase']:7} b{r['batch']:>3} q{r['q_len']:>5} "
+                      f"kv{r['kv_len']:>6} h{r['heads']}/{r['kv_heads']} d{r['head_dim']:>3} "
+                      f"{float(r['median_us']):9.1f} us {gbs:7.0f} GB/s")
+
+
 def print_clocks(when):
     """The SM clock, its maximum and the power limit as nvidia-smi reads them (for the run's log)."""
     import subprocess
@@ -480,10 +501,17 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
     parser.add_argument("--quick", action="store_true", help="a small subset (for a smoke run)")
-    parser.add_argument("--skip", default="", help="comma list of: attention, flex, device, nodes, step")
+    parser.add_argument("--skip", default="", help="comma list of: attention, flex, engine, device, nodes, step")
     parser.add_argument("--eager-timing", action="store_true", help="time eager calls, not CUDA-graph replays")
     parser.add_argument("--kernels", help="also write the kernels each SDPA backend runs to this text file")
+    parser.add_argument("--vllm-src", help="a vLLM source tree: measure its Triton attention kernels")
+    parser.add_argument("--sglang-src", help="an SGLang source tree: measure its Triton attention kernels")
     args = parser.parse_args()
+    try:
+        engines = engine_kernels.load(args.vllm_src, args.sglang_src)
+    except (engine_kernels.EngineSourceError, ImportError, SyntaxError) as e:
+        print(f"error: engine source: {type(e).__name__}: {e}", file=sys.stderr)
+        sys.exit(2)
     torch.manual_seed(0)
     global GRAPH_TIMING
     GRAPH_TIMING = not args.eager_timing
@@ -496,7 +524,9 @@ def main():
     # The sections that use the profiler come last: after it has run, CUPTI stays attached and every
     # launch costs more, which would inflate the timings of short kernels and of launches.
     sections = [("device", lambda: measure_device(rec)), ("attention", lambda: measure_attention(rec, args.quick)),
-                ("flex", lambda: measure_flex(rec, args.quick)), ("step", lambda: measure_step(rec, args.quick)),
+                ("flex", lambda: measure_flex(rec, args.quick)),
+                ("engine", lambda: measure_engines(engines, rec, args)),
+                ("step", lambda: measure_step(rec, args.quick)),
                 ("nodes", lambda: measure_graph_nodes(rec))]
     if args.kernels:
         sections.append(("kernels", lambda: list_kernels(args.kernels)))

@@ -133,7 +133,10 @@ ModelSpec parseModelSpec(const YamlReader& r) {
     moe->finish();
     m.moe = s;
   }
-  m.max_context = static_cast<int>(r.getInt("max_context", 1, 1 << 30));
+  const YamlReader positions = r.map("max_position_embeddings");
+  m.max_position_embeddings = positions.getInt("value", 1, std::int64_t{1} << 30);
+  m.max_position_embeddings_source = positions.get<std::string>("source");
+  positions.finish();
   const YamlReader layers = r.map("attention_layers");
   for (const auto& name : layers.keysOf()) m.attention_layers.push_back(parseLayer(name, layers.map(name)));
   layers.finish();
@@ -160,6 +163,36 @@ ModelSpec parseModelSpec(const YamlReader& r) {
   m.source = r.get<std::string>("source");
   r.finish();
   return m;
+}
+
+std::optional<std::string> tensorParallelProblem(const ModelSpec& model, std::int64_t tp) {
+  if (tp < 1) return "the tensor-parallel size must be at least 1";
+  for (const auto& l : model.attention_layers) {
+    const std::string heads = l.isMla() ? fmt::format(
+                                              "layer type '{}' has {} query heads (MLA: one latent KV head, "
+                                              "replicated on every rank)",
+                                              l.name, l.num_heads)
+                                        : fmt::format("layer type '{}' has {} query heads and {} KV heads", l.name,
+                                                      l.num_heads, l.num_kv_heads);
+    if (l.num_heads % tp != 0) return fmt::format("{}: {} ranks cannot split the query heads evenly", heads, tp);
+    if (l.isMla()) continue;
+    const bool replicated = tp >= l.num_kv_heads;
+    if ((replicated && tp % l.num_kv_heads != 0) || (!replicated && l.num_kv_heads % tp != 0)) {
+      return fmt::format("{}: {} ranks neither split the KV heads evenly nor replicate each on a whole number of ranks",
+                         heads, tp);
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> validTensorParallelSizes(const ModelSpec& model) {
+  int heads = 0;
+  for (const auto& l : model.attention_layers) heads = heads == 0 ? l.num_heads : std::min(heads, l.num_heads);
+  std::vector<std::string> out;
+  for (int tp = 1; tp <= heads; ++tp) {
+    if (!tensorParallelProblem(model, tp)) out.push_back(std::to_string(tp));
+  }
+  return out;
 }
 
 }  // namespace attnsim

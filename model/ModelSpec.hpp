@@ -1,5 +1,6 @@
 #pragma once
 // A model's attention geometry per layer type, plus what capacity planning needs later.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -65,7 +66,10 @@ struct ModelSpec {
   double parameters_b = 0;
   std::optional<double> active_parameters_b;
   std::optional<MoeSpec> moe;
-  int max_context = 0;
+  // The longest position the model was trained for (HF config.json); a longer context is refused
+  // unless the scenario explicitly allows it (Scenario::allow_context_beyond_max_position).
+  std::int64_t max_position_embeddings = 0;
+  std::string max_position_embeddings_source;
   std::vector<AttentionLayerSpec> attention_layers;
   std::vector<std::string> layer_pattern;  // repeated over num_layers
   std::optional<EncoderSpec> encoder;      // multimodal vision encoder
@@ -92,5 +96,16 @@ struct ModelSpec {
 };
 
 ModelSpec parseModelSpec(const YamlReader& r);
+
+// Why the engines cannot shard this model over `tp` ranks, or nothing when they can. vLLM and SGLang
+// split every attention layer's heads the same way (QKVParallelLinear.__init__ in
+// vllm/model_executor/layers/linear.py and sglang/srt/layers/linear.py; vLLM's
+// ModelConfig.verify_with_parallel_config checks the query heads up front): query heads
+// divide(num_heads, tp); KV heads divide(num_kv_heads, tp) when tp < num_kv_heads, otherwise one
+// per rank, replicated divide(tp, num_kv_heads) times. `divide` asserts an exact division. MLA's
+// latent KV is replicated on every rank, so only its query heads are split.
+std::optional<std::string> tensorParallelProblem(const ModelSpec& model, std::int64_t tp);
+// Every tp the engines accept for the model (each divides the smallest query-head count).
+std::vector<std::string> validTensorParallelSizes(const ModelSpec& model);
 
 }  // namespace attnsim

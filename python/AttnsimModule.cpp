@@ -153,6 +153,8 @@ const std::map<std::string, Setter>& scenarioSetters() {
       {"prefix", [](K& k, H v, S key) { k.s.has_prefix = as<bool>(v, key, "a bool"); }},
       {"cuda_version", [](K& k, H v, S key) { k.s.cuda_version = as<double>(v, key, "a number"); }},
       {"cuda_graphs", [](K& k, H v, S key) { k.s.cuda_graphs = as<bool>(v, key, "a bool"); }},
+      {"allow_context_beyond_max_position",
+       [](K& k, H v, S key) { k.s.allow_context_beyond_max_position = as<bool>(v, key, "a bool"); }},
       {"options",
        [](K& k, H v, S key) {
          k.s.engine_options = as<std::map<std::string, std::string>>(v, key, "a dict of strings");

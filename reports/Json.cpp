@@ -37,6 +37,31 @@ json envValueJson(const Env& env, const char* name) {
   return std::get<std::string>(v);
 }
 
+namespace {
+
+json findingJson(const Finding& f) {
+  json j = {{"rule", f.rule}, {"source", f.source}};
+  if (!f.reason.empty()) j["reason"] = f.reason;
+  return j;
+}
+
+}  // namespace
+
+json explanationJson(const Selection& sel) {
+  json chosen = json::object();
+  for (const auto& [stage, choice] : {std::pair{"prefill", &sel.prefill}, std::pair{"decode", &sel.decode}}) {
+    if (*choice) chosen[stage] = {{"backend", (*choice)->name}, {"decided_by", findingJson((*choice)->decided_by)}};
+  }
+  json rejected = json::object();
+  for (const auto& [name, why] : sel.rejected_why) {
+    json list = json::array();
+    for (const auto& f : why) list.push_back(findingJson(f));
+    rejected[name] = list;
+  }
+  return {
+      {"chosen", chosen}, {"refused_by", sel.refusal ? findingJson(sel.refused_by) : json()}, {"rejected", rejected}};
+}
+
 json selectionJson(const ScenarioSelection& s, const Catalog& c) {
   const Selection& sel = s.selection;
   const auto common = sel.commonBackend();
@@ -186,9 +211,12 @@ json rankingJson(const Ranking& r, const Catalog& c) {
   }
   json invalid = json::object();
   for (const auto& [name, reason] : r.invalid) invalid[name] = reason;
+  json resolved = json::object();
+  for (const auto& [name, runs] : r.resolved) resolved[name] = {{"runs", runs.first}, {"why", runs.second}};
   return {{"ranked", ranked},
           {"engine_defaults", defaults},
           {"invalid", invalid},
+          {"resolved", resolved},
           {"best_step_us", r.ranked.front().step_us},
           {"catalog_hash", c.contentHash()}};
 }

@@ -12,6 +12,8 @@ namespace attnsim {
 class Catalog;
 
 nlohmann::json selectionJson(const ScenarioSelection& s, const Catalog& c);
+// select --explain: for each stage's backend and each rejected one, the rule that decided and its source.
+nlohmann::json explanationJson(const Selection& sel);
 nlohmann::json predictionJson(const ScenarioPrediction& p, const Catalog& c);
 nlohmann::json rankingJson(const Ranking& r, const Catalog& c);
 nlohmann::json checkJson(const ScenarioCheck& check);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "core/Strings.hpp"
 
@@ -48,9 +49,17 @@ std::string stages(const BackendCaps& caps) {
   return "PREFILL " + mark(has("prefill")) + " <br> DECODE " + mark(has("decode"));
 }
 
+std::string codeCell(const DocsRow& row, const std::string& field);
+
 std::string cell(const DocsRow& row, const std::string& field) {
   const BackendCaps& c = *row.caps;
   if (const auto it = c.documented.find(field); it != c.documented.end()) return it->second;
+  return codeCell(row, field);
+}
+
+// The descriptor's own value for a column, ignoring any `documented` cell.
+std::string codeCell(const DocsRow& row, const std::string& field) {
+  const BackendCaps& c = *row.caps;
   if (field == "table_name") return row.backend->table_name;
   if (field == "variant") return row.variant.empty() ? "" : row.variant + "*";
   if (field == "dtypes") return join(c.dtypes, ", ");
@@ -78,7 +87,71 @@ std::string cell(const DocsRow& row, const std::string& field) {
   return f ? f->render() : mark(false);
 }
 
+// The validation check that reads a column's value, if any (informational columns have none).
+const ValidationCheck* checkReading(const EnginePolicy& p, const std::string& field) {
+  static const std::map<std::string, std::string> kColumnCheck{{"head_sizes", "head_size"},
+                                                               {"dtypes", "dtype"},
+                                                               {"kv_cache_dtypes", "kv_cache_dtype"},
+                                                               {"block_sizes", "block_size"},
+                                                               {"devices", "platform"},
+                                                               {"compute_capability", "compute_capability"},
+                                                               {"stages", "stage"},
+                                                               {"attention_types", "attention_type"}};
+  const auto it = kColumnCheck.find(field);
+  for (const auto& check : p.validation) {
+    if (it != kColumnCheck.end() ? check.check == it->second : check.feature == field) return &check;
+  }
+  return nullptr;
+}
+
+bool informational(const std::string& field) {
+  return field == "table_name" || field == "variant" || field == "server_flag" || field == "cuda_graph" ||
+         field == "native_paging" || field == "native_page_sizes";
+}
+
+std::string descriptorFile(const DocsRow& row) {
+  const BackendCaps& c = row.backend->caps;
+  const std::string& file = c.prefill_kernel_at.file.empty() ? c.decode_kernel_at.file : c.prefill_kernel_at.file;
+  return file.empty() ? row.backend->id() : file;
+}
+
 }  // namespace
+
+std::vector<DocsDiff> docsDiff(const Engine& engine) {
+  const EnginePolicy& p = engine.policy;
+  std::vector<DocsDiff> out;
+  for (const auto& table : p.docs_tables) {
+    for (const auto& row_ref : table.rows) {
+      const DocsRow row = resolveDocsRow(engine, row_ref);
+      for (const auto& col : table.columns) {
+        if (informational(col.field) && !row.caps->documented.count(col.field)) continue;
+        const ValidationCheck* check = checkReading(p, col.field);
+        const std::string where =
+            check ? fmt::format("check {} ({})", check->feature.empty() ? check->check : "feature " + check->feature,
+                                check->source.empty() ? p.source : check->source)
+                  : fmt::format("backends/{}/engine.yaml validation: no check reads '{}'", p.engine, col.field);
+        const std::string doc = cell(row, col.field), code = codeCell(row, col.field);
+        if (row.caps->documented.count(col.field) && doc != code) {
+          out.push_back({table.title, row_ref, col.header, doc, code,
+                         fmt::format("{} (documented.{}); {}", descriptorFile(row), col.field, where)});
+        } else if (!check && !informational(col.field) && doc.find("❌") != std::string::npos) {
+          out.push_back({table.title, row_ref, col.header, doc, "not a selection condition (the backend runs)", where});
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::string renderDocsDiff(const Engine& engine, const std::vector<DocsDiff>& diffs) {
+  std::string out = fmt::format("## {} ({}): document cells the code does not follow\n\n", engine.policy.display_name,
+                                engine.policy.version);
+  out += "| Table | Row | Column | Document | Code | Decided by |\n|---|---|---|---|---|---|\n";
+  for (const auto& d : diffs) {
+    out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", d.table, d.row, d.column, d.doc, d.code, d.decision);
+  }
+  return out + "\n";
+}
 
 std::string renderSupportTables(const Engine& engine) {
   const EnginePolicy& p = engine.policy;

@@ -3,7 +3,9 @@
 set -euo pipefail
 packages=(build-essential cmake ninja-build libyaml-cpp-dev libeigen3-dev libboost-graph-dev libsqlite3-dev
           libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libfmt-dev nlohmann-json3-dev
-          pybind11-dev python3-dev python3-pytest clang-tidy clang-format)
+          pybind11-dev python3-dev python3-pytest clang-tidy clang-format
+          openmpi-bin  # openmpi-bin: the sweep test under mpirun (tests/test_store.cpp skips without it)
+          chromium fonts-dejavu-core)  # headless render of the HTML reports (tests/test_reports.cpp skips without it)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

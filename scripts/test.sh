@@ -15,3 +15,15 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DATTNSIM_SANITIZE=ON
 cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
+
+# A brief fuzz of every target on its seed corpus (FUZZ_SECONDS each, 20 by default; 0 skips),
+# where clang's libFuzzer is installed. The clang build is the cost (a few minutes); the runs are
+# 5 x FUZZ_SECONDS. Longer runs: scripts/fuzz.sh TARGET SECONDS.
+fuzz_seconds=${FUZZ_SECONDS:-20}
+if [[ $fuzz_seconds -gt 0 ]] && command -v "${FUZZ_CXX:-clang++-14}" >/dev/null; then
+  for target in fuzz_hardware fuzz_backend fuzz_model fuzz_measurements fuzz_cli; do
+    FUZZ_JOBS=$jobs ./scripts/fuzz.sh "$target" "$fuzz_seconds"
+  done
+else
+  echo "test.sh: no clang++ (libFuzzer): fuzzing skipped"
+fi

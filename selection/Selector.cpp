@@ -63,9 +63,14 @@ void applyRules(const Engine& engine, Env& env, Selection& out) {
     if (rule.when && !rule.when->test(env)) continue;
     std::vector<std::pair<std::string, Value>> assignments;
     for (const auto& [name, expr] : rule.set) assignments.emplace_back(name, expr.evaluate(env));
-    for (auto& [name, value] : assignments) env[name] = std::move(value);
+    const std::string rule_text = rule.when ? "rule when " + rule.when->text() : "rule (always)";
+    for (auto& [name, value] : assignments) {
+      env[name] = std::move(value);
+      out.set_by[name] = {"", rule_text, rule.source};
+    }
     if (!rule.error.text.empty()) {
       out.refusal = rule.error.render(env);
+      out.refused_by = {*out.refusal, rule_text + " (error)", rule.source};
       return;
     }
     if (!rule.note.text.empty()) out.notes.push_back(rule.note.render(env));
@@ -88,7 +93,67 @@ const Backend* backendForKind(const Engine& engine, std::string_view name, bool 
   return nullptr;
 }
 
-std::vector<std::string> Selector::validate(const Engine& engine, std::string_view backend_name, const Env& env) const {
+namespace {
+
+// Whether the backend passes one capability check of the engine's validation list.
+bool capabilityHolds(const std::string& c, const BackendCaps& caps, const Env& env) {
+  if (c == "head_size") {
+    const auto hs = intVar(env, "head_size");
+    return !hs || caps.head_sizes.contains(*hs);
+  }
+  if (c == "dtype") return contains(caps.dtypes, var(env, "dtype"));
+  if (c == "kv_cache_dtype") return !caps.kv_cache_dtypes || contains(*caps.kv_cache_dtypes, var(env, "kv_dtype"));
+  if (c == "block_size") {
+    const auto bs = intVar(env, "block_size");
+    return !bs || blockSizeSupported(caps.block_sizes, *bs);
+  }
+  if (c == "compute_capability") {
+    const auto cc = asNumber(var(env, "cc"));
+    return caps.compute_capability.any || (cc && caps.compute_capability.contains(*cc));
+  }
+  if (c == "platform") return contains(caps.platforms, var(env, "platform"));
+  if (c == "attention_type") return contains(caps.attention_types, var(env, "attn_type"));
+  if (c == "stage") return isNull(var(env, "stage")) || contains(caps.stages, var(env, "stage"));
+  return true;
+}
+
+std::string checkSource(const ValidationCheck& check, const Engine& engine, const Backend& backend) {
+  const std::string& code = check.source.empty() ? engine.policy.source : check.source;
+  return code + "; the backend's values: " + backend.source;
+}
+
+void applyCheck(const ValidationCheck& check, const Engine& engine, const Backend& backend, const BackendCaps& caps,
+                const Env& env, std::vector<Finding>& out) {
+  const std::string& c = check.check;
+  if (c == "requirements") {
+    for (const auto& req : caps.requirements) {
+      if (req.fail_when.test(env)) {
+        out.push_back({MessageTemplate{req.reason}.render(env), "requires: " + req.fail_when.text(),
+                       req.source.empty() ? backend.source : req.source});
+      }
+    }
+  } else if (c == "feature") {
+    if (check.needed_when->test(env) && !backendHasFeature(backend, caps, check.feature, env)) {
+      out.push_back({check.reason.render(env),
+                     "check feature " + check.feature + ", needed when " + check.needed_when->text(),
+                     checkSource(check, engine, backend)});
+    }
+  } else if (c == "feature_match") {
+    const bool wanted = truthy(var(env, check.scenario_flag.c_str()));
+    const bool has = backendHasFeature(backend, caps, check.feature, env);
+    if (wanted != has) {
+      out.push_back({(wanted ? check.reason : check.reason_unwanted).render(env),
+                     "check feature " + check.feature + " == " + check.scenario_flag,
+                     checkSource(check, engine, backend)});
+    }
+  } else if (!capabilityHolds(c, caps, env)) {
+    out.push_back({check.reason.render(env), "check " + c, checkSource(check, engine, backend)});
+  }
+}
+
+}  // namespace
+
+std::vector<Finding> Selector::findings(const Engine& engine, std::string_view backend_name, const Env& env) const {
   const bool use_mla = truthy(var(env, "use_mla"));
   const auto candidates = findBackends(engine, backend_name);
   if (candidates.empty()) {
@@ -101,48 +166,20 @@ std::vector<std::string> Selector::validate(const Engine& engine, std::string_vi
     if (!wrong.text.empty()) {
       Env with_name = env;
       with_name["backend"] = std::string(backend_name);
-      return {wrong.render(with_name)};
+      return {{wrong.render(with_name), std::string("kind: ") + (use_mla ? "mha" : "mla") + " backend",
+               engine.policy.source}};
     }
     backend = candidates.front();  // the engine's checks (e.g. a feature_match on mla) decide
   }
   const BackendCaps& caps = backend->resolve(env);
+  std::vector<Finding> out;
+  for (const auto& check : engine.policy.validation) applyCheck(check, engine, *backend, caps, env, out);
+  return out;
+}
+
+std::vector<std::string> Selector::validate(const Engine& engine, std::string_view backend_name, const Env& env) const {
   std::vector<std::string> reasons;
-  for (const auto& check : engine.policy.validation) {
-    const std::string& c = check.check;
-    bool ok = true;
-    if (c == "head_size") {
-      const auto hs = intVar(env, "head_size");
-      ok = !hs || caps.head_sizes.contains(*hs);
-    } else if (c == "dtype") {
-      ok = contains(caps.dtypes, var(env, "dtype"));
-    } else if (c == "kv_cache_dtype") {
-      ok = !caps.kv_cache_dtypes || contains(*caps.kv_cache_dtypes, var(env, "kv_dtype"));
-    } else if (c == "block_size") {
-      const auto bs = intVar(env, "block_size");
-      ok = !bs || blockSizeSupported(caps.block_sizes, *bs);
-    } else if (c == "compute_capability") {
-      const auto cc = asNumber(var(env, "cc"));
-      ok = caps.compute_capability.any || (cc && caps.compute_capability.contains(*cc));
-    } else if (c == "platform") {
-      ok = contains(caps.platforms, var(env, "platform"));
-    } else if (c == "attention_type") {
-      ok = contains(caps.attention_types, var(env, "attn_type"));
-    } else if (c == "stage") {
-      ok = isNull(var(env, "stage")) || contains(caps.stages, var(env, "stage"));
-    } else if (c == "feature") {
-      ok = !check.needed_when->test(env) || backendHasFeature(*backend, caps, check.feature, env);
-    } else if (c == "feature_match") {
-      const bool wanted = truthy(var(env, check.scenario_flag.c_str()));
-      const bool has = backendHasFeature(*backend, caps, check.feature, env);
-      if (!wanted && has) reasons.push_back(check.reason_unwanted.render(env));
-      ok = !wanted || has;
-    } else if (c == "requirements") {
-      for (const auto& req : caps.requirements) {
-        if (req.fail_when.test(env)) reasons.push_back(MessageTemplate{req.reason}.render(env));
-      }
-    }
-    if (!ok) reasons.push_back(check.reason.render(env));
-  }
+  for (auto& f : findings(engine, backend_name, env)) reasons.push_back(std::move(f.reason));
   return reasons;
 }
 
@@ -161,12 +198,17 @@ void requireKnownExplicitNames(const Engine& engine, Env& env) {
   }
 }
 
-// The stage's explicit backend: its own flag, else the one for both stages; null when auto.
+// The variable naming the stage's explicit backend: its own flag, else the one for both stages.
+const char* explicitVariable(const Env& stage_env, const std::string& stage) {
+  const char* own = stage == "prefill"  ? "prefill_attention_backend"
+                    : stage == "decode" ? "decode_attention_backend"
+                                        : "attention_backend";
+  return isNull(var(stage_env, own)) ? "attention_backend" : own;
+}
+
+// The stage's explicit backend; null when auto.
 const Value& explicitBackend(Env& stage_env, const std::string& stage) {
-  const Value& own = stage_env[stage == "prefill"  ? "prefill_attention_backend"
-                               : stage == "decode" ? "decode_attention_backend"
-                                                   : "attention_backend"];
-  return isNull(own) ? stage_env["attention_backend"] : own;
+  return stage_env[explicitVariable(stage_env, stage)];
 }
 
 // The first priority list whose condition holds for the stage.
@@ -187,21 +229,47 @@ std::string refusalMessage(const Engine& engine, const char* message, const Env&
 
 }  // namespace
 
+bool Selector::leavesStageToEngine(const Engine& engine, const std::string& name, const std::string& stage,
+                                   Env& stage_env, Selection& out) const {
+  if (!engine.policy.explicit_backend_stages_it_runs || stage.empty()) return false;
+  if (!isNull(stage_env[stage == "prefill" ? "prefill_attention_backend" : "decode_attention_backend"])) return false;
+  const auto reasons = validate(engine, name, stage_env);
+  if (reasons.empty()) return false;
+  Env other = stage_env;
+  other["stage"] = std::string(stage == "prefill" ? "decode" : "prefill");
+  if (!validate(engine, name, other).empty()) return false;  // serves no stage: refused as asked
+  out.notes.push_back(fmt::format("{} cannot serve the {} stage here ({}); the engine's own {} order picks", name,
+                                  stage, join(reasons, "; "), stage));
+  return true;
+}
+
 std::optional<BackendChoice> Selector::chooseExplicit(const Engine& engine, const std::string& name,
                                                       const std::string& stage, const Env& stage_env,
                                                       Selection& out) const {
   const auto& when = engine.policy.validate_explicit_when;
-  auto reasons = !when || when->test(stage_env) ? validate(engine, name, stage_env) : std::vector<std::string>{};
-  if (!reasons.empty()) {
+  auto why = !when || when->test(stage_env) ? findings(engine, name, stage_env) : std::vector<Finding>{};
+  if (!why.empty()) {
+    std::vector<std::string> reasons;
+    reasons.reserve(why.size());
+    for (const auto& f : why) reasons.push_back(f.reason);
     out.refusal = refusalMessage(engine, "explicit_invalid", stage_env, stage, [&](Env& msg) {
       msg["backend"] = name;
       msg["reasons"] = pythonList(reasons);
     });
+    out.refused_by = {*out.refusal, why.front().rule, why.front().source};
     return std::nullopt;
   }
   BackendChoice choice;
   choice.name = name;
-  choice.how = "explicit";
+  const char* variable = explicitVariable(stage_env, stage);
+  const auto rule = out.set_by.find(variable);
+  if (rule == out.set_by.end()) {
+    choice.how = "explicit";
+    choice.decided_by = {"", std::string("the user's flag (") + variable + ")", "attnsim command line"};
+  } else {
+    choice.how = "rule " + rule->second.source.substr(0, rule->second.source.find(" ("));
+    choice.decided_by = rule->second;
+  }
   return choice;
 }
 
@@ -210,6 +278,7 @@ std::optional<BackendChoice> Selector::walkPriorityList(const Engine& engine, co
   const PriorityList* list = priorityListFor(engine, stage, stage_env);
   if (!list) {
     out.refusal = refusalMessage(engine, "no_list", stage_env, stage);
+    out.refused_by = {*out.refusal, "no priority list applies", engine.policy.source};
     return std::nullopt;
   }
   BackendChoice choice;
@@ -219,6 +288,7 @@ std::optional<BackendChoice> Selector::walkPriorityList(const Engine& engine, co
     if (reasons.empty()) {
       choice.name = candidate;
       choice.how = list->label;
+      choice.decided_by = {"", "priority list '" + list->label + "': " + join(list->order, ", "), list->source};
       break;
     }
     invalid.emplace_back(candidate, std::move(reasons));
@@ -231,6 +301,7 @@ std::optional<BackendChoice> Selector::walkPriorityList(const Engine& engine, co
   if (choice.name.empty()) {
     out.refusal = refusalMessage(engine, "none_valid", stage_env, stage,
                                  [&](Env& msg) { msg["all_reasons"] = reasonsDict(invalid); });
+    out.refused_by = {*out.refusal, "priority list '" + list->label + "': no valid entry", list->source};
     return std::nullopt;
   }
   return choice;
@@ -239,13 +310,10 @@ std::optional<BackendChoice> Selector::walkPriorityList(const Engine& engine, co
 bool Selector::chooseForStage(const Engine& engine, const std::string& stage, const Env& env, Selection& out) const {
   Env stage_env = env;
   stage_env["stage"] = stage.empty() ? Value{} : Value{stage};
-  const Value& explicit_value = explicitBackend(stage_env, stage);
-  std::optional<BackendChoice> choice;
-  if (const auto* name = std::get_if<std::string>(&explicit_value)) {
-    choice = chooseExplicit(engine, *name, stage, stage_env, out);
-  } else {
-    choice = walkPriorityList(engine, stage, stage_env, out);
-  }
+  const std::string* name = std::get_if<std::string>(&explicitBackend(stage_env, stage));
+  if (name && leavesStageToEngine(engine, *name, stage, stage_env, out)) name = nullptr;
+  std::optional<BackendChoice> choice =
+      name ? chooseExplicit(engine, *name, stage, stage_env, out) : walkPriorityList(engine, stage, stage_env, out);
   if (!choice) return false;
   choice->backend = backendForKind(engine, choice->name, truthy(stage_env["use_mla"]));
   if (!choice->backend) choice->backend = findBackends(engine, choice->name).front();
@@ -264,8 +332,13 @@ Selection Selector::select(const SelectionInput& scenario) const {
   applyRules(engine, env, out);
   // Every backend that cannot serve this scenario, whichever stage it would run.
   for (const auto& name : backendNames(engine)) {
-    auto reasons = validate(engine, name, env);
-    if (!reasons.empty()) out.rejected.emplace_back(name, std::move(reasons));
+    auto why = findings(engine, name, env);
+    if (why.empty()) continue;
+    std::vector<std::string> reasons;
+    reasons.reserve(why.size());
+    for (const auto& f : why) reasons.push_back(f.reason);
+    out.rejected.emplace_back(name, std::move(reasons));
+    out.rejected_why.emplace_back(name, std::move(why));
   }
   if (!out.refusal) {
     const std::vector<std::string> stages =

@@ -1,5 +1,6 @@
 #pragma once
 // Reproduces each engine's validation and auto-selection from its policy data, with reasons.
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -10,10 +11,18 @@
 
 namespace attnsim {
 
+// One reason a backend fails, with the rule that decides it and where the rule is read from.
+struct Finding {
+  std::string reason;  // in the engine's phrase
+  std::string rule;    // the check or condition, as the catalog writes it
+  std::string source;  // engine file / function / version
+};
+
 struct BackendChoice {
   std::string name;
   std::string variant;  // e.g. FA3 for vLLM's FLASH_ATTN on Hopper; "" when the backend has none
   std::string how;      // "explicit", or the label of the priority list that chose it
+  Finding decided_by;   // the flag, rule or priority list that chose it, and its source (reason empty)
   const Backend* backend = nullptr;
   const BackendCaps* caps = nullptr;
 };
@@ -28,7 +37,12 @@ struct Selection {
   ReasonList considered;               // priority walk: backends tried before the winner, with reasons
   ReasonList rejected;                 // every backend of the engine that is invalid here, with reasons
   std::optional<std::string> refusal;  // the engine's error message when it refuses
-  Env env;                             // variables after the engine's rules
+  Finding refused_by;                  // the rule behind the refusal and its source
+  // Every backend in `rejected`, each reason with its rule and source (select --explain).
+  std::vector<std::pair<std::string, std::vector<Finding>>> rejected_why;
+  // Which rule last set each variable (rules that pick a backend decide an "explicit" choice).
+  std::map<std::string, Finding> set_by;
+  Env env;  // variables after the engine's rules
 
   // The backend that serves both phases, when one does.
   [[nodiscard]] std::optional<std::string> commonBackend() const;
@@ -39,6 +53,9 @@ class Selector {
   explicit Selector(const Catalog& catalog) : catalog_(catalog) {}
 
   // Why `backend_name` cannot serve this scenario, in the engine's phrases; empty when it can.
+  // The same, each reason with its rule and source (select --explain).
+  [[nodiscard]] std::vector<Finding> findings(const Engine& engine, std::string_view backend_name,
+                                              const Env& env) const;
   [[nodiscard]] std::vector<std::string> validate(const Engine& engine, std::string_view backend_name,
                                                   const Env& env) const;
   [[nodiscard]] Selection select(const SelectionInput& scenario) const;
@@ -49,6 +66,10 @@ class Selector {
                                               const Env& stage_env, Selection& out) const;
   std::optional<BackendChoice> walkPriorityList(const Engine& engine, const std::string& stage, const Env& stage_env,
                                                 Selection& out) const;
+  // `--backend NAME` on an engine where NAME goes first in each stage's order (explicit_backend:
+  // stages_it_runs): true, with a note, for a stage NAME cannot serve while it serves the other.
+  bool leavesStageToEngine(const Engine& engine, const std::string& name, const std::string& stage, Env& stage_env,
+                           Selection& out) const;
   // False when the engine refuses the stage.
   bool chooseForStage(const Engine& engine, const std::string& stage, const Env& env, Selection& out) const;
 

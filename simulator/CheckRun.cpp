@@ -31,8 +31,8 @@ std::optional<CheckTarget> findTarget(const Catalog& c, const ModelSpec& m, cons
   for (const auto& id : candidates) {
     const HardwareProfile& hw = c.hardware(id);
     EngineRun run = runEngine(c, hw, m, e, o, backend, phase);
-    if (!run.selection.refusal) return CheckTarget{&hw, std::move(run)};
-    if (refusal && (refusal->empty() || !hw_id.empty())) *refusal = *run.selection.refusal;
+    if (run.verdict() == Verdict::Runs) return CheckTarget{&hw, std::move(run)};
+    if (refusal && (refusal->empty() || !hw_id.empty())) *refusal = run.whyNot();
   }
   return std::nullopt;
 }

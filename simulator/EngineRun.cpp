@@ -1,5 +1,7 @@
 #include "simulator/EngineRun.hpp"
 
+#include <fmt/format.h>
+
 #include "catalog/Catalog.hpp"
 #include "core/Strings.hpp"
 
@@ -9,24 +11,29 @@ const char* stageOf(Phase p) { return p == Phase::Prefill || p == Phase::Extend 
 
 EngineRun runEngine(const Catalog& c, const HardwareProfile& hw, const ModelSpec& m, const Engine& e,
                     const ServingOptions& options, const std::optional<std::string>& backend, Phase phase) {
-  const bool prefill = std::string(stageOf(phase)) == "prefill";
-  auto attempt = [&](bool both_phases) {
-    ServingOptions o = options;
-    if (backend && (both_phases || !e.policy.per_stage)) {
-      o.backend = backend;
-    } else if (backend) {
-      (prefill ? o.prefill_backend : o.decode_backend) = backend;
-    }
-    EngineRun run{Selector(c).select({&hw, &m, &e.policy, o}), std::nullopt};
-    if (!run.selection.refusal) run.choice = prefill ? run.selection.prefill : run.selection.decode;
-    return run;
-  };
-  EngineRun run = attempt(true);
-  if (run.selection.refusal && backend && e.policy.per_stage) {
-    EngineRun single = attempt(false);
-    if (!single.selection.refusal) return single;
-  }
+  ServingOptions o = options;
+  o.backend = backend;
+  EngineRun run{Selector(c).select({&hw, &m, &e.policy, o}), std::nullopt, backend, stageOf(phase)};
+  if (!run.selection.refusal) run.choice = run.stage == "prefill" ? run.selection.prefill : run.selection.decode;
   return run;
+}
+
+Verdict EngineRun::verdict() const {
+  if (selection.refusal || !choice) return Verdict::Refused;
+  return !asked || choice->name == *asked ? Verdict::Runs : Verdict::RunsOther;
+}
+
+std::string EngineRun::whyNot() const {
+  switch (verdict()) {
+    case Verdict::Refused:
+      return selection.refusal.value_or("");
+    case Verdict::RunsOther:
+      return fmt::format("asked for {}, {} runs {} in the {} stage{}{}", *asked, selection.engine, choice->name, stage,
+                         selection.notes.empty() ? "" : ": ", join(selection.notes, "; "));
+    case Verdict::Runs:
+      break;
+  }
+  return "";
 }
 
 PredictionInput predictionInputFor(const Catalog& c, const HardwareProfile& hw, const ModelSpec& m, const Engine& e,

@@ -9,17 +9,31 @@
 
 namespace attnsim {
 
+// How the engine answers `--backend NAME` for one phase. This is the one validity rule that
+// select, predict, rank, check and sweeps share (docs/SELECTION.md "Validity").
+enum class Verdict {
+  Refused,    // the engine refuses the scenario (selection.refusal says why)
+  Runs,       // the engine runs the asked backend (or its own choice, when none was asked) in the phase's stage
+  RunsOther,  // the engine runs another backend there: a platform that replaces explicit names, a
+              // stage the asked backend does not run
+};
+
 struct EngineRun {
   Selection selection;
   std::optional<BackendChoice> choice;  // the phase's backend; empty when the engine refuses
+  std::optional<std::string> asked;     // the backend asked for; empty for the engine's own choice
+  std::string stage;                    // prefill or decode: the phase's stage
+
+  [[nodiscard]] Verdict verdict() const;
+  // Why the asked backend does not run the phase: the refusal, or what runs instead and the notes.
+  [[nodiscard]] std::string whyNot() const;
 };
 
 // The engine stage that runs a phase: prefill (prefill, extend) or decode (decode, verify).
 const char* stageOf(Phase p);
 
-// Runs the engine's selection with `backend` asked for (nullopt: the engine's own choice).
-// Engines that choose per stage first get the backend for both stages (as --attention-backend
-// does), then for the phase's stage only.
+// The engine's selection exactly as `select --backend NAME` runs it (`backend` nullopt: the
+// engine's own choice), and the backend of the phase's stage.
 EngineRun runEngine(const Catalog& c, const HardwareProfile& hw, const ModelSpec& m, const Engine& e,
                     const ServingOptions& options, const std::optional<std::string>& backend, Phase phase);
 

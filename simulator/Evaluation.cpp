@@ -37,7 +37,8 @@ void predictEngineBackend(const Catalog& c, const Scenario& s, ScenarioPredictio
   ServingOptions options = servingOptions(s);
   options.backend.reset();
   const EngineRun run = runEngine(c, *out.hardware, *out.model, e, options, s.backend, s.workload.phase);
-  if (run.selection.refusal) throw EngineRefusal(*run.selection.refusal);
+  // A name the engine replaces is not predicted under that name (rank does not rank it either).
+  if (run.verdict() != Verdict::Runs) throw EngineRefusal(run.whyNot());
   out.input = predictionInputFor(c, *out.hardware, *out.model, e, run, s.cuda_graphs);
   out.kv_dtype = toDisplay(run.selection.env.at("kv_dtype"));
   out.backend =
@@ -88,8 +89,12 @@ void rankEngine(const Catalog& c, const Scenario& s, const Engine& e, Ranking& o
   const std::string auto_choice = own.choice ? own.choice->name : "";
   for (const auto& name : backendNames(e)) {
     const EngineRun run = runEngine(c, *out.hardware, *out.model, e, options, name, phase);
-    if (run.selection.refusal) {
-      out.invalid[e.policy.engine + ":" + name] = *run.selection.refusal;
+    if (run.verdict() == Verdict::Refused) {
+      out.invalid[e.policy.engine + ":" + name] = run.whyNot();
+      continue;
+    }
+    if (run.verdict() == Verdict::RunsOther) {  // ranked under the name the engine runs
+      out.resolved[e.policy.engine + ":" + name] = {e.policy.engine + ":" + run.choice->name, run.whyNot()};
       continue;
     }
     const Predictor predictor(c, predictionInputFor(c, *out.hardware, *out.model, e, run, s.cuda_graphs));

@@ -79,8 +79,12 @@ struct Ranking {
   std::vector<RankedBackend> ranked;           // fastest first
   std::vector<EngineDefault> defaults;         // per engine whose default is valid
   std::map<std::string, std::string> invalid;  // engine:NAME -> the engine's refusal
+  // engine:NAME -> the engine:OTHER the engine runs in this phase when asked for NAME, and why
+  std::map<std::string, std::pair<std::string, std::string>> resolved;
 };
-// Every backend of `engines` (empty: all) predicted for the scenario and ordered by step time.
+// Every backend of `engines` (empty: all) that the engine runs when asked for it by name
+// (runEngine's verdict, the same as `select --backend NAME`), predicted for the scenario and
+// ordered by step time.
 // Throws EngineRefusal when none is valid.
 Ranking rankBackends(const Catalog& c, const Scenario& s, const std::vector<std::string>& engines);
 

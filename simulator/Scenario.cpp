@@ -96,7 +96,8 @@ ModelSpec modelFromGeometry(const ModelGeometry& g) {
   l.sliding_window = g.sliding_window.value_or(0);
   m.attention_layers.push_back(l);
   m.layer_pattern = {"custom"};
-  m.max_context = 1 << 30;
+  m.max_position_embeddings = std::int64_t{1} << 30;
+  m.max_position_embeddings_source = "custom geometry: no limit";
   m.source = "command-line geometry";
   return m;
 }
@@ -104,14 +105,33 @@ ModelSpec modelFromGeometry(const ModelGeometry& g) {
 }  // namespace
 
 std::shared_ptr<const ModelSpec> resolveModel(const Catalog& catalog, const Scenario& s) {
+  std::shared_ptr<const ModelSpec> model;
   if (!s.model.empty()) {
     if (s.geometry) throw UsageError("give either --model or the geometry flags (--num-heads ...), not both");
-    return std::make_shared<const ModelSpec>(catalog.model(s.model));
-  }
-  if (!s.geometry || s.geometry->num_heads < 1 || s.geometry->head_dim < 1) {
+    model = std::make_shared<const ModelSpec>(catalog.model(s.model));
+  } else if (!s.geometry || s.geometry->num_heads < 1 || s.geometry->head_dim < 1) {
     throw UsageError("give --model, or --num-heads and --head-dim for a custom model");
+  } else {
+    model = std::make_shared<const ModelSpec>(modelFromGeometry(*s.geometry));
   }
-  return std::make_shared<const ModelSpec>(modelFromGeometry(*s.geometry));
+  checkScenario(*model, s);
+  return model;
+}
+
+void checkScenario(const ModelSpec& model, const Scenario& s) {
+  if (const auto problem = tensorParallelProblem(model, s.tp)) {
+    throw UsageError(fmt::format("--tp {}: {}; valid --tp for {}: {}", s.tp, *problem, model.id,
+                                 join(validTensorParallelSizes(model), ", ")));
+  }
+  if (s.allow_context_beyond_max_position) return;
+  for (const auto& g : s.workload.groups) {
+    if (g.context > model.max_position_embeddings) {
+      throw UsageError(fmt::format(
+          "--context {}: beyond {}'s max_position_embeddings {} ({}); pass --allow-context-beyond-max-position "
+          "to predict it anyway",
+          g.context, model.id, model.max_position_embeddings, model.max_position_embeddings_source));
+    }
+  }
 }
 
 ServingOptions servingOptions(const Scenario& s) {

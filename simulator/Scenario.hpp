@@ -51,6 +51,9 @@ struct Scenario {
   std::optional<double> cuda_version;
   bool cuda_graphs = true;
   std::map<std::string, std::string> engine_options;  // the engine's own flags, name -> value
+  // Contexts beyond the model's max_position_embeddings are refused unless this is set
+  // (--allow-context-beyond-max-position: RoPE scaling or a deliberate what-if).
+  bool allow_context_beyond_max_position = false;
 };
 
 // "1x2048@2048,31x1@4096": groups of COUNT requests with Q_LEN new tokens over CONTEXT. All
@@ -65,8 +68,13 @@ std::map<std::string, std::string> parseEngineOptions(const std::vector<std::str
 void qualifyBackend(std::optional<std::string>& backend, std::string& engine, const char* flag);
 void qualifyBackends(Scenario& s);
 
-// The catalog model, or one built from the geometry.
+// The catalog model, or one built from the geometry, once the scenario is checked against it
+// (checkScenario): select, predict, rank and check all take their model from here.
 std::shared_ptr<const ModelSpec> resolveModel(const Catalog& catalog, const Scenario& s);
+// UsageError unless the scenario is one the engines would run: --tp splits every attention layer's
+// heads as vLLM and SGLang shard them, and no request's context passes max_position_embeddings
+// (unless allowed).
+void checkScenario(const ModelSpec& model, const Scenario& s);
 // What the engine's selection sees: the scenario's serving options, with those its workload
 // implies (extend runs over a prefix; verify checks q_len draft tokens).
 ServingOptions servingOptions(const Scenario& s);

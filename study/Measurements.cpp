@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -48,12 +49,32 @@ CatalogNames catalogNames(const Catalog& catalog) {
 // Column name -> index; every required column must be there.
 std::map<std::string, std::size_t> columnsOf(const std::vector<std::string>& header, const std::string& source) {
   std::map<std::string, std::size_t> col;
-  for (std::size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
+  for (std::size_t i = 0; i < header.size(); ++i) {
+    const auto [it, fresh] = col.emplace(header[i], i);
+    if (!fresh) {
+      throw LocatedInputError(
+          {source, 1, static_cast<int>(i) + 1}, header[i],
+          fmt::format("column '{}' appears twice (fields {} and {})", header[i], it->second + 1, i + 1));
+    }
+  }
   for (const auto& c : kColumns) {
-    if (!col.count(c)) throw InputError(fmt::format("{}:1: missing column '{}'", source, c));
+    if (!col.count(c)) throw LocatedInputError({source, 1, 1}, c, fmt::format("missing column '{}'", c));
   }
   return col;
 }
+
+// One thing wrong in the file: where (line, 1-based field number), the column, what.
+struct CsvError {
+  CsvError(SourceLocation w, std::string c, std::string m)
+      : where(std::move(w)), column(std::move(c)), message(std::move(m)) {}
+  SourceLocation where;
+  std::string column;
+  std::string message;
+  [[nodiscard]] std::string str() const {
+    return column.empty() ? fmt::format("{}: {}", where.str(), message)
+                          : fmt::format("{}: column '{}': {}", where.str(), column, message);
+  }
+};
 
 // One record's cells by column name, and everything wrong with them, in the order found.
 class RowCells {
@@ -68,7 +89,9 @@ class RowCells {
     return i < cells_.size() ? cells_[i] : std::string{};
   }
   void fail(const std::string& name, const std::string& msg) {
-    errors_.push_back(fmt::format("{}:{}: column '{}': {}", source_, line_, name, msg));
+    const auto found = col_.find(name);
+    const int column = found == col_.end() ? 1 : static_cast<int>(found->second) + 1;
+    errors_.emplace_back(SourceLocation{source_, line_, column}, name, msg);
   }
   std::int64_t integer(const std::string& name, bool required) {
     const std::string s = cell(name);
@@ -90,20 +113,20 @@ class RowCells {
     }
     double v = 0;
     const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc{} || end != s.data() + s.size() || !(v >= 0))
-      fail(name, "'" + s + "' is not a non-negative number");
+    if (ec != std::errc{} || end != s.data() + s.size() || !(v >= 0) || !std::isfinite(v))
+      fail(name, "'" + s + "' is not a finite non-negative number");
     return v;
   }
   [[nodiscard]] const std::string& source() const { return source_; }
   [[nodiscard]] int line() const { return line_; }
-  [[nodiscard]] const std::vector<std::string>& errors() const { return errors_; }
+  [[nodiscard]] const std::vector<CsvError>& errors() const { return errors_; }
 
  private:
   const std::map<std::string, std::size_t>& col_;
   std::vector<std::string> cells_;
   std::string source_;
   int line_;
-  std::vector<std::string> errors_;
+  std::vector<CsvError> errors_;
 };
 
 MeasurementRow textFields(const RowCells& cells) {
@@ -178,18 +201,19 @@ MeasurementRow parseRow(RowCells& cells, const CatalogNames& names) {
   return r;
 }
 
-void throwIfBad(const std::vector<std::string>& errors) {
+// Located at the first bad row; the message lists up to 20 of them.
+void throwIfBad(const std::vector<CsvError>& errors) {
   if (errors.empty()) return;
   const std::size_t shown = std::min<std::size_t>(errors.size(), 20);
   std::string msg = fmt::format("{} bad row(s); nothing imported:\n", errors.size());
-  for (std::size_t i = 0; i < shown; ++i) msg += "  " + errors[i] + "\n";
+  for (std::size_t i = 0; i < shown; ++i) msg += "  " + errors[i].str() + "\n";
   if (shown < errors.size()) msg += fmt::format("  ... and {} more\n", errors.size() - shown);
-  throw InputError(msg);
+  throw LocatedInputError(errors.front().where, errors.front().column, msg, LocatedInputError::Prefix::no);
 }
 
 }  // namespace
 
-std::vector<std::string> splitCsvLine(const std::string& line) {
+std::vector<std::string> splitCsvLine(const std::string& line, bool* unterminated) {
   std::vector<std::string> out;
   std::string cell;
   bool quoted = false;
@@ -214,6 +238,7 @@ std::vector<std::string> splitCsvLine(const std::string& line) {
     }
   }
   out.push_back(cell);
+  if (unterminated != nullptr) *unterminated = quoted;
   return out;
 }
 
@@ -222,18 +247,25 @@ std::vector<MeasurementRow> parseMeasurementCsv(const std::string& text, const s
   const CatalogNames names = catalogNames(catalog);
   std::istringstream in(text);
   std::string line;
-  if (!std::getline(in, line)) throw InputError(source + ": empty file");
+  if (!std::getline(in, line)) throw LocatedInputError({source, 1, 1}, "", "empty file: expected a header row");
   const auto header = splitCsvLine(line);
   const auto col = columnsOf(header, source);
   std::vector<MeasurementRow> rows;
-  std::vector<std::string> errors;
+  std::vector<CsvError> errors;
   int number = 1;
   while (std::getline(in, line)) {
     ++number;
     if (line.empty()) continue;
-    auto cells = splitCsvLine(line);
+    bool unterminated = false;
+    auto cells = splitCsvLine(line, &unterminated);
+    if (unterminated) {
+      errors.emplace_back(SourceLocation{source, number, 1}, "",
+                          "a quoted cell is not closed on its line (cells spanning lines are not supported)");
+      continue;
+    }
     if (cells.size() != header.size()) {
-      errors.push_back(fmt::format("{}:{}: {} cells, the header has {}", source, number, cells.size(), header.size()));
+      errors.emplace_back(SourceLocation{source, number, 1}, "",
+                          fmt::format("{} cells, the header has {}", cells.size(), header.size()));
       continue;
     }
     RowCells row(col, std::move(cells), source, number);

@@ -17,8 +17,9 @@ std::vector<MeasurementRow> readMeasurementCsv(const std::string& path, const Ca
 std::vector<MeasurementRow> parseMeasurementCsv(const std::string& text, const std::string& source,
                                                 const Catalog& catalog);
 
-// Splits one CSV record (RFC 4180 quoting).
-std::vector<std::string> splitCsvLine(const std::string& line);
+// Splits one CSV record (RFC 4180 quoting). `unterminated`, when given, tells whether a quoted
+// cell was still open at the end of the line.
+std::vector<std::string> splitCsvLine(const std::string& line, bool* unterminated = nullptr);
 
 struct MeasurementImport {
   std::size_t rows = 0;

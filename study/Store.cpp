@@ -3,97 +3,32 @@
 #include <fmt/format.h>
 
 #include "core/Error.hpp"
+#include "study/StoreStatement.hpp"
 
 namespace attnsim {
 
-namespace {
-
-constexpr int kSchemaVersion = 2;  // 2: measurements.page_size
-
-class Statement {
- public:
-  Statement(sqlite3* db, const char* sql) : db_(db) {
-    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) {
-      throw InputError(fmt::format("SQLite: {}", sqlite3_errmsg(db)));
-    }
-  }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-
-  void bind(int i, const std::string& v) { sqlite3_bind_text(stmt_, i, v.c_str(), -1, SQLITE_TRANSIENT); }
-  void bind(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
-  void bind(int i, std::int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
-  bool step() {
-    const int rc = sqlite3_step(stmt_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc != SQLITE_DONE) throw InputError(fmt::format("SQLite: {}", sqlite3_errmsg(db_)));
-    return false;
-  }
-  void reset() {
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-  }
-  [[nodiscard]] std::string text(int i) const {
-    const auto* t = sqlite3_column_text(stmt_, i);
-    return t ? reinterpret_cast<const char*>(t) : "";
-  }
-  [[nodiscard]] double real(int i) const { return sqlite3_column_double(stmt_, i); }
-  [[nodiscard]] std::int64_t integer(int i) const { return sqlite3_column_int64(stmt_, i); }
-
- private:
-  sqlite3* db_;
-  sqlite3_stmt* stmt_ = nullptr;
-};
-
-}  // namespace
-
 Store::Store(const std::string& path) : path_(path) {
-  if (sqlite3_open(path.c_str(), &db_) != SQLITE_OK) {
+  // One thread uses a connection at a time (a sweep's writer owns its own): no per-call mutex.
+  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr) !=
+      SQLITE_OK) {
     const std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
     sqlite3_close(db_);
     throw UsageError(fmt::format("--db {}: cannot open: {}", path, msg));
   }
-  exec("PRAGMA journal_mode=WAL;");
-  exec(R"(CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
-          CREATE TABLE IF NOT EXISTS measurements (
-            id INTEGER PRIMARY KEY, source TEXT, line INTEGER, device TEXT, hardware TEXT, date TEXT, torch TEXT,
-            triton TEXT, cuda TEXT, kind TEXT, impl TEXT, kernel TEXT, phase TEXT, batch INTEGER, q_len INTEGER,
-            kv_len INTEGER, heads INTEGER, kv_heads INTEGER, head_dim INTEGER, causal INTEGER, dtype TEXT,
-            median_us REAL, p20_us REAL, p80_us REAL, runs INTEGER, flops REAL, bytes REAL, note TEXT,
-            page_size INTEGER NOT NULL DEFAULT 0, UNIQUE (source, line));
-          CREATE TABLE IF NOT EXISTS calibrations (
-            id INTEGER PRIMARY KEY, hardware TEXT, kernel TEXT, phase TEXT, compute_efficiency REAL, memory_efficiency REAL,
-            fixed_us REAL, key_ns REAL, points INTEGER, fit_mape REAL, source TEXT, created TEXT, catalog_hash TEXT);
-          CREATE TABLE IF NOT EXISTS overhead_fits (
-            id INTEGER PRIMARY KEY, hardware TEXT, kernel_launch_us REAL, graph_replay_base_us REAL,
-            graph_node_us REAL, points INTEGER, source TEXT, created TEXT, catalog_hash TEXT);)");
-  exec(fmt::format("INSERT OR IGNORE INTO meta VALUES ('schema_version', '{}');", kSchemaVersion).c_str());
-  std::string found;
-  {
-    Statement version(db_, "SELECT value FROM meta WHERE key = 'schema_version'");
-    if (version.step()) found = version.text(0);
-  }
-  if (found != std::to_string(kSchemaVersion)) {
+  // Another process writing the same file holds the lock for one transaction at a time: wait.
+  sqlite3_busy_timeout(db_, 600000);
+  try {
+    createOrMigrateSchema(db_, path);
+  } catch (...) {
     sqlite3_close(db_);
     db_ = nullptr;
-    throw UsageError(
-        fmt::format("--db {}: a store of schema version {}, this attnsim writes version {}; import the "
-                    "measurements into a new store",
-                    path, found, kSchemaVersion));
+    throw;
   }
 }
 
 Store::~Store() { sqlite3_close(db_); }
 
-void Store::exec(const char* sql) const {
-  char* error = nullptr;
-  if (sqlite3_exec(db_, sql, nullptr, nullptr, &error) != SQLITE_OK) {
-    const std::string msg = error ? error : "unknown error";
-    sqlite3_free(error);
-    throw InputError(fmt::format("SQLite ({}): {}", path_, msg));
-  }
-}
+void Store::exec(const char* sql) const { execSql(db_, sql, path_); }
 
 void Store::insertMeasurements(const std::vector<MeasurementRow>& rows) {
   exec("BEGIN IMMEDIATE;");

@@ -39,9 +39,16 @@ struct OverheadRow {
   std::string source, created, catalog_hash;
 };
 
+// The schema version this attnsim writes (docs/STORE.md lists each version's changes).
+constexpr int kStoreSchemaVersion = 3;
+// Creates every table, or migrates a store of an older version; a newer or unknown one is a
+// UsageError naming both versions.
+void createOrMigrateSchema(sqlite3* db, const std::string& path);
+
 class Store {
  public:
-  explicit Store(const std::string& path);  // creates the schema when new
+  // Creates the schema when new, migrates an older one (docs/STORE.md), refuses a newer one.
+  explicit Store(const std::string& path);
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
@@ -53,6 +60,10 @@ class Store {
   void insertOverheadFit(const OverheadRow& row);
   // The newest calibration of each (hardware, kernel, phase).
   [[nodiscard]] std::vector<CalibrationRow> latestCalibrations() const;
+
+  // For the store's own writers (study/Sweep*): the connection and the file.
+  [[nodiscard]] sqlite3* handle() const { return db_; }
+  [[nodiscard]] const std::string& path() const { return path_; }
 
  private:
   void exec(const char* sql) const;

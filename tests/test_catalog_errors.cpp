@@ -60,6 +60,40 @@ TEST(CatalogErrors, YamlSyntaxErrorNamesLine) {
   EXPECT_GE(e.where().line, 2);
 }
 
+TEST(CatalogErrors, DuplicateKeyNamesBothLines) {
+  // YAML allows a key once per mapping; yaml-cpp would keep both and the reader see the first.
+  OverlayDir overlay;
+  const std::string base = embeddedFile(kH100);
+  const std::string text = base + "memory_bandwidth_gbps: 3000\n";
+  overlay.write(kH100, text);
+  const CatalogError e = loadError(overlay);
+  const int first = lineOf(text, "memory_bandwidth_gbps:");
+  const int second = static_cast<int>(std::count(base.begin(), base.end(), '\n')) + 1;
+  EXPECT_EQ(e.where().line, second);
+  EXPECT_EQ(e.keyPath(), "memory_bandwidth_gbps");
+  EXPECT_NE(std::string(e.what()).find("duplicate key 'memory_bandwidth_gbps': also written at line " +
+                                       std::to_string(first)),
+            std::string::npos)
+      << e.what();
+}
+
+TEST(CatalogErrors, DuplicateNestedKeyIsFoundToo) {
+  OverlayDir overlay;
+  const std::string text =
+      replaceOnce(embeddedFile(kH100), "peak_tflops: {fp64: 66.9,", "peak_tflops: {fp64: 66.9, fp64: 1,");
+  overlay.write(kH100, text);
+  const CatalogError e = loadError(overlay);
+  EXPECT_EQ(e.where().line, lineOf(text, "peak_tflops:"));
+  EXPECT_NE(std::string(e.what()).find("duplicate key 'fp64'"), std::string::npos) << e.what();
+}
+
+TEST(CatalogErrors, DeepNestingIsRefusedNotRecursed) {
+  OverlayDir overlay;
+  overlay.write(kH100, embeddedFile(kH100) + "extra: " + std::string(200, '[') + std::string(200, ']') + "\n");
+  const CatalogError e = loadError(overlay);
+  EXPECT_NE(std::string(e.what()).find("nested deeper than"), std::string::npos) << e.what();
+}
+
 TEST(CatalogErrors, UnknownKeySuggestsTheClosestKey) {
   OverlayDir overlay;
   const std::string text = replaceOnce(embeddedFile(kH100), "memory_gb:", "memroy_gb:");

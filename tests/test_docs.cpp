@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "reports/SupportTables.hpp"
 #include "selection/EngineVariables.hpp"
@@ -78,6 +79,78 @@ TEST(GoldenDocs, RulesDocumentEveryScenarioVariable) {
   for (const auto& [name, meaning] : scenarioVariableDocs()) {
     EXPECT_NE(rules.find(fmt::format("| `{}` | {} |", name, meaning)), std::string::npos) << name;
   }
+}
+
+}  // namespace
+}  // namespace attnsim::test
+
+namespace attnsim::test {
+namespace {
+
+const DocsDiff* findDiff(const std::vector<DocsDiff>& diffs, const std::string& row, const std::string& column) {
+  for (const auto& d : diffs) {
+    if (d.row == row && d.column == column) return &d;
+  }
+  return nullptr;
+}
+
+// RTP-LLM: the document's speculative-decoding ❌ cells are no condition of prepareModelRun or
+// decoderSelfAttention, so no validation check reads them (docs/engines/rtp-llm.md D1).
+TEST(DocsDiff, RtpLlmSpecDecodingCrossesAreNotEnforcedByTheCode) {
+  const auto diffs = docsDiff(defaultCatalog().engine("rtp-llm"));
+  const DocsDiff* d = findDiff(diffs, "TRT_V2", "Spec Decoding");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->doc, "❌");
+  EXPECT_NE(d->decision.find("no check reads 'spec_decoding'"), std::string::npos) << d->decision;
+  // XQA serves speculative steps: its documented ❌ differs from the descriptor's ✅.
+  const DocsDiff* xqa = findDiff(diffs, "XQA", "Spec Decoding");
+  ASSERT_NE(xqa, nullptr);
+  EXPECT_EQ(xqa->code, "✅");
+  EXPECT_NE(xqa->decision.find("XQA.yaml (documented.spec_decoding)"), std::string::npos);
+}
+
+// SGLang: triton accepts an FP8 KV cache (the fa3 + fp8_e5m2 switch lands on it), the document says ❌.
+TEST(DocsDiff, SglangTritonFp8KvCellDiffersFromTheCode) {
+  const auto diffs = docsDiff(defaultCatalog().engine("sglang"));  // d points into it
+  const DocsDiff* d = findDiff(diffs, "triton/mha", "FP8 KV Cache");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->doc, "❌");
+  EXPECT_EQ(d->code, "✅");
+  EXPECT_NE(d->decision.find("check feature fp8_kv"), std::string::npos);
+}
+
+// vLLM: the generated document shows FlashAttention's KV dtypes as "auto"; validate_configuration
+// accepts bfloat16 too.
+TEST(DocsDiff, VllmFlashAttnKvDtypesCellDiffersFromValidateConfiguration) {
+  const auto diffs = docsDiff(defaultCatalog().engine("vllm"));  // d points into it
+  const DocsDiff* d = findDiff(diffs, "FLASH_ATTN@FA2", "KV Cache Dtypes");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->doc, "auto");
+  EXPECT_NE(d->decision.find("validate_configuration"), std::string::npos);
+}
+
+// A cell the code follows is not listed, and every listed cell names where the code decides.
+TEST(DocsDiff, ListsOnlyDisagreeingCellsEachWithItsDecision) {
+  for (const auto& e : defaultCatalog().engines()) {
+    const auto diffs = docsDiff(e);
+    EXPECT_FALSE(diffs.empty()) << e.policy.engine;
+    for (const auto& d : diffs) {
+      EXPECT_NE(d.doc, d.code) << e.policy.engine << " " << d.row << " " << d.column;
+      EXPECT_FALSE(d.decision.empty());
+    }
+  }
+  EXPECT_EQ(findDiff(docsDiff(defaultCatalog().engine("sglang")), "fa3/mha", "FP8 KV Cache"), nullptr);
+}
+
+TEST(DocsDiff, CommandPrintsTheDiffInTextAndJson) {
+  const auto text = runAttnsim("docs --engine rtp-llm --diff");
+  EXPECT_EQ(text.exit_code, 0);
+  EXPECT_NE(text.output.find("| TRT_V2 | Spec Decoding | ❌ |"), std::string::npos) << text.output;
+  const auto json = runAttnsim("--json docs --engine sglang --diff");
+  const auto j = nlohmann::json::parse(json.output);
+  ASSERT_TRUE(j.is_array());
+  EXPECT_EQ(j.front()["engine"], "sglang");
+  EXPECT_FALSE(j.front()["decided_by"].get<std::string>().empty());
 }
 
 }  // namespace

@@ -248,3 +248,22 @@ TEST(VllmFlashAttnMla, IgnoresFaVersion) {
 
 }  // namespace
 }  // namespace attnsim::test
+
+namespace attnsim::test {
+namespace {
+
+// D4.1: --attention-config.use_trtllm_attention=False takes FlashInfer off its TRT-LLM path, so
+// FlashInfer loses sink support on B200 and GPT-OSS falls through FLASH_ATTN (FA2, no sinks) to
+// TRITON_ATTN; unset (auto) keeps FLASHINFER [TRTLLM].
+TEST(VllmB200, UseTrtllmAttentionFalseSendsGptOssToTritonAttn) {
+  Scenario s = engineScenario("vllm", "b200", "gpt-oss-20b");
+  const Selection automatic = selectionOf(s);
+  EXPECT_EQ(nameOf(automatic.decode), "FLASHINFER");
+  ASSERT_TRUE(automatic.decode);
+  EXPECT_EQ(automatic.decode->variant, "TRTLLM");
+  s.engine_options["use_trtllm_attention"] = "false";
+  EXPECT_EQ(nameOf(selectionOf(s).decode), "TRITON_ATTN");
+}
+
+}  // namespace
+}  // namespace attnsim::test

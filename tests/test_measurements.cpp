@@ -57,14 +57,18 @@ TEST(Measurements, BadRowsAreReportedWithTheirLinesAndNothingIsImported) {
   try {
     (void)parseMeasurementCsv(text, "bad.csv", defaultCatalog());
     FAIL() << "expected the bad rows to be refused";
-  } catch (const InputError& e) {
+  } catch (const LocatedInputError& e) {
+    // Located at the first bad row and column (impl is field 7); the message lists every bad row.
+    EXPECT_EQ(e.where().str(), "bad.csv:2:7");
+    EXPECT_EQ(e.key(), "impl");
     const std::string m = e.what();
-    EXPECT_NE(m.find("bad.csv:2: column 'impl': 'sdpa_flsh' is no kernel family's measured_as"), std::string::npos)
+    EXPECT_NE(m.find("bad.csv:2:7: column 'impl': 'sdpa_flsh' is no kernel family's measured_as"), std::string::npos)
         << m;
     EXPECT_NE(m.find("did you mean 'sdpa_flash'"), std::string::npos) << m;
-    EXPECT_NE(m.find("bad.csv:3: column 'device': 'NVIDIA B300'"), std::string::npos) << m;
-    EXPECT_NE(m.find("bad.csv:4: column 'median_us': 'x' is not a non-negative number"), std::string::npos) << m;
-    EXPECT_NE(m.find("bad.csv:4: column 'q_len': needs 1 <= q_len <= kv_len"), std::string::npos) << m;
+    EXPECT_NE(m.find("bad.csv:3:1: column 'device': 'NVIDIA B300'"), std::string::npos) << m;
+    EXPECT_NE(m.find("bad.csv:4:17: column 'median_us': 'x' is not a finite non-negative number"), std::string::npos)
+        << m;
+    EXPECT_NE(m.find("bad.csv:4:10: column 'q_len': needs 1 <= q_len <= kv_len"), std::string::npos) << m;
   }
   // Through the program: exit 2 and an empty study.
   OverlayDir dir;

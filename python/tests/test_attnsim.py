@@ -154,3 +154,13 @@ def test_a_study_database_that_does_not_exist_is_created_empty(tmp_path):
     db = str(tmp_path / "study.db")
     answer = attnsim.predict(hardware="h100-sxm", model="llama-3.1-8b", engine="vllm", db=db)
     assert answer == attnsim.predict(hardware="h100-sxm", model="llama-3.1-8b", engine="vllm")
+
+
+def test_invalid_scenarios_raise_input_error():
+    with pytest.raises(attnsim.InputError, match=r"--tp 3: .*32 query heads and 8 KV heads.*1, 2, 4, 8, 16, 32"):
+        attnsim.predict(engine="vllm", hardware="h100-sxm", model="llama-3.1-8b", tp=3)
+    with pytest.raises(attnsim.InputError, match="max_position_embeddings 40960"):
+        attnsim.predict(engine="vllm", hardware="h100-sxm", model="qwen3-8b", context=40961)
+    answer = attnsim.predict(engine="vllm", hardware="h100-sxm", model="qwen3-8b", context=40961,
+                             allow_context_beyond_max_position=True)
+    assert answer["step_us_graph"] > 0

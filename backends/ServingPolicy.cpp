@@ -1,0 +1,61 @@
+#include "backends/ServingPolicy.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/Strings.hpp"
+
+namespace attnsim {
+
+const std::vector<std::string> kServingMemoryVariables = {"weights_mib",        "activation_mib",      "cuda_graph_mib",
+                                                          "decode_graph_sizes", "prefill_graph_sizes", "context_len"};
+const std::vector<std::string> kServingSchedulerVariables = {"kv_tokens"};
+
+namespace {
+
+Expr::VariableCheck checkAgainst(std::vector<std::string> names) {
+  return [names = std::move(names)](std::string_view name) -> std::string {
+    if (std::find(names.begin(), names.end(), name) != names.end()) return {};
+    return fmt::format("unknown variable '{}'{}", name, didYouMean(name, names));
+  };
+}
+
+}  // namespace
+
+ServingPolicy parseServingPolicy(const YamlReader& r, const std::vector<std::string>& known) {
+  ServingPolicy p;
+  p.source = r.get<std::string>("source");
+  std::vector<std::string> names = known;
+  // Derived variables come before the activation estimate (it needs max_batched_tokens).
+  for (const auto& v : kServingMemoryVariables) {
+    if (v != "activation_mib") names.push_back(v);
+  }
+  if (auto derive = r.findMap("derive")) {
+    for (const auto& key : derive->keysOf()) {
+      p.derive.emplace_back(key, derive->getExpr(key, checkAgainst(names)));
+      names.push_back(key);
+    }
+    derive->finish();
+  }
+  names.emplace_back("activation_mib");
+  const YamlReader memory = r.map("memory");
+  p.memory.kv_pool_mib = memory.getExpr("kv_pool_mib", checkAgainst(names));
+  p.memory.logit_rows = memory.findExpr("logit_rows", checkAgainst(names));
+  p.memory.note = memory.get<std::string>("note", "");
+  p.memory.source = memory.get<std::string>("source");
+  memory.finish();
+
+  const YamlReader sched = r.map("scheduler");
+  p.scheduler.max_batched_tokens = sched.getExpr("max_batched_tokens", checkAgainst(names));
+  names.insert(names.end(), kServingSchedulerVariables.begin(), kServingSchedulerVariables.end());
+  p.scheduler.max_running_requests = sched.getExpr("max_running_requests", checkAgainst(names));
+  p.scheduler.mixed_batches = sched.get<bool>("mixed_batches");
+  p.scheduler.policy = sched.getOneOf("policy", {"decode-first", "prefill-first"});
+  p.scheduler.source = sched.get<std::string>("source");
+  sched.finish();
+  r.finish();
+  return p;
+}
+
+}  // namespace attnsim

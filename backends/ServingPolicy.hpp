@@ -1,0 +1,48 @@
+#pragma once
+// How an engine serves, as data (the `serving:` section of backends/<engine>/engine.yaml): the
+// variables it derives from the GPU and the scenario (chunked-prefill size, graph maximum, memory
+// fraction), how it splits GPU memory between weights, activations, CUDA graphs and the KV pool,
+// and its scheduler's limits. The capacity model (cost/MemoryModel) and serve-sim read it.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/Expr.hpp"
+#include "core/YamlReader.hpp"
+
+namespace attnsim {
+
+struct ServingMemory {
+  // The KV pool per GPU in MiB: an expression of the scenario, the derived variables and the
+  // quantities attnsim computes (kServingMemoryVariables).
+  Expr kv_pool_mib;
+  // Rows of logits the engine's profiling run materialises (vLLM: max_num_seqs); 0 when unset.
+  std::optional<Expr> logit_rows;
+  std::string note;  // what the engine counts and what it leaves out
+  std::string source;
+};
+
+struct ServingScheduler {
+  Expr max_batched_tokens;    // token budget of one step (prefill chunk plus decodes)
+  Expr max_running_requests;  // may also read kv_tokens
+  bool mixed_batches = true;  // chunked prefill runs in the same step as decodes
+  std::string policy;         // decode-first (vLLM) or prefill-first (SGLang, RTP-LLM)
+  std::string source;
+};
+
+struct ServingPolicy {
+  std::vector<std::pair<std::string, Expr>> derive;  // evaluated in order
+  ServingMemory memory;
+  ServingScheduler scheduler;
+  std::string source;
+};
+
+// Quantities attnsim computes before the memory expression runs.
+extern const std::vector<std::string> kServingMemoryVariables;
+// Quantities known after the KV pool is sized (for max_running_requests).
+extern const std::vector<std::string> kServingSchedulerVariables;
+
+// `known` holds the scenario variables and the engine's options.
+ServingPolicy parseServingPolicy(const YamlReader& r, const std::vector<std::string>& known);
+
+}  // namespace attnsim

@@ -1,0 +1,37 @@
+// serve-sim speed on one core: a 10,000-request Poisson trace on Llama-3.1-8B (vLLM, H100 SXM).
+// Issue 15 asks for <= 1 s per simulation, so a rate search over dozens of configurations takes seconds.
+#include <benchmark/benchmark.h>
+
+#include "catalog/Catalog.hpp"
+#include "simulator/ServeRun.hpp"
+#include "simulator/Traces.hpp"
+
+namespace attnsim {
+namespace {
+
+void BM_ServeSim10kRequests(benchmark::State& state) {
+  const Catalog c = Catalog::loadDefault();
+  Scenario s;
+  s.hardware = "h100-sxm";
+  s.model = "llama-3.1-8b";
+  s.engine = state.range(1) == 0 ? "vllm" : "sglang";
+  ArrivalSpec a;
+  a.rate = static_cast<double>(state.range(0));
+  a.requests = 10000;
+  a.lengths = "exponential";
+  a.prompt_tokens = 1024;
+  a.output_tokens = 256;
+  const std::vector<ServeRequest> requests = generateRequests(a);
+  std::int64_t steps = 0;
+  for (auto _ : state) {
+    const ServeRun run = serveScenario(c, s, requests, {});  // includes selection and the step-model setup
+    steps = run.result.steps;
+    benchmark::DoNotOptimize(run.result.ttft.p99);
+  }
+  state.counters["steps"] = static_cast<double>(steps);
+  state.SetItemsProcessed(state.iterations() * a.requests);
+}
+BENCHMARK(BM_ServeSim10kRequests)->Args({10, 0})->Args({40, 0})->Args({40, 1})->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace attnsim

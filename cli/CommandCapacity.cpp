@@ -1,0 +1,181 @@
+// attnsim capacity memory: the engine's GPU memory split and KV capacity for one scenario.
+#include <fmt/format.h>
+
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/Commands.hpp"
+#include "cli/ServeFlags.hpp"
+#include "core/Strings.hpp"
+#include "hardware/HardwareProfile.hpp"
+#include "model/ModelSpec.hpp"
+#include "simulator/Capacity.hpp"
+#include "simulator/CapacitySearch.hpp"
+
+namespace attnsim::cli {
+
+namespace {
+
+nlohmann::json splitJson(const CapacityReport& r) {
+  const MemorySplit& s = r.split;
+  nlohmann::json derived = nlohmann::json::object();
+  for (const auto& [name, value] : s.derived) derived[name] = value;
+  return {{"hardware", r.hardware->id},
+          {"model", r.model->id},
+          {"engine", r.engine},
+          {"backend", r.backend},
+          {"kv_dtype", r.kv_dtype},
+          {"tp", r.tp},
+          {"gpu_mib", s.gpu_mib},
+          {"weights_mib", s.weights_mib},
+          {"activation_mib", s.activation_mib},
+          {"cuda_graph_mib", s.cuda_graph_mib},
+          {"engine_reserve_mib", s.other_mib},
+          {"kv_pool_mib", s.kv_pool_mib},
+          {"kv_bytes_per_token", s.kv.full_bytes},
+          {"kv_bytes_per_token_windowed", s.kv.windowed_bytes},
+          {"sliding_window", s.kv.max_window},
+          {"page_size", s.page_size},
+          {"kv_tokens", s.kv_tokens},
+          {"kv_pages", s.kv_pages},
+          {"max_batched_tokens", s.max_batched_tokens},
+          {"max_running_requests", s.max_running_requests},
+          {"decode_graph_sizes", s.decode_graph_sizes},
+          {"prefill_graph_sizes", s.prefill_graph_sizes},
+          {"weights_fit", s.weightsFit()},
+          {"derived", derived},
+          {"note", s.note},
+          {"source", s.source}};
+}
+
+void printSplit(const CapacityReport& r) {
+  const MemorySplit& s = r.split;
+  fmt::print("{} · {} · {}:{} · TP {} · KV {} · page {}\n\n", r.hardware->id, r.model->id, r.engine, r.backend, r.tp,
+             r.kv_dtype, s.page_size);
+  fmt::print("GPU memory per rank     {:>10.2f} GiB\n", s.gpu_mib / 1024);
+  fmt::print("  weights               {:>10.2f} GiB  ({:.2f} GB, {} {}B params / TP {})\n", s.weights_mib / 1024,
+             s.weights_mib * kMiB / 1e9, r.model->weight_dtype, r.model->parameters_b, r.tp);
+  fmt::print("  KV pool               {:>10.2f} GiB\n", s.kv_pool_mib / 1024);
+  fmt::print("  engine reserve        {:>10.2f} GiB  (not weights nor KV), holding by attnsim's estimates:\n",
+             s.other_mib / 1024);
+  fmt::print("    activation peak     {:>10.2f} GiB  (at {} tokens)\n", s.activation_mib / 1024, s.max_batched_tokens);
+  fmt::print("    CUDA graphs         {:>10.2f} GiB  ({} decode + {} prefill sizes)\n", s.cuda_graph_mib / 1024,
+             s.decode_graph_sizes, s.prefill_graph_sizes);
+  fmt::print("KV per token            {:>10.0f} B", s.kv.full_bytes);
+  if (s.kv.windowed_layers > 0) {
+    fmt::print(" (+ {:.0f} B in {} sliding-window layers, up to {} tokens)", s.kv.windowed_bytes, s.kv.windowed_layers,
+               s.kv.max_window);
+  }
+  fmt::print("\nKV capacity             {:>10} tokens, {} pages\n", s.kv_tokens, s.kv_pages);
+  fmt::print("scheduler               {} tokens per step, {} running requests\n", s.max_batched_tokens,
+             s.max_running_requests);
+  for (const auto& [name, value] : s.derived) fmt::print("  {:<22}{:>10.6g}\n", name, value);
+  if (!s.weightsFit()) fmt::print("\nDOES NOT FIT: the weights leave no room for a KV cache\n");
+  fmt::print("\n{}\nsource: {}\n", s.note, s.source);
+}
+
+}  // namespace
+
+struct SearchFlags {
+  ScenarioFlags scenario;  // hardware, models and engines hold comma lists
+  std::string tps = "1";
+  ArrivalSpec arrivals;
+  double slo_ttft_ms = 2000, slo_tpot_ms = 50, target_rate = 0;
+};
+
+nlohmann::json searchRow(const CapacityReport& c, const RateSearch& r, const SearchFlags& f) {
+  return {{"hardware", c.hardware->id},
+          {"model", c.model->id},
+          {"engine", c.engine},
+          {"backend", c.backend},
+          {"tp", c.tp},
+          {"max_rate_rps", r.max_rate},
+          {"output_tokens_per_s", r.at_max.output_tokens_per_s},
+          {"p99_ttft_ms", r.at_max.ttft.p99 * 1e3},
+          {"p99_tpot_ms", r.at_max.tpot.p99 * 1e3},
+          {"gpus_for_target", f.target_rate > 0 ? nlohmann::json(r.gpusFor(f.target_rate, c.tp)) : nlohmann::json()},
+          {"simulations", r.simulations}};
+}
+
+int runSearch(const GlobalOptions& global, const SearchFlags& f) {
+  const Catalog c = global.loadCatalog();
+  const ServeSlo slo{f.slo_ttft_ms / 1e3, f.slo_tpot_ms / 1e3};
+  nlohmann::json rows = nlohmann::json::array();
+  if (!global.json) {
+    fmt::print(
+        "highest rate with p99 TTFT <= {} ms and p99 TPOT <= {} ms; {} requests, prompt {} / output {} tokens\n\n",
+        f.slo_ttft_ms, f.slo_tpot_ms, f.arrivals.requests, f.arrivals.prompt_tokens, f.arrivals.output_tokens);
+    fmt::print("{:<14}{:<26}{:>4}{:>12}{:>12}{:>12}{:>12}{:>8}\n", "hardware", "engine:backend", "TP", "max req/s",
+               "tokens/s", "p99 TTFT", "p99 TPOT", "GPUs");
+  }
+  for (const auto& hw : splitList(f.scenario.hardware)) {
+    for (const auto& engine : splitList(f.scenario.engines)) {
+      for (const auto& tp : splitList(f.tps)) {
+        ScenarioFlags one = f.scenario;
+        one.tp = std::stoll(tp);
+        const Scenario s = one.scenario(hw, f.scenario.models, engine);
+        try {
+          ServeSession session(c, s);
+          const RateSearch r = searchRate(session, f.arrivals, slo);
+          const nlohmann::json row = searchRow(session.setup().capacity, r, f);
+          rows.push_back(row);
+          if (!global.json) {
+            fmt::print("{:<14}{:<26}{:>4}{:>12.2f}{:>12.0f}{:>10.0f}ms{:>10.1f}ms{:>8}\n", hw,
+                       engine + ":" + session.setup().capacity.backend, tp, r.max_rate, r.at_max.output_tokens_per_s,
+                       r.at_max.ttft.p99 * 1e3, r.at_max.tpot.p99 * 1e3,
+                       f.target_rate > 0 ? std::to_string(r.gpusFor(f.target_rate, static_cast<int>(one.tp))) : "-");
+          }
+        } catch (const std::runtime_error& e) {  // InputError or EngineRefusal: a refusal or a model that does not fit:
+                                                 // reported, the search goes on
+          rows.push_back({{"hardware", hw}, {"engine", engine}, {"tp", one.tp}, {"error", e.what()}});
+          if (!global.json) fmt::print("{:<14}{:<26}{:>4}  {}\n", hw, engine, tp, e.what());
+        }
+      }
+    }
+  }
+  if (global.json) std::cout << rows.dump(2) << "\n";
+  return 0;
+}
+
+CLI::App* addSearch(CLI::App& app, SearchFlags& f) {
+  CLI::App* search = app.add_subcommand("search", "highest request rate within an SLO, and GPUs for a target rate");
+  search->add_option("--hardware", f.scenario.hardware, "hardware profile ids, comma list")->required();
+  search->add_option("--model", f.scenario.models, "model id")->required();
+  search->add_option("--engine", f.scenario.engines, "engine ids, comma list")->required();
+  search->add_option("--tp", f.tps, "tensor-parallel sizes, comma list (default 1)");
+  search->add_option("--kv-dtype", f.scenario.kv_dtype, "KV-cache dtype as the engine spells it");
+  addArrivalFlags(*search, f.arrivals);
+  search->add_option("--slo-ttft-ms", f.slo_ttft_ms, "SLO on p99 time to first token")->check(CLI::PositiveNumber);
+  search->add_option("--slo-tpot-ms", f.slo_tpot_ms, "SLO on p99 time per output token")->check(CLI::PositiveNumber);
+  search->add_option("--target-rate", f.target_rate, "requests per second to serve: prints the GPUs needed");
+  return search;
+}
+
+Runner addCapacityCommand(CLI::App& app, const GlobalOptions& global) {
+  app.require_subcommand(1);
+  CLI::App* memory = app.add_subcommand("memory", "the engine's GPU memory split and KV-cache capacity");
+  auto flags = std::make_shared<ScenarioFlags>();
+  memory->add_option("--hardware", flags->hardware, "hardware profile id")->required();
+  memory->add_option("--model", flags->models, "model id")->required();
+  memory->add_option("--engine", flags->engines, "engine id")->required();
+  memory->add_option("--backend", flags->backend, "engine:NAME (default: the engine's own choice)");
+  flags->addServing(*memory);
+  memory->add_option("--cuda-graph", flags->cuda_graph, "on or off")->check(CLI::IsMember({"on", "off"}));
+  auto search_flags = std::make_shared<SearchFlags>();
+  search_flags->arrivals.requests = 1000;
+  CLI::App* search = addSearch(app, *search_flags);
+  return [&global, flags, memory, search, search_flags]() {
+    if (search->parsed()) return runSearch(global, *search_flags);
+    if (!memory->parsed()) return 2;
+    const Catalog c = global.loadCatalog();
+    const CapacityReport r = capacityOf(c, flags->scenario(flags->hardware, flags->models, flags->engines));
+    if (global.json) {
+      std::cout << splitJson(r).dump(2) << "\n";
+    } else {
+      printSplit(r);
+    }
+    return r.split.weightsFit() ? 0 : 1;
+  };
+}
+
+}  // namespace attnsim::cli

@@ -1,0 +1,94 @@
+// attnsim report KIND --db FILE --out DIR: the validation report (measurements against the model)
+// and the study reports (priorities, whatif, matrix) over a sweep's store.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/Commands.hpp"
+#include "core/Error.hpp"
+#include "core/Files.hpp"
+#include "core/Strings.hpp"
+#include "reports/StudyReports.hpp"
+#include "reports/ValidationReport.hpp"
+#include "study/StepValidation.hpp"
+#include "study/Validation.hpp"
+
+namespace attnsim::cli {
+
+namespace {
+
+using nlohmann::json;
+
+struct ReportFlags {
+  std::string what, db, out_dir, holdout = "1024,8192", sweep, compare;
+  WhatIfOptions whatif;
+};
+
+int runValidationReport(const GlobalOptions& global, const ReportFlags& f) {
+  const Catalog c = global.loadCatalog();
+  Store store(f.db);
+  const auto rows = store.measurements("attention");
+  if (rows.empty()) throw UsageError("--db " + f.db + ": no attention measurements (run measurements import)");
+  const Validation validation = runValidation(c, rows, {parseContexts(f.holdout)});
+  const StepValidation steps = stepValidation(c, store.measurements("step"));
+  const std::string markdown = validationMarkdown(validation, steps);
+  std::filesystem::create_directories(f.out_dir);
+  writeFileAtomically(std::filesystem::path(f.out_dir) / "validation.md", markdown);
+  writeFileAtomically(std::filesystem::path(f.out_dir) / "scatter.svg", validationScatterSvg(validation));
+  if (global.json) {
+    std::cout << json{{"worst_family_phase_mape", validation.worst_test_mape},
+                      {"top1_agreement", validation.ranking.top1},
+                      {"mean_kendall_tau", validation.ranking.mean_kendall_tau},
+                      {"report", f.out_dir + "/validation.md"}}
+                     .dump(2)
+              << "\n";
+  } else {
+    std::cout << markdown;
+  }
+  return 0;
+}
+
+int runStudyReport(const GlobalOptions& global, ReportFlags f) {
+  if (!std::filesystem::exists(f.db)) throw UsageError("--db " + f.db + ": no such file (run attnsim sweep first)");
+  const Catalog fallback = global.loadCatalog();
+  Store store(f.db);
+  const StudyData data = loadStudyData(store, f.sweep, fallback);
+  f.whatif.compare = splitList(f.compare);
+  const StudyReport report = f.what == "priorities" ? prioritiesReport(data)
+                             : f.what == "matrix"   ? matrixReport(data)
+                                                    : whatIfReport(data, f.whatif);
+  writeStudyReport(report, f.out_dir);
+  const auto base = std::filesystem::path(f.out_dir) / report.kind;
+  if (global.json) {
+    std::cout << report.json.dump(2) << "\n";
+  } else {
+    fmt::print("wrote {}.html, {}.md (with {} SVG figures) and {}.json\n", base.string(), base.string(),
+               report.document.figures().size(), base.string());
+  }
+  return 0;
+}
+
+}  // namespace
+
+Runner addReportCommand(CLI::App& app, const GlobalOptions& global) {
+  auto f = std::make_shared<ReportFlags>();
+  app.add_option("what", f->what, "validation, priorities, whatif or matrix")
+      ->required()
+      ->check(CLI::IsMember({"validation", "priorities", "whatif", "matrix"}));
+  app.add_option("--db", f->db, "study file")->required();
+  app.add_option("--out", f->out_dir, "folder for the report's files")->required();
+  app.add_option("--holdout-contexts", f->holdout, "validation: context lengths kept out of the fit (comma list)");
+  app.add_option("--sweep", f->sweep, "the sweep to report on (name or id; default: the store's only sweep)");
+  app.add_option("--compare", f->compare, "whatif: backends side by side, engine:NAME comma list");
+  app.add_flag("--compare-engines", f->whatif.engines, "whatif: each engine's own choice side by side");
+  app.add_flag("--compare-hardware", f->whatif.hardware, "whatif: one engine's choice on each swept device");
+  app.add_option("--engine", f->whatif.engine, "whatif: only this engine (the one --compare-hardware follows)");
+  app.add_option("--hardware", f->whatif.hardware_filter, "whatif: only this hardware profile");
+  app.add_option("--model", f->whatif.model_filter, "whatif: only this model");
+  return
+      [&global, f]() { return f->what == "validation" ? runValidationReport(global, *f) : runStudyReport(global, *f); };
+}
+
+}  // namespace attnsim::cli

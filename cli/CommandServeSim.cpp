@@ -1,0 +1,170 @@
+// attnsim serve-sim: a request-level serving simulation of one engine on one GPU (or TP group).
+#include <fmt/format.h>
+
+#include <chrono>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/Commands.hpp"
+#include "cli/ServeFlags.hpp"
+#include "core/Files.hpp"
+#include "hardware/HardwareProfile.hpp"
+#include "model/ModelSpec.hpp"
+#include "simulator/ServeRun.hpp"
+#include "simulator/Traces.hpp"
+
+namespace attnsim::cli {
+
+namespace {
+
+struct ServeFlags {
+  ScenarioFlags scenario;
+  std::string trace, write_trace;
+  ArrivalSpec arrivals;
+  double slo_ttft_ms = 2000, slo_tpot_ms = 50;
+};
+
+nlohmann::json percentilesJson(const Percentiles& p, double scale) {
+  return {{"mean", p.mean * scale},
+          {"p50", p.p50 * scale},
+          {"p90", p.p90 * scale},
+          {"p99", p.p99 * scale},
+          {"max", p.max * scale}};
+}
+
+nlohmann::json resultJson(const ServeRun& run, double wall_s) {
+  const ServeResult& r = run.result;
+  const CapacityReport& c = run.setup.capacity;
+  nlohmann::json timeline = nlohmann::json::array();
+  const std::size_t stride = std::max<std::size_t>(1, r.timeline.size() / 200);
+  for (std::size_t i = 0; i < r.timeline.size(); i += stride) {
+    const auto& p = r.timeline[i];
+    timeline.push_back({{"t_s", p.t_s},
+                        {"running", p.running},
+                        {"waiting", p.waiting},
+                        {"batch_tokens", p.batch_tokens},
+                        {"kv_used_tokens", p.kv_used_tokens}});
+  }
+  nlohmann::json requests = nlohmann::json::array();
+  for (const auto& o : r.requests) {
+    requests.push_back({{"arrival_s", o.arrival_s},
+                        {"ttft_ms", o.ttft() * 1e3},
+                        {"tpot_ms", o.tpot() * 1e3},
+                        {"e2e_s", o.e2e()},
+                        {"queue_ms", o.queueing() * 1e3},
+                        {"preemptions", o.preemptions},
+                        {"prompt_tokens", o.prompt_tokens},
+                        {"output_tokens", o.output_tokens}});
+  }
+  return {{"hardware", c.hardware->id},
+          {"model", c.model->id},
+          {"engine", c.engine},
+          {"backend", c.backend},
+          {"tp", c.tp},
+          {"kv_tokens", run.setup.scheduler.kv_tokens},
+          {"max_batched_tokens", run.setup.scheduler.max_batched_tokens},
+          {"max_running_requests", run.setup.scheduler.max_running_requests},
+          {"ttft_ms", percentilesJson(r.ttft, 1e3)},
+          {"tpot_ms", percentilesJson(r.tpot, 1e3)},
+          {"itl_ms", percentilesJson(r.itl, 1e3)},
+          {"e2e_s", percentilesJson(r.e2e, 1)},
+          {"queue_ms", percentilesJson(r.queueing, 1e3)},
+          {"makespan_s", r.makespan_s},
+          {"output_tokens_per_s", r.output_tokens_per_s},
+          {"requests_per_s", r.requests_per_s},
+          {"goodput_rps", r.goodput_rps},
+          {"slo_attainment", r.slo_attainment},
+          {"mean_batch", r.mean_batch},
+          {"mean_kv_use", r.mean_kv_use},
+          {"peak_kv_use", r.peak_kv_use},
+          {"steps", r.steps},
+          {"full_graph_steps", r.full_graph_steps},
+          {"piecewise_steps", r.piecewise_steps},
+          {"preemptions", r.preemptions},
+          {"rejected", r.rejected},
+          {"step_model_evaluations", r.distinct_batches},
+          {"simulation_wall_s", wall_s},
+          {"timeline", timeline},
+          {"requests", requests}};
+}
+
+void printResult(const ServeRun& run, std::size_t n, double wall_s) {
+  const ServeResult& r = run.result;
+  const CapacityReport& c = run.setup.capacity;
+  const SchedulerConfig& s = run.setup.scheduler;
+  fmt::print("{} · {} · {}:{} · TP {} · {} requests\n", c.hardware->id, c.model->id, c.engine, c.backend, c.tp, n);
+  fmt::print("KV pool {} tokens (page {}), {} tokens per step, {} running requests, {} batches\n\n", s.kv_tokens,
+             s.page_size, s.max_batched_tokens, s.max_running_requests,
+             s.mixed_batches ? "mixed prefill+decode" : "separate prefill and decode");
+  fmt::print("{:<12}{:>10}{:>10}{:>10}{:>10}\n", "", "mean", "p50", "p90", "p99");
+  auto row = [](const char* name, const Percentiles& p, double scale) {
+    fmt::print("{:<12}{:>10.1f}{:>10.1f}{:>10.1f}{:>10.1f}\n", name, p.mean * scale, p.p50 * scale, p.p90 * scale,
+               p.p99 * scale);
+  };
+  row("TTFT ms", r.ttft, 1e3);
+  row("TPOT ms", r.tpot, 1e3);
+  row("ITL ms", r.itl, 1e3);
+  row("E2E s", r.e2e, 1);
+  row("queue ms", r.queueing, 1e3);
+  fmt::print(
+      "\nthroughput {:.1f} output tokens/s, {:.2f} requests/s; goodput {:.2f} requests/s ({:.1f}% meet the SLO)\n",
+      r.output_tokens_per_s, r.requests_per_s, r.goodput_rps, 100 * r.slo_attainment);
+  fmt::print("mean batch {:.1f} requests; KV use mean {:.1f}%, peak {:.1f}%; {} preemptions, {} rejected\n",
+             r.mean_batch, 100 * r.mean_kv_use, 100 * r.peak_kv_use, r.preemptions, r.rejected);
+  fmt::print("{} steps: {} full CUDA-graph replays, {} piecewise, {} eager; {} step-model evaluations\n", r.steps,
+             r.full_graph_steps, r.piecewise_steps, r.steps - r.full_graph_steps - r.piecewise_steps,
+             r.distinct_batches);
+  fmt::print("simulated {:.1f} s of serving in {:.3f} s\n", r.makespan_s, wall_s);
+}
+
+}  // namespace
+
+void addArrivalFlags(CLI::App& app, ArrivalSpec& a) {
+  app.add_option("--rate", a.rate, "generated arrivals: requests per second")->check(CLI::PositiveNumber);
+  app.add_option("--requests", a.requests, "generated arrivals: how many")->check(CLI::Range(1, 10000000));
+  app.add_option("--arrival", a.process, "poisson or gamma")->check(CLI::IsMember({"poisson", "gamma"}));
+  app.add_option("--cv", a.cv, "gamma arrivals: coefficient of variation of the gaps")->check(CLI::PositiveNumber);
+  app.add_option("--prompt-len", a.prompt_tokens, "mean prompt tokens")->check(CLI::Range(1, 1 << 24));
+  app.add_option("--output-len", a.output_tokens, "mean output tokens")->check(CLI::Range(1, 1 << 24));
+  app.add_option("--lengths", a.lengths, "fixed, uniform or exponential")
+      ->check(CLI::IsMember({"fixed", "uniform", "exponential"}));
+  app.add_option("--seed", a.seed, "random seed");
+}
+
+Runner addServeSimCommand(CLI::App& app, const GlobalOptions& global) {
+  auto f = std::make_shared<ServeFlags>();
+  app.add_option("--hardware", f->scenario.hardware, "hardware profile id")->required();
+  app.add_option("--model", f->scenario.models, "model id")->required();
+  app.add_option("--engine", f->scenario.engines, "engine id")->required();
+  app.add_option("--backend", f->scenario.backend, "engine:NAME (default: the engine's own choice)");
+  app.add_option("--trace", f->trace, "trace file: Azure CSV, Mooncake JSONL or arrival_s,prompt_tokens,output_tokens");
+  addArrivalFlags(app, f->arrivals);
+  app.add_option("--write-trace", f->write_trace, "also write the requests as arrival_s,prompt_tokens,output_tokens");
+  app.add_option("--slo-ttft-ms", f->slo_ttft_ms, "SLO on time to first token")->check(CLI::PositiveNumber);
+  app.add_option("--slo-tpot-ms", f->slo_tpot_ms, "SLO on time per output token")->check(CLI::PositiveNumber);
+  f->scenario.addServing(app);
+  app.add_option("--cuda-graph", f->scenario.cuda_graph, "on or off")->check(CLI::IsMember({"on", "off"}));
+  return [&global, f]() {
+    const Catalog c = global.loadCatalog();
+    const std::vector<ServeRequest> requests = f->trace.empty() ? generateRequests(f->arrivals) : readTrace(f->trace);
+    if (!f->write_trace.empty()) {
+      std::string text = "arrival_s,prompt_tokens,output_tokens\n";
+      for (const auto& r : requests)
+        text += fmt::format("{:.6f},{},{}\n", r.arrival_s, r.prompt_tokens, r.output_tokens);
+      writeFileAtomically(f->write_trace, text);
+    }
+    const auto start = std::chrono::steady_clock::now();
+    const ServeRun run =
+        serveScenario(c, f->scenario.scenario(f->scenario.hardware, f->scenario.models, f->scenario.engines), requests,
+                      {f->slo_ttft_ms / 1e3, f->slo_tpot_ms / 1e3});
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (global.json) {
+      std::cout << resultJson(run, wall).dump(2) << "\n";
+    } else {
+      printResult(run, requests.size(), wall);
+    }
+    return 0;
+  };
+}
+
+}  // namespace attnsim::cli

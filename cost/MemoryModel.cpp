@@ -1,0 +1,136 @@
+#include "cost/MemoryModel.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "backends/EnginePolicy.hpp"
+#include "backends/ServingPolicy.hpp"
+#include "core/Error.hpp"
+#include "hardware/HardwareProfile.hpp"
+#include "model/ModelSpec.hpp"
+
+namespace attnsim {
+
+namespace {
+
+double evalNumber(const Expr& e, const Env& env, const std::string& what) {
+  const auto v = asNumber(e.evaluate(env));
+  if (!v) throw InputError(fmt::format("serving.{}: '{}' is not a number here", what, e.text()));
+  return *v;
+}
+
+std::int64_t pagesFor(std::int64_t tokens, std::int64_t page) { return (tokens + page - 1) / page; }
+
+}  // namespace
+
+double KvFootprint::requestBytes(std::int64_t context, std::int64_t page) const {
+  const std::int64_t full = pagesFor(context, page) * page;
+  const std::int64_t windowed = pagesFor(std::min(context, max_window + page), page) * page;
+  return full_bytes * static_cast<double>(full) + windowed_bytes * static_cast<double>(windowed);
+}
+
+KvFootprint kvFootprint(const ModelSpec& m, KvCacheDtype kv, DType dtype, int tp) {
+  KvFootprint f;
+  const double elem = kvElementBytes(kv, dtype);
+  for (const auto& [layer, count] : m.layerCounts()) {
+    double per_layer = 0;
+    if (layer->mla) {
+      per_layer = (layer->mla->kv_lora_rank + layer->mla->qk_rope_head_dim) * elem;
+    } else {
+      const int heads = std::max(1, layer->num_kv_heads / tp);
+      const int dv = layer->head_dim_v > 0 ? layer->head_dim_v : layer->head_dim;
+      per_layer = heads * (layer->head_dim + dv) * elem;
+    }
+    if (layer->sliding_window > 0) {
+      f.windowed_bytes += per_layer * count;
+      f.windowed_layers += count;
+      f.max_window = std::max<std::int64_t>(f.max_window, layer->sliding_window);
+    } else {
+      f.full_bytes += per_layer * count;
+      f.full_layers += count;
+    }
+  }
+  return f;
+}
+
+double weightBytesPerRank(const ModelSpec& m, int tp) { return m.parameterBytes() / tp; }
+
+double activationPeakBytes(const ModelSpec& m, std::int64_t tokens, std::int64_t logit_rows, int tp) {
+  const AttentionLayerSpec& a = m.primaryLayer();
+  const double qkv = static_cast<double>(a.num_heads + 2 * a.num_kv_heads) * a.head_dim / tp;
+  const int mlp = m.moe ? m.moe->expert_intermediate_size * std::max(1, m.moe->experts_per_token) : m.intermediate_size;
+  const double per_token = 2.0 * m.hidden_size + qkv + 3.0 * mlp / tp;  // gate_up output and its activation
+  const double rows = static_cast<double>(std::min(tokens, std::max<std::int64_t>(logit_rows, 1)));
+  return static_cast<double>(tokens) * per_token * bytesOf(m.dtype) + rows * m.vocab_size * 4.0;
+}
+
+MemorySplit splitMemory(const MemoryInput& in) {
+  const ModelSpec& m = *in.model;
+  const ServingPolicy& sp = *in.serving;
+  MemorySplit s;
+  Env env = in.env;
+  s.page_size = in.page_size;
+  s.kv = kvFootprint(m, in.kv_dtype, in.dtype, in.tp);
+  s.weights_mib = weightBytesPerRank(m, in.tp) / kMiB;
+  if (in.graphs && in.cuda_graphs && (!in.graphs->enabled_when || in.graphs->enabled_when->test(env))) {
+    s.decode_graph_sizes = static_cast<std::int64_t>(in.graphs->captureSizes(env).size());
+    s.prefill_graph_sizes = static_cast<std::int64_t>(in.graphs->prefillCaptureSizes(env).size());
+    s.cuda_graph_mib =
+        static_cast<double>(s.decode_graph_sizes + s.prefill_graph_sizes) * in.graphs->capture_memory_mib_per_size;
+  }
+  env["weights_mib"] = s.weights_mib;
+  env["cuda_graph_mib"] = s.cuda_graph_mib;
+  env["decode_graph_sizes"] = s.decode_graph_sizes;
+  env["prefill_graph_sizes"] = s.prefill_graph_sizes;
+  env["context_len"] = static_cast<std::int64_t>(m.max_position_embeddings);
+  for (const auto& [name, expr] : sp.derive) {
+    const double v = evalNumber(expr, env, "derive." + name);
+    env[name] = v;
+    s.derived.emplace_back(name, v);
+  }
+  const auto gpu = env.find("gpu_mem_mib");  // the engine's view of the GPU; else the vendor's GB as GiB
+  s.gpu_mib = gpu != env.end() && asNumber(gpu->second) ? *asNumber(gpu->second) : in.hardware->memory_gb * 1024;
+  s.max_batched_tokens = std::llround(evalNumber(sp.scheduler.max_batched_tokens, env, "scheduler.max_batched_tokens"));
+  const double rows = sp.memory.logit_rows ? evalNumber(*sp.memory.logit_rows, env, "memory.logit_rows") : 0;
+  s.activation_mib = activationPeakBytes(m, s.max_batched_tokens, std::llround(rows), in.tp) / kMiB;
+  env["activation_mib"] = s.activation_mib;
+  s.kv_pool_mib = evalNumber(sp.memory.kv_pool_mib, env, "memory.kv_pool_mib");
+  if (s.kv_pool_mib > 0 && s.kv.perToken() > 0) {
+    // Every token costs its full-attention KV; windowed layers are sized per request (checkFit).
+    const double per_token = s.kv.full_bytes > 0 ? s.kv.full_bytes : s.kv.windowed_bytes;
+    s.kv_pages = static_cast<std::int64_t>(s.kv_pool_mib * kMiB / (per_token * static_cast<double>(s.page_size)));
+    s.kv_tokens = s.kv_pages * s.page_size;
+  }
+  env["kv_tokens"] = s.kv_tokens;
+  s.max_running_requests =
+      std::llround(evalNumber(sp.scheduler.max_running_requests, env, "scheduler.max_running_requests"));
+  s.other_mib = s.gpu_mib - s.weights_mib - s.kv_pool_mib;  // also right when the pool is negative
+  s.note = sp.memory.note;
+  s.source = sp.memory.source;
+  return s;
+}
+
+FitCheck checkFit(const MemorySplit& split, const Workload& w) {
+  FitCheck f;
+  f.have_mib = std::max(0.0, split.kv_pool_mib);
+  for (const auto& g : w.groups) {
+    f.need_mib += static_cast<double>(g.count) * split.kv.requestBytes(g.context, split.page_size) / kMiB;
+  }
+  if (!split.weightsFit()) {
+    f.fits = false;
+    f.message = fmt::format(
+        "does not fit: the weights ({:.1f} GiB per GPU) leave no KV cache; the engine's budget is short by {:.1f} GiB",
+        split.weights_mib / 1024, -split.kv_pool_mib / 1024);
+  } else if (f.need_mib > f.have_mib) {
+    f.fits = false;
+    f.message = fmt::format(
+        "does not fit: the batch's KV cache needs {:.1f} GiB per GPU, the pool holds {:.1f} GiB "
+        "({:.1f} GiB or {:.0f}% short)",
+        f.need_mib / 1024, f.have_mib / 1024, (f.need_mib - f.have_mib) / 1024, 100 * (f.need_mib / f.have_mib - 1));
+  }
+  return f;
+}
+
+}  // namespace attnsim

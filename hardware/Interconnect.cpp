@@ -1,0 +1,20 @@
+#include "hardware/Interconnect.hpp"
+
+namespace attnsim {
+
+const std::vector<std::string> kInterconnectKinds = {"nvswitch", "nvlink", "xgmi", "pcie"};
+
+std::optional<InterconnectLink> parseInterconnectLink(const YamlReader& profile) {
+  const auto r = profile.findMap("interconnect_link");
+  if (!r) return std::nullopt;
+  InterconnectLink l;
+  l.kind = r->getOneOf("kind", kInterconnectKinds);
+  l.bandwidth_gbps = r->getNumber("bandwidth_gbps", 1, 1e5);
+  l.latency_us = r->getNumber("latency_us", 0, 1e4);
+  l.max_gpus = static_cast<int>(r->getInt("max_gpus", 1, 1024));
+  l.source = r->get<std::string>("source");
+  r->finish();
+  return l;
+}
+
+}  // namespace attnsim

@@ -1,0 +1,23 @@
+#pragma once
+// The link GPUs of one node use for tensor-parallel collectives, as structured, sourced data
+// (`interconnect_link:` in a hardware profile, beside the free-text `interconnect`).
+#include <optional>
+#include <string>
+
+#include "core/YamlReader.hpp"
+
+namespace attnsim {
+
+struct InterconnectLink {
+  std::string kind;           // nvswitch, nvlink, xgmi, pcie
+  double bandwidth_gbps = 0;  // per GPU, per direction, GB/s (the ring all-reduce's bus bandwidth bound)
+  double latency_us = 0;      // fixed cost of one collective call
+  int max_gpus = 1;           // GPUs one node connects this way (the largest TP over this link)
+  std::string source;
+};
+
+extern const std::vector<std::string> kInterconnectKinds;
+
+std::optional<InterconnectLink> parseInterconnectLink(const YamlReader& profile);
+
+}  // namespace attnsim

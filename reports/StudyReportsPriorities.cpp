@@ -1,0 +1,215 @@
+// The priorities report: per engine × hardware × model class, how often the engine's own choice
+// is the fastest valid backend, its regret, and where its priority list is wrong.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "core/Strings.hpp"
+#include "reports/StudyReports.hpp"
+#include "reports/StudyReportsMeasured.hpp"
+#include "reports/SvgPlots.hpp"
+
+namespace attnsim {
+
+namespace {
+
+using nlohmann::json;
+using namespace study_report;
+
+struct PriorityRow {
+  std::string engine, hardware, model_class;
+  std::set<std::string> models, defaults;
+  std::int64_t points = 0, refused = 0, unranked = 0, ranked = 0, fastest = 0;
+  double regret_sum = 0, worst = 0;
+  std::string worst_where;
+  std::map<std::string, int> faster;  // backends that beat the default, with how often
+};
+
+std::string backendAt(const StudyData& data, std::size_t i, const std::optional<std::int64_t>& slot) {
+  if (!slot) return {};
+  const auto [begin, end] = data.candidatesOf(i);
+  for (std::size_t c = begin; c < end; ++c) {
+    if (data.candidates[c].slot == *slot) return data.candidates[c].backend;
+  }
+  return {};
+}
+
+void count(PriorityRow& row, const StudyData& data, std::size_t i) {
+  const StudyPoint& p = data.points[i];
+  row.models.insert(p.model);
+  ++row.points;
+  if (!p.valid) {
+    ++row.refused;
+    return;
+  }
+  if (!p.default_rank || !p.regret) {
+    ++row.unranked;
+    return;
+  }
+  ++row.ranked;
+  row.defaults.insert(backendAt(data, i, p.default_slot));
+  if (*p.default_rank == 1) {
+    ++row.fastest;
+  } else {
+    ++row.faster[backendAt(data, i, p.best_slot)];
+  }
+  row.regret_sum += *p.regret;
+  if (*p.regret > row.worst) {
+    row.worst = *p.regret;
+    row.worst_where = fmt::format("{} {} {}", p.model, optionsLabel(p), p.workload);
+  }
+}
+
+std::vector<PriorityRow> priorityRows(const StudyData& data) {
+  std::map<std::tuple<std::string, std::string, std::string>, PriorityRow> rows;
+  for (std::size_t i = 0; i < data.points.size(); ++i) {
+    const StudyPoint& p = data.points[i];
+    const std::string cls = modelClass(data.catalog, p.model);
+    PriorityRow& row = rows[{p.engine, p.hardware, cls}];
+    row.engine = p.engine;
+    row.hardware = p.hardware;
+    row.model_class = cls;
+    count(row, data, i);
+  }
+  std::vector<PriorityRow> out;
+  out.reserve(rows.size());
+  for (auto& [key, row] : rows) out.push_back(std::move(row));
+  return out;
+}
+
+std::string fasterText(const std::map<std::string, int>& faster) {
+  std::vector<std::pair<std::string, int>> sorted(faster.begin(), faster.end());
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::vector<std::string> parts;
+  parts.reserve(sorted.size());
+  for (const auto& [name, n] : sorted) parts.push_back(fmt::format("{} ({})", name, n));
+  return parts.empty() ? "-" : join(parts, ", ");
+}
+
+ReportTable summaryTable(const std::vector<PriorityRow>& rows) {
+  ReportTable t{{"engine", "hardware", "model class", "models", "points", "refused", "ranked", "default fastest",
+                 "mean regret", "worst regret", "worst at", "engine's default", "faster instead (points)"},
+                {}};
+  for (const auto& r : rows) {
+    const bool any = r.ranked > 0;
+    t.rows.push_back(
+        {r.engine, r.hardware, r.model_class, join(std::vector<std::string>(r.models.begin(), r.models.end()), ", "),
+         std::to_string(r.points), std::to_string(r.refused), std::to_string(r.ranked),
+         any ? percent(static_cast<double>(r.fastest) / static_cast<double>(r.ranked)) : "-",
+         any ? percent(r.regret_sum / static_cast<double>(r.ranked)) : "-", any ? percent(r.worst) : "-",
+         r.worst > 0 ? r.worst_where : "-", join(std::vector<std::string>(r.defaults.begin(), r.defaults.end()), ", "),
+         fasterText(r.faster)});
+  }
+  return t;
+}
+
+json rowsJson(const std::vector<PriorityRow>& rows) {
+  json out = json::array();
+  for (const auto& r : rows) {
+    out.push_back({{"engine", r.engine},
+                   {"hardware", r.hardware},
+                   {"model_class", r.model_class},
+                   {"models", r.models},
+                   {"points", r.points},
+                   {"refused", r.refused},
+                   {"unranked", r.unranked},
+                   {"ranked", r.ranked},
+                   {"default_fastest",
+                    r.ranked ? json(static_cast<double>(r.fastest) / static_cast<double>(r.ranked)) : json(nullptr)},
+                   {"mean_regret", r.ranked ? json(r.regret_sum / static_cast<double>(r.ranked)) : json(nullptr)},
+                   {"worst_regret", r.ranked ? json(r.worst) : json(nullptr)},
+                   {"worst_at", r.worst_where},
+                   {"defaults", r.defaults},
+                   {"faster_instead", r.faster}});
+  }
+  return out;
+}
+
+HeatCell regretCell(const StudyData& data, std::size_t i) {
+  const StudyPoint& p = data.points[i];
+  const std::string where = fmt::format("{} · {} · {} · {}", p.hardware, p.model, optionsLabel(p), p.workload);
+  if (!p.valid) return {"#bdbdbd", "×", where + ": the engine refuses: " + p.refusal};
+  if (!p.default_rank || !p.regret) return {"#eeeeee", "-", where + ": the engine's choice is not ranked here"};
+  const std::string chosen = backendAt(data, i, p.default_slot);
+  if (*p.default_rank == 1) return {regretColor(0), "", where + ": " + chosen + " (the engine's choice) is fastest"};
+  return {regretColor(*p.regret), *p.regret < 0.005 ? "<1" : fmt::format("{:.0f}", 100 * *p.regret),
+          fmt::format("{}: the engine picks {}, {} is faster; regret {} ({} µs per step)", where, chosen,
+                      backendAt(data, i, p.best_slot), percent(*p.regret), micros(p.regret_us.value_or(0)))};
+}
+
+// One heat map per engine: rows hardware · model · options, columns the workloads in spec order.
+std::vector<HeatMap> regretMaps(const StudyData& data) {
+  std::map<std::string, HeatMap> maps;
+  std::map<std::string, std::map<std::string, std::size_t>> rows, columns;
+  for (std::size_t i = 0; i < data.points.size(); ++i) {
+    const StudyPoint& p = data.points[i];
+    HeatMap& m = maps[p.engine];
+    const std::string row = fmt::format("{} · {} · {}", p.hardware, p.model, optionsLabel(p));
+    auto [r, new_row] = rows[p.engine].try_emplace(row, m.rows.size());
+    if (new_row) {
+      m.rows.push_back(row);
+      m.cells.emplace_back(m.columns.size());
+    }
+    auto [c, new_column] = columns[p.engine].try_emplace(p.workload, m.columns.size());
+    if (new_column) {
+      m.columns.push_back(p.workload);
+      for (auto& cells : m.cells) cells.resize(m.columns.size());
+    }
+    m.cells[r->second][c->second] = regretCell(data, i);
+  }
+  std::vector<HeatMap> out;
+  for (auto& [engine, m] : maps) {
+    m.title = engine + ": regret of the engine's own choice (% of step time)";
+    m.y_label = "hardware · model · options";
+    m.x_label = "workload (hover a cell for the backends)";
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::vector<LegendItem> regretLegend() {
+  return {{regretColor(0), "the engine's choice is fastest"},
+          {regretColor(0.1), "10% slower than the fastest valid backend"},
+          {regretColor(0.25), "25%"},
+          {regretColor(0.5), "50% or more"},
+          {"#bdbdbd", "× the engine refuses the configuration"},
+          {"#eeeeee", "- the engine's choice is not ranked"}};
+}
+
+}  // namespace
+
+StudyReport prioritiesReport(const StudyData& data) {
+  StudyReport report{"priorities", HtmlDocument("Is each engine's own choice the fastest valid backend?"), {}};
+  HtmlDocument& doc = report.document;
+  provenance(doc, data,
+             fmt::format("attnsim report priorities --db {} --sweep {} --out DIR", shellWord(data.path),
+                         shellWord(data.sweep.name)));
+  doc.paragraph(
+      "How to read it: an engine picks one attention backend on its own (its priority list and rules). At every "
+      "point of the sweep (a device, a model, serving options and a workload) attnsim predicts the step time of "
+      "every backend the engine accepts there; the regret is how much slower the engine's own pick is than the "
+      "fastest of them (0% when the pick is the fastest). The heat maps show it point by point, the table sums it "
+      "up per engine, device and model class: 'default fastest' is the share of the ranked points where the pick "
+      "is the fastest, 'faster instead' names the backends that beat it, and the last section checks the "
+      "predictions against measured kernels where the store has them.");
+  doc.heading("Where the priority list is wrong");
+  doc.paragraph(
+      "One heat map per engine. A cell is one point: its number is the regret in percent ('<1': under 1%), empty "
+      "where the engine's pick is the fastest; grey where the engine refuses the configuration. Hover a cell (HTML) "
+      "for the backends.");
+  const auto maps = regretMaps(data);
+  std::size_t figure = 0;
+  for (const auto& m : maps) {
+    doc.figure({fmt::format("priorities-{}.svg", ++figure), heatMapSvg(m, regretLegend()), m.title + ", per point"});
+  }
+  const auto rows = priorityRows(data);
+  doc.heading("The engines' own choices");
+  doc.table(summaryTable(rows));
+  report.json = {{"kind", "priorities"}, {"provenance", provenanceJson(data)}, {"rows", rowsJson(rows)}};
+  report.json["measured"] = measuredSection(doc, data);
+  return report;
+}
+
+}  // namespace attnsim

@@ -1,0 +1,366 @@
+// The what-if report: two or more backends, engines' own choices, or devices side by side over the
+// swept space: validity with the engines' reasons, attention and step time, bound, eager against
+// CUDA graphs, and which one wins where (heat maps over batch × context).
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+
+#include "core/Error.hpp"
+#include "core/Strings.hpp"
+#include "reports/StudyReports.hpp"
+#include "reports/SvgPlots.hpp"
+
+namespace attnsim {
+
+namespace {
+
+using nlohmann::json;
+using namespace study_report;
+
+struct Subject {
+  std::string label, engine, backend, hardware;  // backend "": the engine's choice; hardware "": any
+};
+
+struct Entry {
+  bool present = false, valid = false;
+  std::string backend, reason, bound, graph_mode;
+  double attention_us = 0, step_us = 0, eager_us = 0, graph_us = 0;
+};
+
+struct Aligned {
+  std::string panel, workload;
+  std::int64_t batch = 0, context = 0;
+  bool decode = false;
+  std::vector<Entry> entries;  // one per subject
+};
+
+std::vector<Subject> backendSubjects(const StudyData& data, const std::vector<std::string>& compare) {
+  std::set<std::string> known;
+  for (const auto& c : data.candidates) known.insert(c.engine + ":" + c.backend);
+  std::vector<Subject> out;
+  for (const auto& item : compare) {
+    if (!known.count(item)) {
+      throw UsageError(fmt::format("--compare: '{}' is not a backend of this sweep{} (engine:NAME; the sweep has {})",
+                                   item, didYouMean(item, {known.begin(), known.end()}),
+                                   join({known.begin(), known.end()}, ", ")));
+    }
+    const auto colon = item.find(':');
+    out.push_back({item, item.substr(0, colon), item.substr(colon + 1), ""});
+  }
+  return out;
+}
+
+std::vector<Subject> subjectsOf(const StudyData& data, const WhatIfOptions& o) {
+  if (static_cast<int>(!o.compare.empty()) + static_cast<int>(o.engines) + static_cast<int>(o.hardware) == 0) {
+    throw UsageError(
+        "report whatif: say what to compare: --compare engine:A,engine:B, --compare-engines or "
+        "--compare-hardware");
+  }
+  if (o.engines && o.hardware) throw UsageError("report whatif: --compare-engines or --compare-hardware, not both");
+  std::set<std::string> engines, hardware;
+  for (const auto& p : data.points) {
+    engines.insert(p.engine);
+    hardware.insert(p.hardware);
+  }
+  std::vector<Subject> out;
+  if (o.engines) {
+    for (const auto& e : engines) out.push_back({e + " (its own choice)", e, "", ""});
+  } else if (o.hardware) {
+    auto named = backendSubjects(data, o.compare);
+    if (named.size() > 1) throw UsageError("--compare-hardware follows one backend: give --compare one engine:NAME");
+    const std::string engine = !named.empty() ? named[0].engine : o.engine;
+    if (engine.empty() && engines.size() != 1) {
+      throw UsageError("--compare-hardware: name the engine with --engine (the sweep has " +
+                       join({engines.begin(), engines.end()}, ", ") + ")");
+    }
+    const std::string e = engine.empty() ? *engines.begin() : engine;
+    const std::string backend = named.empty() ? "" : named[0].backend;
+    for (const auto& h : hardware) {
+      out.push_back({fmt::format("{}: {}{}{}", h, e, backend.empty() ? "" : ":", backend), e, backend, h});
+    }
+  } else {
+    out = backendSubjects(data, o.compare);
+  }
+  if (out.size() < 2) throw UsageError("report whatif: fewer than two things to compare in this sweep");
+  return out;
+}
+
+Entry entryOf(const StudyData& data, std::size_t i, const Subject& s) {
+  const StudyPoint& p = data.points[i];
+  Entry e;
+  e.present = true;
+  const auto [begin, end] = data.candidatesOf(i);
+  for (std::size_t c = begin; c < end; ++c) {
+    const StudyCandidate& cand = data.candidates[c];
+    const bool chosen = s.backend.empty() ? p.default_slot && cand.slot == *p.default_slot : cand.backend == s.backend;
+    if (!chosen) continue;
+    e = {true,         cand.predicted, cand.backend, cand.reason, cand.bound, cand.graph_mode, cand.attention_us,
+         cand.step_us, cand.eager_us,  cand.graph_us};
+    if (!cand.predicted && e.reason.empty()) e.reason = p.valid ? "not ranked" : p.refusal;
+    return e;
+  }
+  e.reason = p.valid ? "not a candidate here" : p.refusal;
+  return e;
+}
+
+std::vector<Aligned> align(const StudyData& data, const WhatIfOptions& o, const std::vector<Subject>& subjects) {
+  std::map<std::string, std::size_t> index;
+  std::vector<Aligned> out;
+  for (std::size_t i = 0; i < data.points.size(); ++i) {
+    const StudyPoint& p = data.points[i];
+    if ((!o.hardware_filter.empty() && p.hardware != o.hardware_filter) ||
+        (!o.model_filter.empty() && p.model != o.model_filter) || (!o.engine.empty() && p.engine != o.engine)) {
+      continue;
+    }
+    const std::string panel = (o.hardware ? "" : p.hardware + " · ") + p.model + " · " + optionsLabel(p);
+    for (std::size_t s = 0; s < subjects.size(); ++s) {
+      const Subject& sub = subjects[s];
+      if (sub.engine != p.engine || (!sub.hardware.empty() && sub.hardware != p.hardware)) continue;
+      auto [it, fresh] = index.try_emplace(panel + "|" + p.workload, out.size());
+      if (fresh) {
+        out.push_back({panel, p.workload, p.batch, p.context, p.phase == "decode" && p.workload.rfind("decode", 0) == 0,
+                       std::vector<Entry>(subjects.size())});
+      }
+      out[it->second].entries[s] = entryOf(data, i, sub);
+    }
+  }
+  return out;
+}
+
+// The fastest valid subject and its margin over the next (nullopt: fewer than one valid).
+std::optional<std::pair<std::size_t, double>> winner(const Aligned& a) {
+  std::optional<std::size_t> best, second;
+  for (std::size_t s = 0; s < a.entries.size(); ++s) {
+    if (!a.entries[s].valid) continue;
+    if (!best || a.entries[s].step_us < a.entries[*best].step_us) {
+      second = best;
+      best = s;
+    } else if (!second || a.entries[s].step_us < a.entries[*second].step_us) {
+      second = s;
+    }
+  }
+  if (!best) return std::nullopt;
+  return std::pair{*best, second ? a.entries[*second].step_us / a.entries[*best].step_us - 1 : -1.0};
+}
+
+std::string entryText(const Subject& s, const Entry& e) {
+  if (!e.present) return s.label + ": not swept here";
+  if (!e.valid) return s.label + ": refused: " + e.reason;
+  return fmt::format("{}: {} step {} µs (attention {} µs, {}-bound, {})", s.label, e.backend, micros(e.step_us),
+                     micros(e.attention_us), e.bound, e.graph_mode);
+}
+
+HeatCell winnerCell(const Aligned& a, const std::vector<Subject>& subjects) {
+  std::vector<std::string> lines;
+  for (std::size_t s = 0; s < subjects.size(); ++s) lines.push_back(entryText(subjects[s], a.entries[s]));
+  const std::string tooltip = a.panel + " · " + a.workload + "\n" + join(lines, "\n");
+  const auto w = winner(a);
+  if (!w) return {"#bdbdbd", "×", tooltip};
+  if (w->second < 0) return {fadedColor(paletteColor(w->first), 0.25), "only", tooltip};
+  return {fadedColor(paletteColor(w->first), 0.3 + 0.7 * std::min(1.0, w->second / 0.5)),
+          w->second < 0.005 ? "<1" : fmt::format("{:.0f}", 100 * w->second), tooltip};
+}
+
+std::vector<HeatMap> decodeMaps(const std::vector<Aligned>& rows, const std::vector<Subject>& subjects) {
+  std::map<std::string, HeatMap> maps;
+  std::vector<std::string> order;
+  for (const auto& a : rows) {
+    if (!a.decode) continue;
+    auto [it, fresh] = maps.try_emplace(a.panel);
+    HeatMap& m = it->second;
+    if (fresh) {
+      order.push_back(a.panel);
+      m.title = a.panel;
+      m.x_label = "decode batch (requests)";
+      m.y_label = "context";
+    }
+    const std::string col = std::to_string(a.batch), row = std::to_string(a.context);
+    auto c = std::find(m.columns.begin(), m.columns.end(), col);
+    if (c == m.columns.end()) {
+      m.columns.push_back(col);
+      for (auto& cells : m.cells) cells.resize(m.columns.size());
+      c = m.columns.end() - 1;
+    }
+    auto r = std::find(m.rows.begin(), m.rows.end(), row);
+    if (r == m.rows.end()) {
+      m.rows.push_back(row);
+      m.cells.emplace_back(m.columns.size());
+      r = m.rows.end() - 1;
+    }
+    m.cells[static_cast<std::size_t>(r - m.rows.begin())][static_cast<std::size_t>(c - m.columns.begin())] =
+        winnerCell(a, subjects);
+  }
+  std::vector<HeatMap> out;
+  out.reserve(order.size());
+  for (const auto& key : order) out.push_back(std::move(maps[key]));
+  return out;
+}
+
+struct SubjectSummary {
+  std::int64_t points = 0, valid = 0, wins = 0, memory_bound = 0, graphed = 0;
+  double attention_sum = 0, step_sum = 0, graph_gain_sum = 0;
+  std::map<std::string, int> reasons;
+};
+
+std::vector<SubjectSummary> summarize(const std::vector<Aligned>& rows, std::size_t subjects) {
+  std::vector<SubjectSummary> out(subjects);
+  for (const auto& a : rows) {
+    const auto w = winner(a);
+    for (std::size_t s = 0; s < subjects; ++s) {
+      const Entry& e = a.entries[s];
+      if (!e.present) continue;
+      SubjectSummary& sum = out[s];
+      ++sum.points;
+      if (!e.valid) {
+        ++sum.reasons[e.reason];
+        continue;
+      }
+      ++sum.valid;
+      sum.wins += w && w->first == s && w->second >= 0 ? 1 : 0;
+      sum.memory_bound += e.bound == "memory" ? 1 : 0;
+      sum.attention_sum += e.attention_us;
+      sum.step_sum += e.step_us;
+      if (e.graph_us > 0 && e.graph_mode != "eager") {
+        ++sum.graphed;
+        sum.graph_gain_sum += e.eager_us / e.graph_us - 1;
+      }
+    }
+  }
+  return out;
+}
+
+std::string reasonsText(const std::map<std::string, int>& reasons) {
+  std::vector<std::string> parts;
+  parts.reserve(reasons.size());
+  for (const auto& [r, n] : reasons) parts.push_back(fmt::format("{} ({})", r, n));
+  return parts.empty() ? "-" : join(parts, "; ");
+}
+
+ReportTable summaryTable(const std::vector<Subject>& subjects, const std::vector<SubjectSummary>& sums) {
+  ReportTable t{{"compared", "points", "valid", "fastest at", "mean attention µs", "mean step µs", "memory-bound",
+                 "graphs save (mean)", "refused because (points)"},
+                {}};
+  for (std::size_t s = 0; s < subjects.size(); ++s) {
+    const SubjectSummary& m = sums[s];
+    const double v = static_cast<double>(std::max<std::int64_t>(1, m.valid));
+    t.rows.push_back({subjects[s].label, std::to_string(m.points), std::to_string(m.valid), std::to_string(m.wins),
+                      m.valid ? micros(m.attention_sum / v) : "-", m.valid ? micros(m.step_sum / v) : "-",
+                      m.valid ? percent(static_cast<double>(m.memory_bound) / v) : "-",
+                      m.graphed ? percent(m.graph_gain_sum / static_cast<double>(m.graphed)) : "-",
+                      reasonsText(m.reasons)});
+  }
+  return t;
+}
+
+ReportTable otherWorkloads(const std::vector<Aligned>& rows, const std::vector<Subject>& subjects) {
+  ReportTable t{{"where", "workload"}, {}};
+  for (const auto& s : subjects) t.header.push_back(s.label + " step µs");
+  t.header.emplace_back("fastest (margin)");
+  for (const auto& a : rows) {
+    if (a.decode) continue;
+    std::vector<std::string> row{a.panel, a.workload};
+    for (const auto& e : a.entries) row.push_back(!e.present ? "-" : e.valid ? micros(e.step_us) : "refused");
+    const auto w = winner(a);
+    row.push_back(!w              ? "-"
+                  : w->second < 0 ? subjects[w->first].label + " (only)"
+                                  : fmt::format("{} (+{})", subjects[w->first].label, percent(w->second)));
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+json alignedJson(const std::vector<Aligned>& rows, const std::vector<Subject>& subjects) {
+  json out = json::array();
+  for (const auto& a : rows) {
+    json entries = json::array();
+    for (std::size_t s = 0; s < subjects.size(); ++s) {
+      const Entry& e = a.entries[s];
+      if (!e.present) continue;
+      json j = {{"subject", subjects[s].label}, {"valid", e.valid}, {"backend", e.backend}};
+      if (e.valid) {
+        j.update({{"attention_us", e.attention_us},
+                  {"step_us", e.step_us},
+                  {"eager_us", e.eager_us},
+                  {"graph_us", e.graph_us},
+                  {"bound", e.bound},
+                  {"graph_mode", e.graph_mode}});
+      } else {
+        j["reason"] = e.reason;
+      }
+      entries.push_back(j);
+    }
+    const auto w = winner(a);
+    out.push_back({{"where", a.panel},
+                   {"workload", a.workload},
+                   {"entries", entries},
+                   {"fastest", w ? json(subjects[w->first].label) : json(nullptr)},
+                   {"margin", w && w->second >= 0 ? json(w->second) : json(nullptr)}});
+  }
+  return out;
+}
+
+std::vector<LegendItem> subjectLegend(const std::vector<Subject>& subjects) {
+  std::vector<LegendItem> out;
+  for (std::size_t s = 0; s < subjects.size(); ++s) out.push_back({paletteColor(s), subjects[s].label + " fastest"});
+  out.push_back({"#bdbdbd", "× none valid"});
+  return out;
+}
+
+}  // namespace
+
+StudyReport whatIfReport(const StudyData& data, const WhatIfOptions& options) {
+  const auto subjects = subjectsOf(data, options);
+  std::vector<std::string> labels;
+  labels.reserve(subjects.size());
+  for (const auto& s : subjects) labels.push_back(s.label);
+  StudyReport report{"whatif", HtmlDocument("What if: " + join(labels, " vs ")), {}};
+  HtmlDocument& doc = report.document;
+  std::string command = fmt::format("attnsim report whatif --db {} --sweep {} --out DIR", shellWord(data.path),
+                                    shellWord(data.sweep.name));
+  if (!options.compare.empty()) command += " --compare " + shellWord(join(options.compare, ","));
+  if (options.engines) command += " --compare-engines";
+  if (options.hardware) command += " --compare-hardware";
+  for (const auto& [flag, value] : {std::pair{"--engine", options.engine},
+                                    {"--hardware", options.hardware_filter},
+                                    {"--model", options.model_filter}}) {
+    if (!value.empty()) command += fmt::format(" {} {}", flag, shellWord(value));
+  }
+  provenance(doc, data, command);
+  const auto rows = align(data, options, subjects);
+  if (rows.empty()) throw UsageError("report whatif: no point of the sweep matches the filters");
+  const auto sums = summarize(rows, subjects.size());
+  doc.paragraph(
+      "How to read it: each compared item is looked up at every point of the sweep where it applies; 'fastest at' "
+      "counts the points where it has the shortest predicted step time among the compared items. 'graphs save' is "
+      "the eager step time over the CUDA-graph one, minus 1, where the engine runs graphs.");
+  doc.heading("Side by side");
+  doc.table(summaryTable(subjects, sums));
+  doc.heading("Which one wins over batch × context (decode)");
+  doc.paragraph(
+      "One panel per device, model and serving options; the color is the fastest item, its strength and "
+      "number the margin over the next fastest in percent ('<1': under 1%; 'only': the others are refused there).");
+  const auto maps = decodeMaps(rows, subjects);
+  if (!maps.empty()) {
+    doc.figure({"whatif-decode.svg", heatMapGridSvg(maps, 3, subjectLegend(subjects)),
+                "fastest of " + join(labels, ", ") + " per decode batch and context"});
+  }
+  doc.heading("Prefill, chunked prefill and mixed batches");
+  doc.table(otherWorkloads(rows, subjects));
+  json summary = json::array();
+  for (std::size_t s = 0; s < subjects.size(); ++s) {
+    summary.push_back({{"subject", subjects[s].label},
+                       {"points", sums[s].points},
+                       {"valid", sums[s].valid},
+                       {"fastest_at", sums[s].wins},
+                       {"refusals", sums[s].reasons}});
+  }
+  report.json = {{"kind", "whatif"},
+                 {"provenance", provenanceJson(data)},
+                 {"subjects", labels},
+                 {"summary", summary},
+                 {"points", alignedJson(rows, subjects)}};
+  return report;
+}
+
+}  // namespace attnsim

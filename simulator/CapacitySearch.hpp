@@ -1,0 +1,27 @@
+#pragma once
+// The highest request rate a scenario serves within an SLO (p99 TTFT and p99 TPOT), found by
+// doubling then bisecting over generated arrivals with a fixed seed, and the GPUs a target rate needs.
+#include <cstdint>
+
+#include "simulator/ServeRun.hpp"
+#include "simulator/Traces.hpp"
+
+namespace attnsim {
+
+struct RateSearch {
+  double max_rate = 0;  // requests per second per replica (0: not even the lowest rate meets the SLO)
+  ServeResult at_max;   // the simulation at that rate
+  int simulations = 0;
+  // Replicas of the scenario (each `tp` GPUs) needed for `target_rate`, in GPUs; 0 when none suffice.
+  [[nodiscard]] std::int64_t gpusFor(double target_rate, int tp) const;
+};
+
+// Meets the SLO: p99 TTFT and p99 TPOT within it, and nothing rejected.
+bool meetsSlo(const ServeResult& r, const ServeSlo& slo);
+
+// `arrivals` gives the lengths, process, request count and seed; its rate is searched in
+// [min_rate, max_rate] to a relative precision of about 1%.
+RateSearch searchRate(ServeSession& session, ArrivalSpec arrivals, const ServeSlo& slo, double min_rate = 0.05,
+                      double max_rate = 10000);
+
+}  // namespace attnsim

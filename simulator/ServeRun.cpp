@@ -1,0 +1,105 @@
+#include "simulator/ServeRun.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "catalog/Catalog.hpp"
+#include "core/Error.hpp"
+
+namespace attnsim {
+
+namespace {
+
+constexpr std::int64_t kExact = 16;
+constexpr double kSteps = 16;  // buckets per doubling
+
+PredictionInput engineInput(const Catalog& c, const Scenario& s, const ModelSpec& model, Phase phase) {
+  const HardwareProfile& hw = c.hardware(s.hardware);
+  const Engine& e = c.engine(s.engine);
+  ServingOptions options = servingOptions(s);
+  options.backend.reset();
+  const EngineRun run = runEngine(c, hw, model, e, options, s.backend, phase);
+  if (run.selection.refusal) throw EngineRefusal(*run.selection.refusal);
+  return predictionInputFor(c, hw, model, e, run, s.cuda_graphs);
+}
+
+}  // namespace
+
+std::uint64_t BatchTimer::bucket(std::int64_t x) {
+  if (x <= kExact) return static_cast<std::uint64_t>(std::max<std::int64_t>(x, 0));
+  return static_cast<std::uint64_t>(kExact) +
+         static_cast<std::uint64_t>(std::floor(kSteps * std::log2(static_cast<double>(x) / kExact)));
+}
+
+std::int64_t BatchTimer::representative(std::uint64_t b) {
+  if (b <= static_cast<std::uint64_t>(kExact)) return static_cast<std::int64_t>(b);
+  return std::llround(kExact * std::exp2((static_cast<double>(b - kExact) + 0.5) / kSteps));
+}
+
+BatchTimer::BatchTimer(const Catalog& c, const PredictionInput& prefill, const PredictionInput& decode,
+                       bool cuda_graphs)
+    : prefill_(std::make_unique<Predictor>(c, prefill)),
+      decode_(std::make_unique<Predictor>(c, decode)),
+      cuda_graphs_(cuda_graphs) {}
+
+StepTime BatchTimer::operator()(const Workload& w) {
+  // Key: phase, then (count, q_len, context) buckets of the prefill group and of the decode group.
+  auto key = static_cast<std::uint64_t>(w.phase);
+  Workload rep;
+  rep.phase = w.phase;
+  for (const auto& g : w.groups) {
+    const std::uint64_t bc = bucket(g.count), bq = bucket(g.q_len), bx = bucket(g.context);
+    key = (((key * 4096 + bc) * 4096 + bq) * 4096 + bx) ^ (key >> 60);
+    RequestGroup r{representative(bc), representative(bq), representative(bx)};
+    r.context = std::max(r.context, r.q_len);
+    if (w.phase == Phase::Prefill) r.context = r.q_len;
+    rep.groups.push_back(r);
+  }
+  key = key * 8 + w.groups.size();
+  if (const auto it = memo_.find(key); it != memo_.end()) return it->second;
+  const bool decode = w.phase == Phase::Decode;
+  const Prediction p = (decode ? decode_ : prefill_)->predict(rep);
+  const StepTime t{cuda_graphs_ ? p.graph.step_us : p.eager.step_us,
+                   cuda_graphs_ ? p.graph_decision.mode : GraphMode::Eager};
+  memo_.emplace(key, t);
+  return t;
+}
+
+ServeSetup serveSetup(const Catalog& c, const Scenario& s) {
+  ServeSetup out;
+  out.capacity = capacityOf(c, s);
+  const MemorySplit& m = out.capacity.split;
+  if (!m.weightsFit() || m.kv_tokens <= 0) {
+    throw InputError(fmt::format("{} on {} with {} at TP {}: the weights leave no KV cache ({:.1f} GiB short)",
+                                 out.capacity.model->id, out.capacity.hardware->id, out.capacity.engine,
+                                 out.capacity.tp, -m.kv_pool_mib / 1024));
+  }
+  out.scheduler.max_batched_tokens = m.max_batched_tokens;
+  out.scheduler.max_running_requests = m.max_running_requests;
+  out.scheduler.kv_tokens = m.kv_tokens;
+  out.scheduler.page_size = m.page_size;
+  out.scheduler.mixed_batches = c.engine(s.engine).policy.serving->scheduler.mixed_batches;
+  return out;
+}
+
+ServeSession::ServeSession(const Catalog& c, const Scenario& s) : setup_(serveSetup(c, s)) {
+  const ModelSpec& model = *setup_.capacity.model;  // kept alive by the setup
+  timer_ = std::make_unique<BatchTimer>(c, engineInput(c, s, model, Phase::Extend),
+                                        engineInput(c, s, model, Phase::Decode), s.cuda_graphs);
+}
+
+ServeResult ServeSession::run(const std::vector<ServeRequest>& requests, const ServeSlo& slo) {
+  ServeResult r = simulateServing(
+      requests, setup_.scheduler, [this](const Workload& w) { return (*timer_)(w); }, slo);
+  r.distinct_batches = static_cast<std::int64_t>(timer_->evaluations());
+  return r;
+}
+
+ServeRun serveScenario(const Catalog& c, const Scenario& s, const std::vector<ServeRequest>& requests,
+                       const ServeSlo& slo) {
+  ServeSession session(c, s);
+  return {session.setup(), session.run(requests, slo)};
+}
+
+}  // namespace attnsim

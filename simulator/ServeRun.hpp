@@ -1,0 +1,57 @@
+#pragma once
+// serve-sim for a scenario: the engine's scheduler limits and KV pool (simulator/Capacity), and a
+// step timer that asks the step model (cost/Predictor) for each batch, memoised by a quantised
+// batch key (counts and lengths in buckets of 2^(1/16), about 4%, exact up to 16).
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "cost/Predictor.hpp"
+#include "simulator/Capacity.hpp"
+#include "simulator/ServeSim.hpp"
+
+namespace attnsim {
+
+class BatchTimer {
+ public:
+  BatchTimer(const Catalog& c, const PredictionInput& prefill, const PredictionInput& decode, bool cuda_graphs);
+  StepTime operator()(const Workload& w);
+  [[nodiscard]] std::size_t evaluations() const { return memo_.size(); }
+  // The bucket of a count or length, and the value that stands for it.
+  static std::uint64_t bucket(std::int64_t x);
+  static std::int64_t representative(std::uint64_t b);
+
+ private:
+  std::unique_ptr<Predictor> prefill_, decode_;
+  bool cuda_graphs_;
+  std::unordered_map<std::uint64_t, StepTime> memo_;
+};
+
+struct ServeSetup {
+  CapacityReport capacity;
+  SchedulerConfig scheduler;
+};
+ServeSetup serveSetup(const Catalog& c, const Scenario& s);
+
+// One scenario ready to serve many request sets: the setup and the step timer (its memo) are kept.
+class ServeSession {
+ public:
+  ServeSession(const Catalog& c, const Scenario& s);
+  [[nodiscard]] const ServeSetup& setup() const { return setup_; }
+  ServeResult run(const std::vector<ServeRequest>& requests, const ServeSlo& slo);
+
+ private:
+  ServeSetup setup_;
+  std::unique_ptr<BatchTimer> timer_;
+};
+
+struct ServeRun {
+  ServeSetup setup;
+  ServeResult result;
+};
+// Simulates `requests` served by the scenario's engine (scenario.engine, optional backend, TP).
+ServeRun serveScenario(const Catalog& c, const Scenario& s, const std::vector<ServeRequest>& requests,
+                       const ServeSlo& slo);
+
+}  // namespace attnsim

@@ -1,0 +1,85 @@
+#pragma once
+// Request-level serving simulation: requests arrive, the engine's scheduler (continuous batching,
+// chunked prefill, page allocation, preemption by recompute) forms each step's batch, and the step
+// model times that batch. Step times are memoised by a quantised batch key, so a 10,000-request
+// trace runs in well under a second (bench/bench_serve_sim.cpp).
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cost/StepModel.hpp"
+#include "cost/Workload.hpp"
+
+namespace attnsim {
+
+struct ServeRequest {
+  double arrival_s = 0;
+  std::int64_t prompt_tokens = 1;
+  std::int64_t output_tokens = 1;  // the first comes out of the prefill step
+};
+
+// The scheduler's limits and the KV pool, per engine (backends/<engine>/engine.yaml serving:).
+struct SchedulerConfig {
+  std::int64_t max_batched_tokens = 8192;
+  std::int64_t max_running_requests = 256;
+  std::int64_t kv_tokens = 0;  // pool size in tokens (a multiple of page_size)
+  std::int64_t page_size = 16;
+  // Chunked prefill beside decodes in one step (running requests first, new prefills fill the budget);
+  // otherwise a prefill step runs whenever a prefill can start or continue, else a decode step (SGLang).
+  bool mixed_batches = true;
+};
+
+struct ServeSlo {
+  double ttft_s = 2.0;
+  double tpot_s = 0.050;
+};
+
+struct RequestOutcome {
+  double arrival_s = 0, scheduled_s = 0, first_token_s = 0, finish_s = 0;
+  std::int64_t prompt_tokens = 0, output_tokens = 0;
+  int preemptions = 0;
+  [[nodiscard]] double ttft() const { return first_token_s - arrival_s; }
+  [[nodiscard]] double e2e() const { return finish_s - arrival_s; }
+  [[nodiscard]] double queueing() const { return scheduled_s - arrival_s; }
+  // Mean time per output token after the first (0 for one-token outputs).
+  [[nodiscard]] double tpot() const {
+    return output_tokens > 1 ? (finish_s - first_token_s) / static_cast<double>(output_tokens - 1) : 0;
+  }
+};
+
+struct Percentiles {
+  double mean = 0, p50 = 0, p90 = 0, p99 = 0, max = 0;
+};
+Percentiles percentilesOf(std::vector<double> values);
+
+struct TimelinePoint {
+  double t_s = 0;
+  std::int64_t running = 0, waiting = 0, batch_tokens = 0, kv_used_tokens = 0;
+};
+
+struct ServeResult {
+  std::vector<RequestOutcome> requests;  // in arrival order
+  std::vector<TimelinePoint> timeline;   // one point per step
+  Percentiles ttft, tpot, e2e, queueing, itl;
+  double makespan_s = 0, output_tokens_per_s = 0, requests_per_s = 0, goodput_rps = 0, slo_attainment = 0;
+  double mean_batch = 0, mean_kv_use = 0, peak_kv_use = 0;  // KV use as a fraction of the pool
+  double time_avg_in_system = 0;                            // ∫ (waiting + running) dt / makespan
+  std::int64_t steps = 0, full_graph_steps = 0, piecewise_steps = 0, preemptions = 0,
+               rejected = 0;          // rejected: can never fit the pool
+  std::int64_t distinct_batches = 0;  // step-model evaluations (memo misses)
+  double in_system_seconds = 0;       // ∫ (waiting + running) dt, summed step by step
+  std::vector<double> itl_samples;    // inter-token latencies while simulating (moved into `itl`)
+};
+
+// The time of one step for a batch, and whether it replays a CUDA graph.
+struct StepTime {
+  double us = 0;
+  GraphMode mode = GraphMode::Eager;  // full graph replay (padded to a captured size), piecewise, or eager
+};
+using StepTimer = std::function<StepTime(const Workload&)>;
+
+ServeResult simulateServing(const std::vector<ServeRequest>& requests, const SchedulerConfig& config,
+                            const StepTimer& timer, const ServeSlo& slo);
+
+}  // namespace attnsim

@@ -1,0 +1,343 @@
+// The study reports (attnsim report priorities|whatif|matrix): golden answers with tolerances on a
+// small study, escaping of hostile names from a store, determinism, errors, and the HTML drawn by
+// headless Chromium.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <array>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <regex>
+#include <sstream>
+
+#include "TestSupport.hpp"
+#include "reports/HtmlDocument.hpp"
+#include "reports/SvgPlots.hpp"
+
+namespace attnsim {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using test::readFile;
+using test::runAttnsim;
+
+const fs::path kData = fs::path(ATTNSIM_TEST_DATA) / "reports";
+
+// A folder for this test process, removed when it exits.
+struct Scratch {
+  fs::path dir = fs::temp_directory_path() / ("attnsim-reports-" + std::to_string(getpid()));
+  Scratch() {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  ~Scratch() {
+    std::error_code ignored;
+    fs::remove_all(dir, ignored);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+};
+
+fs::path scratch() {
+  static const Scratch s;
+  return s.dir;
+}
+
+// The small study: tests/data/reports/small.yaml swept, with the committed H100 measurements.
+const fs::path& smallStudy() {
+  static const fs::path db = [] {
+    fs::path path = scratch() / "small.db";
+    const auto sweep = runAttnsim("sweep " + (kData / "small.yaml").string() + " --db " + path.string());
+    EXPECT_EQ(sweep.exit_code, 0) << sweep.output;
+    const fs::path m = fs::path(ATTNSIM_SOURCE_DIR) / "measurements/data/h100";
+    const auto import = runAttnsim("measurements import " + (m / "measurements.csv").string() + " " +
+                                   (m / "engine_kernels.csv").string() + " --db " + path.string());
+    EXPECT_EQ(import.exit_code, 0) << import.output;
+    return path;
+  }();
+  return db;
+}
+
+test::CommandResult report(const std::string& kind, const fs::path& db, const fs::path& out,
+                           const std::string& extra = "") {
+  return runAttnsim("report " + kind + " --db " + db.string() + " --out " + out.string() + " " + extra);
+}
+
+void sql(const fs::path& db, const std::string& text) {
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open(db.string().c_str(), &h), SQLITE_OK);
+  char* error = nullptr;
+  EXPECT_EQ(sqlite3_exec(h, text.c_str(), nullptr, nullptr, &error), SQLITE_OK) << (error ? error : "");
+  sqlite3_free(error);
+  sqlite3_close(h);
+}
+
+// What differs between machines and catalog versions but not between answers: the store's path,
+// the sweep id and hashes (they follow the catalog's bytes), the program version.
+std::string normalized(std::string text, const fs::path& db, const json& provenance) {
+  auto replace = [&text](const std::string& from, const std::string& to) {
+    for (auto at = text.find(from); !from.empty() && at != std::string::npos; at = text.find(from, at + to.size())) {
+      text.replace(at, from.size(), to);
+    }
+  };
+  replace(db.string(), "STUDY.db");
+  replace(std::to_string(provenance.at("sweep_id").get<std::int64_t>()), "SWEEP_ID");
+  replace(provenance.at("catalog_hash").get<std::string>(), "CATALOG_HASH");
+  replace(provenance.at("spec_hash").get<std::string>(), "SPEC_HASH");
+  replace("attnsim " + provenance.at("report_version").get<std::string>(), "attnsim VERSION");
+  replace("version " + provenance.at("program_version").get<std::string>(), "version VERSION");
+  return text;
+}
+
+// Text equal to the golden one but for numbers, which may differ by a rounding step.
+void expectSameText(const std::string& got, const std::string& want, const std::string& name) {
+  static const std::regex number(R"(-?\d+(\.\d+)?)");
+  auto split = [](const std::string& s, std::vector<std::string>& words, std::vector<double>& numbers) {
+    std::string rest;
+    std::size_t last = 0;
+    for (auto it = std::sregex_iterator(s.begin(), s.end(), number); it != std::sregex_iterator(); ++it) {
+      rest += s.substr(last, static_cast<std::size_t>(it->position())) + "#";
+      numbers.push_back(std::stod(it->str()));
+      last = static_cast<std::size_t>(it->position() + it->length());
+    }
+    words.push_back(rest + s.substr(last));
+  };
+  std::vector<std::string> got_words, want_words;
+  std::vector<double> got_numbers, want_numbers;
+  split(got, got_words, got_numbers);
+  split(want, want_words, want_numbers);
+  ASSERT_EQ(got_words, want_words) << name << ": the text around the numbers differs";
+  ASSERT_EQ(got_numbers.size(), want_numbers.size()) << name;
+  for (std::size_t i = 0; i < got_numbers.size(); ++i) {
+    EXPECT_NEAR(got_numbers[i], want_numbers[i], 0.1 + 1e-3 * std::abs(want_numbers[i])) << name << " number " << i;
+  }
+}
+
+void expectSameJson(const json& got, const json& want, const std::string& where) {
+  if (want.is_number() && got.is_number()) {
+    EXPECT_NEAR(got.get<double>(), want.get<double>(), 1e-9 + 1e-6 * std::abs(want.get<double>())) << where;
+  } else if (want.is_object() && got.is_object()) {
+    EXPECT_EQ(got.size(), want.size()) << where;
+    for (const auto& [k, v] : want.items()) {
+      if (got.contains(k)) {
+        expectSameJson(got.at(k), v, fmt::format("{}.{}", where, k));
+      } else {
+        ADD_FAILURE() << where << ": no key " << k;
+      }
+    }
+  } else if (want.is_array() && got.is_array()) {
+    ASSERT_EQ(got.size(), want.size()) << where;
+    for (std::size_t i = 0; i < want.size(); ++i)
+      expectSameJson(got[i], want[i], where + "[" + std::to_string(i) + "]");
+  } else {
+    EXPECT_EQ(got, want) << where;
+  }
+}
+
+// Compares the report's JSON and Markdown with tests/data/reports/NAME.{json,md}, or writes them
+// with ATTNSIM_UPDATE_GOLDEN=1.
+void checkGolden(const fs::path& dir, const std::string& kind, const std::string& name) {
+  json got = json::parse(readFile(dir / (kind + ".json")));
+  const json provenance = got.at("provenance");
+  got.erase("provenance");
+  const std::string markdown = normalized(readFile(dir / (kind + ".md")), smallStudy(), provenance);
+  if (kind == "matrix") got.erase("support_tables");  // the catalog's own tables: tests/test_docs.cpp
+  const fs::path json_file = kData / (name + ".json"), md_file = kData / (name + ".md");
+  if (std::getenv("ATTNSIM_UPDATE_GOLDEN")) {
+    std::ofstream(json_file) << got.dump(1) << "\n";
+    if (kind != "matrix") std::ofstream(md_file) << markdown;
+    return;
+  }
+  expectSameJson(got, json::parse(readFile(json_file)), name);
+  if (kind != "matrix") expectSameText(markdown, readFile(md_file), name + ".md");
+}
+
+TEST(StudyReports, PrioritiesMatchTheGolden) {
+  const fs::path out = scratch() / "golden";
+  const auto r = report("priorities", smallStudy(), out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  checkGolden(out, "priorities", "priorities");
+}
+
+TEST(StudyReports, WhatIfMatchesTheGolden) {
+  const fs::path out = scratch() / "golden";
+  auto r = report("whatif", smallStudy(), out, "--compare vllm:FLASH_ATTN,vllm:FLASHINFER,vllm:TRITON_ATTN");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  checkGolden(out, "whatif", "whatif-backends");
+  r = report("whatif", smallStudy(), out, "--compare-engines --hardware h100-sxm");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  checkGolden(out, "whatif", "whatif-engines");
+  r = report("whatif", smallStudy(), out, "--compare-hardware --engine sglang");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  checkGolden(out, "whatif", "whatif-hardware");
+}
+
+TEST(StudyReports, MatrixMatchesTheGolden) {
+  const fs::path out = scratch() / "golden";
+  const auto r = report("matrix", smallStudy(), out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  checkGolden(out, "matrix", "matrix");
+  // The support tables come from the catalog the store holds, as `attnsim docs` prints them.
+  const std::string md = readFile(out / "matrix.md");
+  const auto docs = runAttnsim("docs --engine vllm");
+  const std::string first_table = docs.output.substr(docs.output.find("\n|"), 400);
+  EXPECT_NE(md.find(first_table), std::string::npos);
+}
+
+TEST(StudyReports, SameStoreSameReport) {
+  const fs::path a = scratch() / "same-a", b = scratch() / "same-b";
+  for (const auto& kind : {"priorities", "matrix"}) {
+    ASSERT_EQ(report(kind, smallStudy(), a).exit_code, 0);
+    ASSERT_EQ(report(kind, smallStudy(), b).exit_code, 0);
+    for (const auto& ext : {".md", ".html", ".json"}) {
+      const std::string file = std::string(kind) + ext;
+      EXPECT_EQ(readFile(a / file), readFile(b / file)) << file;
+    }
+  }
+}
+
+// Every line of every pipe table has as many unescaped `|` as its header.
+void expectWellFormedTables(const std::string& markdown, const std::string& name) {
+  std::istringstream in(markdown);
+  std::optional<std::size_t> columns;
+  int line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (line.empty() || line[0] != '|') {
+      columns.reset();
+      continue;
+    }
+    std::size_t bars = 0;
+    for (std::size_t i = 0; i < line.size(); ++i) bars += line[i] == '|' && (i == 0 || line[i - 1] != '\\');
+    if (!columns) columns = bars;
+    EXPECT_EQ(bars, *columns) << name << ":" << line_no << ": " << line;
+  }
+}
+
+TEST(StudyReports, HostileNamesFromTheStorePrintAsText) {
+  const fs::path db = scratch() / "hostile.db";
+  fs::copy_file(smallStudy(), db, fs::copy_options::overwrite_existing);
+  sql(db, R"(
+    UPDATE sweep_groups SET model = '<script>alert(1)</script>|m' WHERE model = 'llama-3.1-8b';
+    UPDATE candidates SET backend = '<b>x</b>|`y`*_z_' WHERE backend = 'TRITON_ATTN';
+    UPDATE candidates SET reason = '<img src=x onerror=alert(2)>|r' WHERE valid = 0;
+    UPDATE sweeps SET name = '<i>n</i>|s';)");
+  const fs::path out = scratch() / "hostile";
+  ASSERT_EQ(report("priorities", db, out).exit_code, 0);
+  ASSERT_EQ(report("matrix", db, out).exit_code, 0);
+  const auto w = report("whatif", db, out, "--compare 'vllm:<b>x</b>|`y`*_z_,vllm:FLASH_ATTN'");
+  ASSERT_EQ(w.exit_code, 0) << w.output;
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(out)) {
+    const std::string text = readFile(entry.path());
+    const std::string name = entry.path().filename().string();
+    if (entry.path().extension() == ".json") continue;  // JSON carries the names as they are
+    ++files;
+    // A fenced block (the command that regenerates the report) shows its text verbatim: skip it.
+    const std::string shown = std::regex_replace(text, std::regex(R"((`{3,})sh\n[\s\S]*?\n\1)"), "");
+    for (const char* raw : {"<script", "<b>x", "<img", "<i>n"})
+      EXPECT_EQ(shown.find(raw), std::string::npos) << name << ": " << raw;
+    if (entry.path().extension() == ".md") expectWellFormedTables(text, name);
+  }
+  EXPECT_EQ(files, 3 * 2 + 2 + 2 + 1);  // 3 pages and 3 Markdown files, 2 + 2 + 1 SVG figures
+  const std::string html = readFile(out / "priorities.html");
+  EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt;|m"), std::string::npos);
+  EXPECT_NE(readFile(out / "priorities.md").find(R"(&lt;script&gt;alert(1)&lt;/script&gt;\|m)"), std::string::npos);
+  EXPECT_NE(readFile(out / "matrix.html").find("&lt;img src=x onerror=alert(2)&gt;|r"), std::string::npos);
+  EXPECT_NE(readFile(out / "whatif.md").find(R"(&lt;b&gt;x&lt;/b&gt;\|\`y\`\*\_z\_)"), std::string::npos);
+}
+
+TEST(StudyReports, BadRequestsExitTwo) {
+  const fs::path out = scratch() / "bad";
+  auto r = report("whatif", smallStudy(), out);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--compare-engines"), std::string::npos) << r.output;
+  r = report("whatif", smallStudy(), out, "--compare vllm:FLASH_ATTN,vllm:FLASHINFR");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("did you mean 'vllm:FLASHINFER'"), std::string::npos) << r.output;
+  r = report("priorities", smallStudy(), out, "--sweep nope");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("reports-small"), std::string::npos) << r.output;
+  r = report("priorities", scratch() / "missing.db", out);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_FALSE(fs::exists(scratch() / "missing.db"));
+}
+
+TEST(ReportText, EscapesForEachOutput) {
+  EXPECT_EQ(escapeHtml(R"(<a href="x">'&'</a>)"), "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
+  EXPECT_EQ(escapeXml("<t>&'\""), "&lt;t&gt;&amp;&apos;&quot;");
+  EXPECT_EQ(escapeMarkdown("a|b *c* `d` [e](f) _g_ h_i #j\nk"), R"(a\|b \*c\* \`d\` \[e\](f) \_g\_ h_i #j k)");
+  EXPECT_EQ(escapeMarkdown("# title"), R"(\# title)");
+  HtmlDocument doc("<t>");
+  doc.table({{"<h>|"}, {{"<c>|"}}});
+  doc.command("echo ```x```");
+  EXPECT_EQ(doc.html().find("<c>"), std::string::npos);
+  EXPECT_NE(doc.markdown().find("| &lt;c&gt;\\| |"), std::string::npos);
+  EXPECT_NE(doc.markdown().find("````sh\necho ```x```\n````"), std::string::npos);
+}
+
+// Headless Chromium opens each report: the page's SVG heat maps are in the rendered DOM, and a
+// screenshot of the priorities page holds far more than a blank page's.
+bool haveChromium() { return std::system("command -v chromium > /dev/null 2>&1") == 0; }
+
+std::string chromium(const std::string& args) {
+  const std::string profile = (scratch() / "chromium-profile").string();
+  return "chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
+         "--disable-background-networking --disable-component-update --disable-sync --user-data-dir=" +
+         profile + " " + args + " 2>/dev/null";
+}
+
+std::string capture(const std::string& command) {
+  std::string out;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return out;
+  std::array<char, 4096> buffer{};
+  for (std::size_t n = 0; (n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0;) out.append(buffer.data(), n);
+  pclose(pipe);
+  return out;
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(ReportRender, ChromiumDrawsThePlots) {
+  if (!haveChromium()) GTEST_SKIP() << "chromium is not installed (apt-get install chromium): render test skipped";
+  const fs::path out = scratch() / "render";
+  ASSERT_EQ(report("priorities", smallStudy(), out).exit_code, 0);
+  ASSERT_EQ(report("matrix", smallStudy(), out).exit_code, 0);
+  ASSERT_EQ(report("whatif", smallStudy(), out, "--compare-engines").exit_code, 0);
+  for (const auto& [page, svgs] : {std::pair{"priorities", 2}, {"matrix", 2}, {"whatif", 1}}) {
+    const std::string dom = capture(chromium("--dump-dom file://" + (out / (std::string(page) + ".html")).string()));
+    EXPECT_EQ(count(dom, "<svg"), static_cast<std::size_t>(svgs)) << page;
+    EXPECT_GE(count(dom, "class=\"cell\""), 16U) << page;
+  }
+  std::ofstream(out / "blank.html") << "<!DOCTYPE html><html><body></body></html>\n";
+  for (const char* page : {"blank", "priorities"}) {
+    capture(chromium("--window-size=1200,1600 --screenshot=" + (out / (std::string(page) + ".png")).string() +
+                     " file://" + (out / (std::string(page) + ".html")).string()));
+  }
+  const std::string png = readFile(out / "priorities.png"), blank = readFile(out / "blank.png");
+  ASSERT_GT(png.size(), 24U);
+  ASSERT_GT(blank.size(), 24U);
+  EXPECT_EQ(png.substr(1, 3), "PNG");
+  auto be32 = [&png](std::size_t at) {
+    return (std::uint32_t(std::uint8_t(png[at])) << 24) | (std::uint32_t(std::uint8_t(png[at + 1])) << 16) |
+           (std::uint32_t(std::uint8_t(png[at + 2])) << 8) | std::uint32_t(std::uint8_t(png[at + 3]));
+  };
+  EXPECT_EQ(be32(16), 1200U);  // IHDR width and height
+  EXPECT_EQ(be32(20), 1600U);
+  EXPECT_GT(png.size(), 10 * blank.size()) << "the rendered report compresses like a blank page";
+}
+
+}  // namespace
+}  // namespace attnsim
