@@ -41,6 +41,11 @@ void parsePerformance(const YamlReader& r, KernelFamily& k) {
   k.ctas_per_sm = static_cast<int>(r.getInt("ctas_per_sm", 1, 64));
   k.max_splits = static_cast<int>(r.getInt("max_splits", 1, 1024));
   k.split_spans_pool = r.get<bool>("split_spans_pool", false);
+  if (auto share = r.findMap("slot_bandwidth_share")) {
+    k.slot_bandwidth_share = share->getNumber("value", 1, 64);
+    k.slot_bandwidth_share_source = share->get<std::string>("source");
+    share->finish();
+  }
   k.efficiency = parseEfficiency(r.map("default"));
   if (auto by_arch = r.findMap("by_architecture")) {
     for (const auto& arch : by_arch->keysOf()) {

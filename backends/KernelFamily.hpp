@@ -45,6 +45,12 @@ struct KernelFamily {
   int ctas_per_sm = 1;                   // resident work units per SM / CU
   int max_splits = 32;                   // split-KV cap (vLLM caps FA3 at 32 for CUDA graphs)
   bool split_spans_pool = false;         // a paged call's KV splits are cut over the whole page pool
+  // How many times its even share of the device's bandwidth (bandwidth / resident units) one work
+  // unit may draw while fewer units than slots run (the partial last wave of a memory-bound call).
+  // 1: a unit streams no faster than a full machine's share; more: it keeps more K/V tiles in flight
+  // (cost/AttentionCostWaves.cpp). Fitted on measurements or derived from a published table.
+  double slot_bandwidth_share = 1;
+  std::string slot_bandwidth_share_source;
   // How the kernel picks its KV split count: "fastest" (attnsim searches the count that finishes
   // first: FlashInfer's and the Triton kernels' load-balancing planners aim at this), "occupancy"
   // (FlashAttention's num_splits_heuristic: no split once the work fills 80% of the SMs, none for

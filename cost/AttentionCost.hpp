@@ -57,6 +57,7 @@ struct KernelModel {
   // 0 for a serving pool far larger than any one sequence (then a paged call never splits).
   bool split_spans_pool = false;
   double kv_pool_tokens = 0;
+  double slot_bandwidth_share = 1;  // the family's (KernelFamily::slot_bandwidth_share)
   double compute_efficiency = 0.5;
   double memory_efficiency = 0.75;
   double fixed_us = 3.0;

@@ -38,20 +38,14 @@ struct Traffic {
   double flops = 0;
 };
 
-// How many times its even share of the machine's bandwidth one unit (a CTA) may draw while fewer
-// units than slots run: by Little's law a unit keeping two K/V tiles in flight (2 × 128 keys × 256 B
-// = 128 KiB) over a DRAM latency near 600 ns streams about 200 GB/s, against an even share of
-// 3350/132 ≈ 25 GB/s on an H100, so a partial last wave costs about its bytes. OPEN (issue 12): the
-// held-out H100/H200 decode measurements prefer 1 (worst family 12.7% at 1, 19.3% at 4; `attnsim
-// report validation`), while the FA3 and FlashMLA published tables need more than 1 for units that
-// share KV through L2; this wants a per-family figure fitted by `attnsim calibrate`.
-inline constexpr double kSlotBandwidthShare = 4;
-
 struct Rates {
   double flop_per_slot = 0;  // FLOP per µs one slot achieves
   double byte_per_slot = 0;  // even share of the achieved bandwidth, bytes per µs
   double slots = 1;
   double key_us = 0;  // per key a unit visits
+  // How many times byte_per_slot one unit may draw while fewer units than slots run (the kernel
+  // family's slot_bandwidth_share; the call as a whole never exceeds the device's bandwidth).
+  double slot_share = 1;
 };
 
 // Work units spread over the machine: equal-work kinds (time on one slot, count).

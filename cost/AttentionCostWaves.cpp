@@ -13,7 +13,7 @@ namespace attnsim::attention_cost {
 void addUnits(Waves& w, const Rates& r, double count, double unit_flops, double unit_bytes, double unit_keys,
               double unit_qo_bytes) {
   const double c = unit_flops / r.flop_per_slot;
-  const double m = unit_bytes / (r.byte_per_slot * kSlotBandwidthShare);
+  const double m = unit_bytes / (r.byte_per_slot * r.slot_share);
   const double work = std::max(c, m) + unit_keys * r.key_us + unit_qo_bytes / r.byte_per_slot;
   w.sum_work_us += count * work;
   if (work > w.max_work_us) {
