@@ -226,7 +226,8 @@ int maxSplits(const Call& call) {
 // no split when the tiles (requests × KV heads × packed query blocks) fill 80% of the SMs or the
 // KV is at most 4 blocks; else the fewest splits whose wave efficiency n/ceil(n) is within 85% of
 // the best over 1..min(cap, SMs, KV blocks).
-int occupancySplits(const Call& call, int max_splits) {
+// short_kv_rule false: the count the heuristic gives the same work once its KV exceeds 4 blocks.
+int occupancySplits(const Call& call, int max_splits, bool short_kv_rule) {
   const KernelModel& k = call.kernel;
   const double sms = call.device.compute_units;
   double mblocks = 0;
@@ -237,7 +238,7 @@ int occupancySplits(const Call& call, int max_splits) {
     mblocks += static_cast<double>(g.count) * heads * static_cast<double>(ceilDiv(rows, std::max(1, k.tile_q)));
     nblocks = std::max(nblocks, ceilDiv(uniqueKvTokens(g, call.shape), k.tile_kv));
   }
-  if (mblocks >= 0.8 * sms || nblocks <= 4) return 1;
+  if (mblocks >= 0.8 * sms || (short_kv_rule && nblocks <= 4)) return 1;
   const int cap =
       static_cast<int>(std::min<double>({static_cast<double>(max_splits), sms, static_cast<double>(nblocks)}));
   auto efficiency = [&](int n) {
@@ -342,9 +343,14 @@ AttentionCost searchSplits(const Call& call, const CallTerms& c, const Traffic& 
   };
   const int max_splits = maxSplits(call);
   if (call.kernel.family && call.kernel.family->split_heuristic == "occupancy") {
-    const int chosen = max_splits > 1 ? occupancySplits(call, call.kernel.max_splits) : 1;
+    // The short-KV rule (no split at 4 KV blocks or fewer) makes a fifth block cheaper than four at
+    // small batches: the count the heuristic gives one block more is costed too (capped by the KV
+    // blocks), so the time does not fall when the context grows past it.
+    const int chosen = max_splits > 1 ? occupancySplits(call, call.kernel.max_splits, true) : 1;
+    const int longer = max_splits > 1 ? std::min(max_splits, occupancySplits(call, call.kernel.max_splits, false)) : 1;
     consider(1);
     if (chosen > 1) consider(chosen);
+    if (longer > 1 && longer != chosen) consider(longer);
     return out;
   }
   for (int s = 1; s <= max_splits; ++s) {
