@@ -306,18 +306,13 @@ void recordSplit(AttentionCost& out, const CallTerms& c, const Waves& w, const S
   out.bound = latency ? Bound::Latency : (w.compute_dominant && !st.bandwidth) ? Bound::Compute : Bound::Memory;
 }
 
-// The split count the kernel runs with, and so the call's time.
-// "fastest" (FlashInfer's and the Triton kernels' planners balance the KV over the machine): the
-// fastest count, fewest on ties; past two full waves more splits only add merge work. Each count's
-// time grows with the batch and the context, and the counts on offer shrink as the batch grows, so
-// the minimum never falls when the problem grows.
-// "occupancy" (FlashAttention's num_splits_heuristic): the heuristic's count n, or no split where the
-// model finds the unsplit call faster. The heuristic judges a split by wave efficiency alone; a
-// split also costs a merge of fp32 partials and a second launch, which stop at once when the work
-// reaches 80% of the SMs (n falls to 1), so the heuristic's own choice alone would make a batch of
-// 14 cheaper than one of 13 (Llama-3.1-8B decode on an H100: 5 splits, then none). Taking the faster
-// of n and 1 keeps the time monotone: the unsplit time grows with batch and context, and where the
-// heuristic's n is kept it is within its 85% efficiency band, where the time moves with the bytes.
+// The split count the kernel runs with. "fastest" (FlashInfer's and the Triton planners balance the
+// KV over the machine): the fastest count, fewest on ties; the counts on offer shrink as the batch
+// grows, so the minimum never falls. "occupancy" (FlashAttention's num_splits_heuristic): the
+// heuristic's count or no split, whichever is faster. The heuristic weighs wave efficiency only; a
+// split also pays a merge and a second launch, which vanish when the work reaches 80% of the SMs, so
+// its own count alone makes a batch of 14 cheaper than 13 (Llama-3.1-8B, H100: 5 splits, then none).
+// The unsplit time grows with batch and context, so the faster of the two does not fall.
 AttentionCost searchSplits(const Call& call, const CallTerms& c, const Traffic& t) {
   AttentionCost out;
   double best = std::numeric_limits<double>::infinity();
@@ -343,9 +338,8 @@ AttentionCost searchSplits(const Call& call, const CallTerms& c, const Traffic& 
   };
   const int max_splits = maxSplits(call);
   if (call.kernel.family && call.kernel.family->split_heuristic == "occupancy") {
-    // The short-KV rule (no split at 4 KV blocks or fewer) makes a fifth block cheaper than four at
-    // small batches: the count the heuristic gives one block more is costed too (capped by the KV
-    // blocks), so the time does not fall when the context grows past it.
+    // Its no-split rule at <= 4 KV blocks makes a fifth block cheaper than four: the count it gives
+    // one block more is costed too, so the time does not fall when the context grows past it.
     const int chosen = max_splits > 1 ? occupancySplits(call, call.kernel.max_splits, true) : 1;
     const int longer = max_splits > 1 ? std::min(max_splits, occupancySplits(call, call.kernel.max_splits, false)) : 1;
     consider(1);
@@ -360,18 +354,6 @@ AttentionCost searchSplits(const Call& call, const CallTerms& c, const Traffic& 
 }
 
 }  // namespace
-
-const char* boundName(Bound b) {
-  switch (b) {
-    case Bound::Compute:
-      return "compute";
-    case Bound::Memory:
-      return "memory";
-    case Bound::Latency:
-      return "latency";
-  }
-  return "memory";
-}
 
 AttentionCost sequentialCalls(const AttentionCost& first, const AttentionCost& second) {
   AttentionCost out = first.time_us >= second.time_us ? first : second;

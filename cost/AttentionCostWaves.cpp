@@ -8,6 +8,22 @@
 
 #include "cost/AttentionCostInternal.hpp"
 
+namespace attnsim {
+
+const char* boundName(Bound b) {
+  switch (b) {
+    case Bound::Compute:
+      return "compute";
+    case Bound::Memory:
+      return "memory";
+    case Bound::Latency:
+      return "latency";
+  }
+  return "memory";
+}
+
+}  // namespace attnsim
+
 namespace attnsim::attention_cost {
 
 void addUnits(Waves& w, const Rates& r, double count, double unit_flops, double unit_bytes, double unit_keys,
