@@ -227,11 +227,25 @@ void kneeSection(HtmlDocument& doc, const CapacityData& d, const Index& x) {
   }
 }
 
-// The runs serve-sim stored, with their KV use and batch over time.
+// The runs serve-sim stored, with their running requests and KV use over time (the first four drawn).
+LineChart timelineChart(const CapacityData& d, const StoredRun& r, const StoredConfig& c, const std::string& who) {
+  LineChart chart{fmt::format("run {}: {}", r.id, who), "time (s)", "running requests / KV use (%)", {}, 0, 0, false};
+  LineSeries running{"running requests", paletteColor(0), {}}, kv{"KV use (% of the pool)", paletteColor(1), {}};
+  const double pool = c.row.split ? static_cast<double>(std::max<std::int64_t>(1, c.row.split->kv_tokens)) : 1;
+  for (const auto& [run, p] : d.timeline) {
+    if (run != r.id) continue;
+    running.points.emplace_back(p.t_s, static_cast<double>(p.running));
+    kv.points.emplace_back(p.t_s, 100 * static_cast<double>(p.kv_used_tokens) / pool);
+  }
+  chart.series = {running, kv};
+  return chart;
+}
+
 void runsSection(HtmlDocument& doc, const CapacityData& d) {
   ReportTable table{{"run", "configuration", "traffic", "req/s", "p50 TTFT ms", "p99 TTFT ms", "p99 TPOT ms",
                      "output tok/s", "goodput req/s", "mean batch", "peak KV use"},
                     {}};
+  std::vector<ReportFigure> figures;
   for (const auto& r : d.runs) {
     if (r.row.kind != "serve-sim") continue;
     const auto c = std::find_if(d.configs.begin(), d.configs.end(), [&](const auto& x) { return x.id == r.config; });
@@ -242,22 +256,15 @@ void runsSection(HtmlDocument& doc, const CapacityData& d) {
                           fmt::format("{:.2f}", r.tpot_ms.p99), fmt::format("{:.0f}", r.output_tokens_per_s),
                           fmt::format("{:.2f}", r.goodput_rps), fmt::format("{:.1f}", r.mean_batch),
                           study_report::percent(r.peak_kv_use)});
-    LineChart chart{fmt::format("run {}: {}", r.id, who), "time (s)", "running requests / KV use (%)", {}, 0, 0, false};
-    LineSeries running{"running requests", paletteColor(0), {}}, kv{"KV use (% of the pool)", paletteColor(1), {}};
-    const double pool = c->row.split ? static_cast<double>(std::max<std::int64_t>(1, c->row.split->kv_tokens)) : 1;
-    for (const auto& [run, p] : d.timeline) {
-      if (run != r.id) continue;
-      running.points.emplace_back(p.t_s, static_cast<double>(p.running));
-      kv.points.emplace_back(p.t_s, 100 * static_cast<double>(p.kv_used_tokens) / pool);
-    }
-    chart.series = {running, kv};
-    if (table.rows.size() <= 4 && !running.points.empty()) {
-      doc.figure({fmt::format("capacity-run-{}.svg", r.id), lineChartSvg(chart), chart.title});
+    const LineChart chart = timelineChart(d, r, *c, who);
+    if (figures.size() < 4 && !chart.series.front().points.empty()) {
+      figures.push_back({fmt::format("capacity-run-{}.svg", r.id), lineChartSvg(chart), chart.title});
     }
   }
   if (table.rows.empty()) return;
   doc.heading("serve-sim runs");
   doc.table(table);
+  for (const auto& f : figures) doc.figure(f);
 }
 
 void assumptions(HtmlDocument& doc) {

@@ -164,6 +164,26 @@ TEST(CapacityReport, BadRequestsExitTwo) {
   EXPECT_NE(study.output.find("capacity-small"), std::string::npos) << study.output;
 }
 
+TEST(CapacityReport, LoneServeSimRunsAreReportedWithTheirTimeline) {
+  const fs::path db = scratch() / "lone.db", out = scratch() / "lone";
+  ASSERT_EQ(runAttnsim("serve-sim --hardware h100-sxm --model llama-3.1-8b --engine sglang --rate 3 --requests 150 "
+                       "--db " +
+                       db.string())
+                .exit_code,
+            0);
+  const auto r = runAttnsim("report capacity --db " + db.string() + " --out " + out.string() + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string md = readFile(out / "capacity.md");
+  EXPECT_NE(md.find("## serve-sim runs"), std::string::npos);
+  EXPECT_NE(md.find("capacity-run-1.svg"), std::string::npos);
+  EXPECT_EQ(md.find("## Highest request rate"), std::string::npos);  // nothing was searched
+  EXPECT_LT(md.find("## serve-sim runs"), md.find("capacity-run-1.svg"));
+  const json j = json::parse(r.output);
+  ASSERT_EQ(j["configs"].size(), 1U);
+  EXPECT_EQ(j["configs"][0]["runs"][0]["kind"], "serve-sim");
+  EXPECT_TRUE(fs::exists(out / "capacity-run-1.svg"));
+}
+
 std::string capture(const std::string& command) {
   std::string out;
   FILE* pipe = popen(command.c_str(), "r");
