@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <set>
 
@@ -15,7 +16,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::int64_t kContexts[] = {1024, 4096, 16384, 32768, 131072};
+constexpr std::array<std::int64_t, 5> kContexts = {1024, 4096, 16384, 32768, 131072};
 
 std::string configLabel(const CapacityConfigRow& r) {
   return fmt::format("{}:{}{}", r.engine, r.backend.empty() ? "-" : r.backend, r.forced_backend ? "" : " (own)");

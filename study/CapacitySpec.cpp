@@ -25,6 +25,7 @@ namespace {
 
 std::vector<std::string> ids(const auto& items, auto field) {
   std::vector<std::string> out;
+  out.reserve(items.size());
   for (const auto& i : items) out.push_back(field(i));
   return out;
 }
