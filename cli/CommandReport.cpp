@@ -10,6 +10,7 @@
 #include "core/Error.hpp"
 #include "core/Files.hpp"
 #include "core/Strings.hpp"
+#include "reports/CapacityReport.hpp"
 #include "reports/StudyReports.hpp"
 #include "reports/ValidationReport.hpp"
 #include "study/StepValidation.hpp"
@@ -22,7 +23,7 @@ namespace {
 using nlohmann::json;
 
 struct ReportFlags {
-  std::string what, db, out_dir, holdout = "1024,8192", sweep, compare;
+  std::string what, db, out_dir, holdout = "1024,8192", sweep, compare, study;
   WhatIfOptions whatif;
 };
 
@@ -70,13 +71,32 @@ int runStudyReport(const GlobalOptions& global, ReportFlags f) {
   return 0;
 }
 
+// capacity: the serving results of the store (reports/CapacityReport).
+int runCapacityReport(const GlobalOptions& global, const ReportFlags& f) {
+  if (!std::filesystem::exists(f.db)) throw UsageError("--db " + f.db + ": no such file (run attnsim capacity study)");
+  Store store(f.db);
+  std::string command =
+      "attnsim report capacity --db " + study_report::shellWord(f.db) + " --out " + study_report::shellWord(f.out_dir);
+  if (!f.study.empty()) command += " --study " + study_report::shellWord(f.study);
+  const StudyReport report = capacityReport(loadCapacityData(store, f.study), command);
+  writeStudyReport(report, f.out_dir);
+  const auto base = std::filesystem::path(f.out_dir) / report.kind;
+  if (global.json) {
+    std::cout << report.json.dump(2) << "\n";
+  } else {
+    fmt::print("wrote {}.html, {}.md (with {} SVG figures) and {}.json\n", base.string(), base.string(),
+               report.document.figures().size(), base.string());
+  }
+  return 0;
+}
+
 }  // namespace
 
 Runner addReportCommand(CLI::App& app, const GlobalOptions& global) {
   auto f = std::make_shared<ReportFlags>();
-  app.add_option("what", f->what, "validation, priorities, whatif or matrix")
+  app.add_option("what", f->what, "validation, priorities, whatif, matrix or capacity")
       ->required()
-      ->check(CLI::IsMember({"validation", "priorities", "whatif", "matrix"}));
+      ->check(CLI::IsMember({"validation", "priorities", "whatif", "matrix", "capacity"}));
   app.add_option("--db", f->db, "study file")->required();
   app.add_option("--out", f->out_dir, "folder for the report's files")->required();
   app.add_option("--holdout-contexts", f->holdout, "validation: context lengths kept out of the fit (comma list)");
@@ -87,8 +107,11 @@ Runner addReportCommand(CLI::App& app, const GlobalOptions& global) {
   app.add_option("--engine", f->whatif.engine, "whatif: only this engine (the one --compare-hardware follows)");
   app.add_option("--hardware", f->whatif.hardware_filter, "whatif: only this hardware profile");
   app.add_option("--model", f->whatif.model_filter, "whatif: only this model");
-  return
-      [&global, f]() { return f->what == "validation" ? runValidationReport(global, *f) : runStudyReport(global, *f); };
+  app.add_option("--study", f->study, "capacity: the capacity study (name or id; default: the store's only one)");
+  return [&global, f]() {
+    if (f->what == "capacity") return runCapacityReport(global, *f);
+    return f->what == "validation" ? runValidationReport(global, *f) : runStudyReport(global, *f);
+  };
 }
 
 }  // namespace attnsim::cli

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "core/Error.hpp"
+#include "study/CapacityStore.hpp"
 #include "study/Store.hpp"
 #include "study/StoreStatement.hpp"
 
@@ -118,6 +119,7 @@ void createOrMigrateSchema(sqlite3* db, const std::string& path) {
   // 2 -> 3: the sweep tables, added alongside; nothing of version 2 changes.
   execSql(db, kStudyTables, path);
   execSql(db, kSweepTables, path);
+  createCapacityTables(db, path);  // versionless: CREATE TABLE IF NOT EXISTS (study/CapacityStore)
   Statement set(db, "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)");
   set.bind(1, current);
   set.run();

@@ -10,6 +10,7 @@
 #include "catalog/Catalog.hpp"
 #include "core/Strings.hpp"
 #include "core/YamlReader.hpp"
+#include "study/CapacitySpec.hpp"
 
 namespace attnsim {
 
@@ -235,6 +236,7 @@ SweepSpec parseSweepSpec(std::string_view text, const std::string& file, const C
 std::vector<std::string> builtinSweepNames() {
   std::vector<std::string> names;
   for (const auto& f : embeddedSweepFiles()) {
+    if (isCapacitySpecFile(f.path)) continue;  // sweeps/capacity*.yaml are capacity studies (study/CapacitySpec)
     names.push_back(std::filesystem::path(std::string(f.path)).stem().string());
   }
   return names;
@@ -242,7 +244,7 @@ std::vector<std::string> builtinSweepNames() {
 
 SweepSpec loadSweepSpec(const std::string& name_or_path, const Catalog& catalog) {
   for (const auto& f : embeddedSweepFiles()) {
-    if (std::filesystem::path(std::string(f.path)).stem().string() == name_or_path) {
+    if (!isCapacitySpecFile(f.path) && std::filesystem::path(std::string(f.path)).stem().string() == name_or_path) {
       return parseSweepSpec(f.content, std::string(f.path), catalog);
     }
   }
