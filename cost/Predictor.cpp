@@ -41,6 +41,21 @@ StepBand stepBand(const StepTimeline& t, const std::array<double, 4>& bands) {
   return b;
 }
 
+// The attention kernel's provenance and band, and the eager step's bands (the graph step's too,
+// until a graph timeline replaces them).
+PredictionUncertainty eagerUncertainty(const KernelModel& attention, const std::array<double, 4>& bands,
+                                       const StepTimeline& eager) {
+  PredictionUncertainty u;
+  u.provenance = attention.provenance;
+  u.basis = attention.band_basis;
+  u.attention_band = attention.band;
+  const StepBand b = stepBand(eager, bands);
+  u.eager_band = u.graph_band = b.band;
+  u.eager_tie_band = u.graph_tie_band = b.tie_band;
+  u.non_attention_band = b.non_attention_band;
+  return u;
+}
+
 }  // namespace
 
 Predictor::Predictor(const Catalog& catalog, PredictionInput input)
@@ -175,20 +190,11 @@ Prediction Predictor::predict(const Workload& workload) const {
                                                                    : prefill_model_;
   const std::array<double, 4> bands{attention.band, linear_.gemm.band, linear_.grouped_gemm.band,
                                     linear_.elementwise.band};
-  PredictionUncertainty& u = p.uncertainty;
-  u.provenance = attention.provenance;
-  u.basis = attention.band_basis;
-  u.attention_band = attention.band;
-  const StepBand eager_band = stepBand(p.eager, bands);
-  u.eager_band = eager_band.band;
-  u.eager_tie_band = eager_band.tie_band;
-  u.non_attention_band = eager_band.non_attention_band;
+  p.uncertainty = eagerUncertainty(attention, bands, p.eager);
 
   p.graph_decision = decideGraph(workload);
   if (p.graph_decision.mode == GraphMode::Eager) {
     p.graph = p.eager;
-    u.graph_band = u.eager_band;
-    u.graph_tie_band = u.eager_tie_band;
     return p;
   }
   // A graph replays the captured size: the batch is padded up to it. The padded slots run every
@@ -202,8 +208,8 @@ Prediction Predictor::predict(const Workload& workload) const {
   p.graph.step_us += graph_comm;
   p.graph.gpu_busy_us += graph_comm;
   const StepBand graph_band = stepBand(p.graph, bands);
-  u.graph_band = graph_band.band;
-  u.graph_tie_band = graph_band.tie_band;
+  p.uncertainty.graph_band = graph_band.band;
+  p.uncertainty.graph_tie_band = graph_band.tie_band;
   return p;
 }
 

@@ -1,6 +1,8 @@
 // The store's schema (docs/STORE.md), its migrations, and the statement helpers.
 #include <fmt/format.h>
 
+#include <array>
+
 #include "core/Error.hpp"
 #include "study/Store.hpp"
 #include "study/StoreStatement.hpp"
@@ -105,7 +107,7 @@ struct AddedColumn {
   const char* column;
   const char* type;
 };
-constexpr AddedColumn kVersion4Columns[] = {
+constexpr std::array<AddedColumn, 7> kVersion4Columns{{
     {"calibrations", "heldout_mape", "REAL"},
     {"calibrations", "heldout_p90_abs_rel_error", "REAL"},
     {"calibrations", "heldout_points", "INTEGER"},
@@ -113,7 +115,7 @@ constexpr AddedColumn kVersion4Columns[] = {
     {"predictions", "band", "REAL"},
     {"predictions", "tie_band", "REAL"},
     {"predictions", "provenance", "TEXT"},
-};
+}};
 
 void addMissingColumns(sqlite3* db, const std::string& path) {
   for (const auto& c : kVersion4Columns) {
