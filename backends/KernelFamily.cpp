@@ -31,6 +31,10 @@ KernelEfficiency parseEfficiency(const YamlReader& r) {
   e.key_ns = r.findNumber("key_ns", 0, 1000).value_or(0);
   e.host_plan_us = r.findNumber("host_plan_us", 0, 1e6).value_or(0);
   e.source = r.get<std::string>("source");
+  // Figures from a published table are marked so; anything else is attnsim's default.
+  if (r.has("provenance")) {
+    e.provenance = *parseProvenance(r.getOneOf("provenance", {"published", "default"}));
+  }
   r.finish();
   return e;
 }

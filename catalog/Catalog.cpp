@@ -127,6 +127,18 @@ void crossCheck(const Catalog& c) {
   }
 }
 
+// A fit's optional `heldout: {mape, p90_abs_rel_error, points}`: its residuals on points kept out of it.
+std::optional<HeldOutResiduals> parseHeldOut(const YamlReader& fit) {
+  const auto r = fit.findMap("heldout");
+  if (!r) return std::nullopt;
+  HeldOutResiduals h;
+  h.mape = r->getNumber("mape", 0, 100);
+  h.p90_abs_rel_error = r->getNumber("p90_abs_rel_error", 0, 100);
+  h.points = static_cast<int>(r->getInt("points", 1, 1 << 30));
+  r->finish();
+  return h;
+}
+
 KernelEfficiency parseCalibration(const YamlReader& r, const std::string& source) {
   KernelEfficiency e;
   e.compute_efficiency = r.getNumber("compute_efficiency", 0.01, 1.0);
@@ -135,7 +147,15 @@ KernelEfficiency parseCalibration(const YamlReader& r, const std::string& source
   e.key_ns = r.findNumber("key_ns", 0, 1000).value_or(0);
   const auto points = r.getInt("points", 1, 1 << 30);
   const double mape = r.getNumber("fit_mape", 0, 100);
-  e.source = fmt::format("calibrated on {} points (fit MAPE {:.1f}%): {}", points, 100 * mape, source);
+  e.provenance = Provenance::Measured;
+  e.fit_mape = mape;
+  e.heldout = parseHeldOut(r);
+  e.source =
+      fmt::format("calibrated on {} points (fit MAPE {:.1f}%{}): {}", points, 100 * mape,
+                  e.heldout ? fmt::format(", held-out MAPE {:.1f}% p90 {:.1f}% on {} points", 100 * e.heldout->mape,
+                                          100 * e.heldout->p90_abs_rel_error, e.heldout->points)
+                            : "",
+                  source);
   r.finish();
   return e;
 }

@@ -63,6 +63,10 @@ struct KernelModel {
   double key_us = 0;                   // per key a work unit visits
   double quantized_kv_overhead = 0.1;  // extra math to dequantize FP8/FP4 KV (attnsim default)
   const std::string* efficiency_source = nullptr;
+  // Where the efficiencies come from and the relative band of this kernel's predicted time.
+  Provenance provenance = Provenance::Default;
+  BandBasis band_basis = BandBasis::Documented;
+  double band = kDefaultBand;
 };
 
 struct DeviceModel {

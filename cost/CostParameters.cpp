@@ -82,6 +82,13 @@ KernelModel resolveKernel(const KernelFamily& kernel, const HardwareProfile& hw,
   k.fixed_us = e.fixed_us;
   k.key_us = e.key_ns / 1000.0;
   k.efficiency_source = &e.source;
+  k.provenance = e.provenance;
+  // The step's non-attention kernels (GEMMs, elementwise) have their own documented default band.
+  const bool linear =
+      kernel.algorithm == "gemm" || kernel.algorithm == "grouped_gemm" || kernel.algorithm == "elementwise";
+  const UncertaintyBand band = bandOf(e, linear ? kNonAttentionDefaultBand : kDefaultBand);
+  k.band = band.band;
+  k.band_basis = band.basis;
   return k;
 }
 

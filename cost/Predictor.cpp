@@ -17,6 +17,45 @@ namespace {
 
 bool decodeLike(Phase p) { return p == Phase::Decode || p == Phase::Verify; }
 
+// A step's band: each kind of kernel time with its kernel's band, and the rest of the step (host
+// issue, launch gaps, collectives) with the non-attention default, added as absolute errors (errors
+// taken to move together: the conservative sum) and divided by the step time.
+struct StepBand {
+  double band = 0, tie_band = 0, non_attention_band = 0;
+};
+StepBand stepBand(const StepTimeline& t, const std::array<double, 4>& bands) {
+  double kernels = 0, spread = 0;
+  for (std::size_t i = 0; i < t.by_category.size(); ++i) {
+    kernels += t.by_category[i];
+    spread += t.by_category[i] * bands[i];
+  }
+  const double rest = std::max(0.0, t.step_us - kernels);
+  const double total = kernels + rest;
+  const double attention = t.by_category[0] * bands[0];
+  const double other = total - t.by_category[0];
+  StepBand b;
+  b.non_attention_band =
+      other > 0 ? (spread - attention + rest * kNonAttentionDefaultBand) / other : kNonAttentionDefaultBand;
+  b.band = total > 0 ? (spread + rest * kNonAttentionDefaultBand) / total : bands[0];
+  b.tie_band = total > 0 ? attention / total : bands[0];
+  return b;
+}
+
+// The attention kernel's provenance and band, and the eager step's bands (the graph step's too,
+// until a graph timeline replaces them).
+PredictionUncertainty eagerUncertainty(const KernelModel& attention, const std::array<double, 4>& bands,
+                                       const StepTimeline& eager) {
+  PredictionUncertainty u;
+  u.provenance = attention.provenance;
+  u.basis = attention.band_basis;
+  u.attention_band = attention.band;
+  const StepBand b = stepBand(eager, bands);
+  u.eager_band = u.graph_band = b.band;
+  u.eager_tie_band = u.graph_tie_band = b.tie_band;
+  u.non_attention_band = b.non_attention_band;
+  return u;
+}
+
 }  // namespace
 
 Predictor::Predictor(const Catalog& catalog, PredictionInput input)
@@ -146,6 +185,13 @@ Prediction Predictor::predict(const Workload& workload) const {
   p.eager.step_us += p.tp_comm_us;
   p.eager.gpu_busy_us += p.tp_comm_us;
 
+  const KernelModel& attention = decode                            ? decode_model_
+                                 : workload.phase == Phase::Extend ? extend_model_
+                                                                   : prefill_model_;
+  const std::array<double, 4> bands{attention.band, linear_.gemm.band, linear_.grouped_gemm.band,
+                                    linear_.elementwise.band};
+  p.uncertainty = eagerUncertainty(attention, bands, p.eager);
+
   p.graph_decision = decideGraph(workload);
   if (p.graph_decision.mode == GraphMode::Eager) {
     p.graph = p.eager;
@@ -161,6 +207,9 @@ Prediction Predictor::predict(const Workload& workload) const {
       tpCommunicationUs(model, input_.hardware->interconnect_link, padded.tokens(), input_.tp, act_bytes);
   p.graph.step_us += graph_comm;
   p.graph.gpu_busy_us += graph_comm;
+  const StepBand graph_band = stepBand(p.graph, bands);
+  p.uncertainty.graph_band = graph_band.band;
+  p.uncertainty.graph_tie_band = graph_band.tie_band;
   return p;
 }
 

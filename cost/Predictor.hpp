@@ -49,6 +49,21 @@ struct GraphDecision {
   double capture_mib = 0;
 };
 
+// How sure a prediction is (docs/COST_MODEL.md "Uncertainty"): relative bands, a time t within
+// [t·(1 − band), t·(1 + band)]. Plain values: predict() stays allocation-free.
+struct PredictionUncertainty {
+  Provenance provenance = Provenance::Default;  // the attention kernel's efficiencies
+  BandBasis basis = BandBasis::Documented;
+  double attention_band = kDefaultBand;  // of the attention call
+  double non_attention_band = 0;         // of the rest of the step (GEMMs, elementwise, host and launch costs)
+  double eager_band = 0;                 // of the step times: both parts' bands weighted by their time
+  double graph_band = 0;
+  // The attention part's error alone, relative to the step: what separates two backends of one
+  // scenario, whose other kernels and host work are the same computation (their error is shared).
+  double eager_tie_band = 0;
+  double graph_tie_band = 0;
+};
+
 struct Prediction {
   std::vector<LayerAttention> attention;
   double attention_us = 0;  // one layer's attention call (mean over the model's layers)
@@ -56,6 +71,7 @@ struct Prediction {
   StepTimeline graph;  // the step under the engine's CUDA graphs (eager when none applies)
   GraphDecision graph_decision;
   double tp_comm_us = 0;  // TP all-reduces (cost/Collective), included in eager and graph step times
+  PredictionUncertainty uncertainty;
 };
 
 class Predictor {

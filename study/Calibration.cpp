@@ -19,6 +19,11 @@ void applyStudyCalibrations(Catalog& catalog, const Store& store) {
     e.memory_efficiency = r.memory_efficiency;
     e.fixed_us = r.fixed_us;
     e.key_ns = r.key_ns;
+    e.provenance = Provenance::Measured;
+    e.fit_mape = r.fit_mape;
+    if (r.heldout_p90_abs_rel_error && r.heldout_points) {
+      e.heldout = HeldOutResiduals{r.heldout_mape.value_or(0), *r.heldout_p90_abs_rel_error, *r.heldout_points};
+    }
     e.source = fmt::format("calibrated on {} points (fit MAPE {:.1f}%) on {}: {}", r.points, 100 * r.fit_mape,
                            r.created, r.source);
     catalog.applyCalibration(r.hardware, r.kernel, r.phase, e);

@@ -98,7 +98,8 @@ std::vector<MeasurementRow> Store::measurements(const std::string& kind) const {
 void Store::insertCalibration(const CalibrationRow& c) {
   Statement s(db_,
               R"(INSERT INTO calibrations (hardware, kernel, phase, compute_efficiency, memory_efficiency, fixed_us,
-      key_ns, points, fit_mape, source, created, catalog_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?))");
+      key_ns, points, fit_mape, source, created, catalog_hash, heldout_mape, heldout_p90_abs_rel_error,
+      heldout_points) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?))");
   s.bind(1, c.hardware);
   s.bind(2, c.kernel);
   s.bind(3, c.phase);
@@ -111,6 +112,9 @@ void Store::insertCalibration(const CalibrationRow& c) {
   s.bind(10, c.source);
   s.bind(11, c.created);
   s.bind(12, c.catalog_hash);
+  s.bind(13, c.heldout_mape);
+  s.bind(14, c.heldout_p90_abs_rel_error);
+  s.bind(15, c.heldout_points ? std::optional<std::int64_t>(*c.heldout_points) : std::nullopt);
   s.step();
 }
 
@@ -132,7 +136,7 @@ void Store::insertOverheadFit(const OverheadRow& o) {
 std::vector<CalibrationRow> Store::latestCalibrations() const {
   Statement s(
       db_, R"(SELECT hardware, kernel, phase, compute_efficiency, memory_efficiency, fixed_us, key_ns, points, fit_mape,
-      source, created, catalog_hash FROM calibrations c WHERE id = (SELECT MAX(id) FROM calibrations d
+      source, created, catalog_hash, heldout_mape, heldout_p90_abs_rel_error, heldout_points FROM calibrations c WHERE id = (SELECT MAX(id) FROM calibrations d
       WHERE d.hardware = c.hardware AND d.kernel = c.kernel AND d.phase = c.phase) ORDER BY hardware, kernel, phase)");
   std::vector<CalibrationRow> out;
   while (s.step()) {
@@ -149,6 +153,9 @@ std::vector<CalibrationRow> Store::latestCalibrations() const {
     c.source = s.text(9);
     c.created = s.text(10);
     c.catalog_hash = s.text(11);
+    if (!s.isNull(12)) c.heldout_mape = s.real(12);
+    if (!s.isNull(13)) c.heldout_p90_abs_rel_error = s.real(13);
+    if (!s.isNull(14)) c.heldout_points = static_cast<int>(s.integer(14));
     out.push_back(std::move(c));
   }
   return out;

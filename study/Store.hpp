@@ -30,6 +30,10 @@ struct CalibrationRow {
   std::string source;   // measurement files and holdout rule
   std::string created;  // ISO date
   std::string catalog_hash;
+  // Residuals on the held-out points (schema 4; absent when the calibrate run recorded none).
+  std::optional<double> heldout_mape = std::nullopt;
+  std::optional<double> heldout_p90_abs_rel_error = std::nullopt;
+  std::optional<int> heldout_points = std::nullopt;
 };
 
 struct OverheadRow {
@@ -40,7 +44,7 @@ struct OverheadRow {
 };
 
 // The schema version this attnsim writes (docs/STORE.md lists each version's changes).
-constexpr int kStoreSchemaVersion = 3;
+constexpr int kStoreSchemaVersion = 4;
 // Creates every table, or migrates a store of an older version; a newer or unknown one is a
 // UsageError naming both versions.
 void createOrMigrateSchema(sqlite3* db, const std::string& path);

@@ -34,8 +34,11 @@ void evaluateSweepPoint(const SweepGroup& g, const SweepWorkload& w, PointRow& r
     if (!predictor) continue;
     const Prediction p = predictor->predict(w.workload);
     const double step = g.scenario.cuda_graphs ? p.graph.step_us : p.eager.step_us;
+    const PredictionUncertainty& u = p.uncertainty;
     out.push_back({static_cast<std::int32_t>(slot), 0, p.attention_us, p.eager.step_us, p.graph.step_us, step,
-                   boundName(p.attention.front().cost.bound), graphModeName(p.graph_decision.mode)});
+                   boundName(p.attention.front().cost.bound), graphModeName(p.graph_decision.mode),
+                   g.scenario.cuda_graphs ? u.graph_band : u.eager_band,
+                   g.scenario.cuda_graphs ? u.graph_tie_band : u.eager_tie_band, u.provenance});
   }
   row.count = static_cast<std::uint32_t>(out.size()) - row.first;
   const auto begin = out.begin() + row.first;
@@ -52,6 +55,7 @@ void evaluateSweepPoint(const SweepGroup& g, const SweepWorkload& w, PointRow& r
       row.default_rank = it->rank;
       row.regret = it->step_us / begin->step_us - 1;
       row.regret_us = it->step_us - begin->step_us;
+      row.default_within_band = withinBands(begin->step_us, begin->tie_band, it->step_us, it->tie_band);
     }
   }
 }
