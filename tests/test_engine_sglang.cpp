@@ -166,7 +166,7 @@ TEST(SglangCpu, IntelAmxIsNotAChoiceOffTheCpu) {
 }
 
 // D12, F3. DualChunkFlashAttentionBackend.__init__ (index id 803149873) asserts the model's
-// dual_chunk_attention_config; no catalog model has one.
+// dual_chunk_attention_config, which no catalog model has.
 TEST(SglangDualChunk, NeedsADualChunkConfig) {
   for (const char* hw : {"h100-sxm", "b200", "a100-sxm-80g"}) {
     EXPECT_FALSE(ranksBackend(sglang(hw, "llama-3.1-8b"), "dual_chunk_flash_attn")) << hw;
@@ -174,6 +174,37 @@ TEST(SglangDualChunk, NeedsADualChunkConfig) {
   Scenario s = sglang("h100-sxm", "llama-3.1-8b");
   s.backend = "dual_chunk_flash_attn";
   EXPECT_NE(refusalOf(selectionOf(s)).find("dual_chunk_attention_config"), std::string::npos);
+}
+
+// C12. server_args.py _handle_attention_backend_compatibility (monolithic, index id 271536807): a model
+// with dual_chunk_attention_config runs dual_chunk_flash_attn and any other backend raises. The check runs
+// after the default pick, so the default (fa3 on H100) raises too and only the explicit name serves.
+TEST(SglangDualChunk, DualChunkModelRunsOnlyDualChunkFlashAttn) {
+  OverlayDir overlay;
+  std::string yaml = embeddedFile("model/configs/qwen3-8b.yaml");
+  const std::string id = "id: qwen3-8b";
+  yaml.replace(yaml.find(id), id.size(), "id: dual-chunk-test");
+  yaml +=
+      "dual_chunk_attention_config: {chunk_size: 262144, local_size: 8192, original_max_position_embeddings: 262144}\n";
+  overlay.write("model/configs/dual-chunk-test.yaml", yaml);
+  const Catalog c = overlay.load();
+  Scenario s = sglang("h100-sxm", "dual-chunk-test");
+  const std::string by_default = refusalOf(selectBackends(c, s).selection);
+  EXPECT_NE(by_default.find("Dual chunk attention is enabled, but attention backend is set to fa3. Please set it to "
+                            "'dual_chunk_flash_attn'."),
+            std::string::npos)
+      << by_default;
+  s.backend = "flashinfer";
+  EXPECT_NE(refusalOf(selectBackends(c, s).selection).find("attention backend is set to flashinfer"),
+            std::string::npos);
+  s.backend = "dual_chunk_flash_attn";
+  const Selection sel = selectBackends(c, s).selection;
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "dual_chunk_flash_attn");
+  EXPECT_EQ(nameOf(sel.decode), "dual_chunk_flash_attn");
+  const Ranking r = rankBackends(c, sglang("h100-sxm", "dual-chunk-test"), {"sglang"});
+  ASSERT_FALSE(r.ranked.empty());
+  for (const auto& b : r.ranked) EXPECT_EQ(b.backend, "dual_chunk_flash_attn");
 }
 
 // D9. hardware_backend/npu/utils.py:set_default_server_args (index id 886924877) overwrites the
