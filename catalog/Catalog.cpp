@@ -135,6 +135,13 @@ KernelEfficiency parseCalibration(const YamlReader& r, const std::string& source
   e.key_ns = r.findNumber("key_ns", 0, 1000).value_or(0);
   const auto points = r.getInt("points", 1, 1 << 30);
   const double mape = r.getNumber("fit_mape", 0, 100);
+  // Held-out residuals of the fit (attnsim calibrate): checked here, read by the uncertainty bands.
+  if (const auto heldout = r.findMap("heldout")) {
+    (void)heldout->getNumber("mape", 0, 100);
+    (void)heldout->getNumber("p90_abs_rel_error", 0, 100);
+    (void)heldout->getInt("points", 1, 1 << 30);
+    heldout->finish();
+  }
   e.source = fmt::format("calibrated on {} points (fit MAPE {:.1f}%): {}", points, 100 * mape, source);
   r.finish();
   return e;
