@@ -118,8 +118,9 @@ TEST(EngineKernels, CalibrateReproducesTheCommittedYaml) {
   const auto yaml = calibrationYaml(families, overheads);
   ASSERT_EQ(yaml.size(), 2U);
   for (const auto& [hardware, text] : yaml) {
-    EXPECT_EQ(withoutCreated(text), withoutCreated(readFile(root + "/hardware/calibrations/" + hardware + ".yaml")))
-        << hardware;
+    std::string committed = root;
+    committed.append("/hardware/calibrations/").append(hardware).append(".yaml");
+    EXPECT_EQ(withoutCreated(text), withoutCreated(readFile(committed))) << hardware;
     EXPECT_NE(text.find("heldout: {mape: "), std::string::npos);
   }
 }
