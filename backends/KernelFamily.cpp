@@ -23,6 +23,19 @@ const std::vector<std::string> kKvFormats{"fp32", "fp16", "bf16", "fp8_e4m3", "f
 const std::vector<std::string> kArchitectures{"ampere", "ada",   "hopper",  "blackwell", "cdna2",
                                               "cdna3",  "cdna4", "davinci", "xe-hpc",    "sapphire-rapids"};
 
+SplitPolicy parseSplitPolicy(const YamlReader& r) {
+  SplitPolicy p;
+  const std::string kind = r.getOneOf("kind", {"search", "fixed", "segments", "sglang"});
+  p.rule = kind == "fixed"      ? SplitRule::Fixed
+           : kind == "segments" ? SplitRule::Segments
+           : kind == "sglang"   ? SplitRule::Sglang
+                                : SplitRule::Search;
+  if (p.rule != SplitRule::Search) p.splits = static_cast<int>(r.getInt("splits", 1, 1024));
+  if (p.rule == SplitRule::Segments) p.grid_2d = static_cast<int>(r.getInt("grid_2d", 1, 1 << 20));
+  r.finish();
+  return p;
+}
+
 KernelEfficiency parseEfficiency(const YamlReader& r) {
   KernelEfficiency e;
   e.compute_efficiency = r.getNumber("compute_efficiency", 0.01, 1.0);
@@ -45,6 +58,7 @@ void parsePerformance(const YamlReader& r, KernelFamily& k) {
   k.ctas_per_sm = static_cast<int>(r.getInt("ctas_per_sm", 1, 64));
   k.max_splits = static_cast<int>(r.getInt("max_splits", 1, 1024));
   k.split_spans_pool = r.get<bool>("split_spans_pool", false);
+  if (auto rule = r.findMap("split_rule")) k.split_policy = parseSplitPolicy(*rule);
   k.efficiency = parseEfficiency(r.map("default"));
   if (auto by_arch = r.findMap("by_architecture")) {
     for (const auto& arch : by_arch->keysOf()) {

@@ -21,6 +21,18 @@ struct HeadDimTiles {
   int ctas_per_sm = 0;  // 0: the family's
 };
 
+// How a split-KV decode kernel picks its split count. search: the model's fastest split (FA2/FA3-like
+// heuristics that fill the machine); fixed: always `splits` (vLLM TRITON_MLA); segments: vLLM's
+// unified attention, `splits` softmax segments (3D kernel) for a decode-only batch of at most
+// grid_2d / KV heads sequences, else one (2D kernel); sglang: SGLang's get_num_kv_splits_triton, at
+// most `splits`. Their rules live in cost/AttentionCostTriton.cpp.
+enum class SplitRule { Search, Fixed, Segments, Sglang };
+struct SplitPolicy {
+  SplitRule rule = SplitRule::Search;
+  int splits = 0;
+  int grid_2d = 0;  // segments: the 2D launch's minimum grid (vLLM MIN_LAUNCH_GRID_SIZE_2D)
+};
+
 struct KernelFamily {
   std::string id;
   std::string name;
@@ -45,7 +57,8 @@ struct KernelFamily {
   int ctas_per_sm = 1;                   // resident work units per SM / CU
   int max_splits = 32;                   // split-KV cap (vLLM caps FA3 at 32 for CUDA graphs)
   bool split_spans_pool = false;         // a paged call's KV splits are cut over the whole page pool
-  KernelEfficiency efficiency;           // default
+  SplitPolicy split_policy;
+  KernelEfficiency efficiency;  // default
   std::map<std::string, KernelEfficiency, std::less<>> efficiency_by_architecture;
 
   [[nodiscard]] const KernelEfficiency& efficiencyFor(std::string_view architecture) const;

@@ -38,6 +38,7 @@ int runValidationReport(const GlobalOptions& global, const ReportFlags& f) {
   std::filesystem::create_directories(f.out_dir);
   writeFileAtomically(std::filesystem::path(f.out_dir) / "validation.md", markdown);
   writeFileAtomically(std::filesystem::path(f.out_dir) / "scatter.svg", validationScatterSvg(validation));
+  writeFileAtomically(std::filesystem::path(f.out_dir) / "heldout.csv", validationPointsCsv(validation));
   if (global.json) {
     std::cout << json{{"worst_family_phase_mape", validation.worst_test_mape},
                       {"top1_agreement", validation.ranking.top1},

@@ -9,6 +9,7 @@
 
 #include "backends/KernelFamily.hpp"
 #include "cost/AttentionCostInternal.hpp"
+#include "cost/AttentionCostTriton.hpp"
 
 namespace attnsim {
 
@@ -307,8 +308,12 @@ AttentionCost searchSplits(const Call& call, const CallTerms& c, const Traffic& 
       one_kind ? std::optional<DecodeUnit>(std::in_place, call.groups.front(), call.shape, call.kernel, c.reread,
                                            c.index_bytes_per_key)
                : std::nullopt;
-  const int max_splits = maxSplits(call);
-  for (int s = 1; s <= max_splits; ++s) {
+  // A kernel with a split rule (the engines' Triton decode kernels) launches exactly its rule's count.
+  const int ruled = call.decode_like && call.kernel.split_kv
+                        ? attention_cost::ruledSplits(call.kernel, call.shape, call.groups, call.device.compute_units)
+                        : 0;
+  const int max_splits = ruled > 0 ? ruled : maxSplits(call);
+  for (int s = ruled > 0 ? ruled : 1; s <= max_splits; ++s) {
     units.clear();
     Waves w;
     w.units = uniform ? nullptr : &units;

@@ -57,6 +57,7 @@ struct KernelModel {
   // 0 for a serving pool far larger than any one sequence (then a paged call never splits).
   bool split_spans_pool = false;
   double kv_pool_tokens = 0;
+  SplitPolicy split_policy;  // how the kernel picks its split count (search: the fastest)
   double compute_efficiency = 0.5;
   double memory_efficiency = 0.75;
   double fixed_us = 3.0;

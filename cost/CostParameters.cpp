@@ -73,6 +73,7 @@ KernelModel resolveKernel(const KernelFamily& kernel, const HardwareProfile& hw,
   k.ctas_per_sm = kernel.ctas_per_sm;
   k.max_splits = kernel.max_splits;
   k.split_spans_pool = kernel.split_spans_pool;
+  k.split_policy = kernel.split_policy;
   // The device's fit for the phase class; an extend without its own fit uses the prefill fit.
   auto found = hw.calibrations.find({kernel.id, calibrationClass(phase)});
   if (found == hw.calibrations.end() && phase == Phase::Extend) found = hw.calibrations.find({kernel.id, "prefill"});

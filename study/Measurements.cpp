@@ -23,7 +23,7 @@ const std::vector<std::string> kColumns{"device",   "date",     "torch",  "trito
                                         "p80_us",   "runs",     "flops",  "bytes",  "note"};
 const std::vector<std::string> kKinds{"attention",    "copy",         "gemm",       "launch", "graph_capture",
                                       "graph_replay", "graph_launch", "graph_node", "step"};
-const std::vector<std::string> kPhases{"prefill", "extend", "decode", "verify"};
+const std::vector<std::string> kPhases{"prefill", "extend", "decode", "verify", "mixed"};
 
 // What the catalog calls the harness's names: device name -> hardware profile, measured
 // implementation -> kernel family.

@@ -210,8 +210,8 @@ TEST(Measurements, PagedRowsAndGraphNodeGapsImport) {
   EXPECT_EQ(rows[0].page_size, 128);
   EXPECT_EQ(rows[1].page_size, 0) << "an empty page_size is contiguous KV";
   // Paged rows are never fitted: they test how a contiguous fit carries over to paged KV.
-  EXPECT_TRUE(isHeldOut(rows[0], {}));
-  EXPECT_FALSE(isHeldOut(rows[1], {}));
+  EXPECT_TRUE(HoldoutRule(rows, {}).heldOut(rows[0]));
+  EXPECT_FALSE(HoldoutRule(rows, {}).heldOut(rows[1]));
   // The model reads a paged point's page table; the same call contiguous reads none.
   const KernelModel base = measuredKernelModel(defaultCatalog(), "flex-decoding", "h100-sxm", Phase::Decode);
   const DeviceModel device = resolveDevice(defaultCatalog().hardware("h100-sxm"), DType::BF16);
