@@ -45,6 +45,9 @@ Predictor::Predictor(const Catalog& catalog, PredictionInput input)
              .graph_replay_per_node_us = hw.overheads.graph_replay_per_node_us,
              .eager_gap_us = hw.overheads.eager_gap_us};
   capture_ms_per_size_ = hw.overheads.graph_capture_ms_per_size;
+  // Not calibrated yet: the catalog's figure for the architecture.
+  prefill_host_plan_us_ = input_.prefill_kernel->efficiencyFor(hw.architecture).host_plan_us;
+  decode_host_plan_us_ = input_.decode_kernel->efficiencyFor(hw.architecture).host_plan_us;
   if (input_.graphs) {
     capture_sizes_ = input_.graphs->captureSizes(input_.engine_env);
     prefill_capture_sizes_ = input_.graphs->prefillCaptureSizes(input_.engine_env);
@@ -66,54 +69,86 @@ void Predictor::predictAttention(const Workload& workload, std::vector<LayerAtte
   }
 }
 
-GraphDecision Predictor::decideGraph(const Workload& workload) const {
-  GraphDecision d;
+Predictor::GraphChoice Predictor::chooseGraph(const Workload& workload) const {
+  GraphChoice c;
   const bool decode = decodeLike(workload.phase);
-  const std::int64_t size = decode ? workload.requests() : workload.tokens();
-  d.padded_batch = size;
-  if (!input_.hardware->overheads.graphs) {
-    d.why = fmt::format("the {} platform has no graph capture", input_.hardware->platform);
-    return d;
-  }
+  c.size = decode ? workload.requests() : workload.tokens();
+  c.padded_batch = c.size;
+  if (!input_.hardware->overheads.graphs) return c;
   if (input_.graphs) {
     const auto& g = *input_.graphs;
     if (g.enabled_when && !g.enabled_when->test(input_.engine_env)) {
-      d.why = "the engine runs without CUDA graphs in this configuration";
-      return d;
+      c.why = GraphWhy::EngineOff;
+      return c;
     }
     const auto& sizes = decode ? capture_sizes_ : prefill_capture_sizes_;
+    c.why = sizes.empty() ? GraphWhy::NoSizes : GraphWhy::AboveLargest;
+    const auto it = std::lower_bound(sizes.begin(), sizes.end(), c.size);
+    if (it == sizes.end()) return c;
+    c.padded_batch = *it;
+  }
+  const std::string& level = input_.cuda_graph_level;
+  const bool uniform = workload.isUniform();
+  const bool single_token = decode && uniform && workload.groups.front().q_len == 1;
+  if (!decode) {
+    c.mode = GraphMode::Piecewise;
+    c.why = GraphWhy::Prefill;
+  } else if (level == "always" || (level == "uniform_batch" && uniform) ||
+             (level == "uniform_single_token_decode" && single_token)) {
+    c.mode = GraphMode::Full;
+    c.why = GraphWhy::Full;
+  } else {
+    c.mode = GraphMode::Piecewise;
+    c.why = GraphWhy::Unsupported;
+  }
+  return c;
+}
+
+GraphDecision Predictor::decideGraph(const Workload& workload) const {
+  const GraphChoice c = chooseGraph(workload);
+  const bool decode = decodeLike(workload.phase);
+  GraphDecision d;
+  d.mode = c.mode;
+  d.padded_batch = c.padded_batch;
+  if (input_.graphs && c.why != GraphWhy::NoPlatformGraphs && c.why != GraphWhy::EngineOff) {
     const std::size_t all = capture_sizes_.size() + prefill_capture_sizes_.size();
     d.capture_sizes = all;
     d.capture_ms = static_cast<double>(all) * capture_ms_per_size_;
-    d.capture_mib = static_cast<double>(all) * g.capture_memory_mib_per_size;
-    if (sizes.empty()) {
-      d.why = decode ? "the engine captures no decode graphs here" : "the engine captures no prefill graphs";
-      return d;
-    }
-    const auto it = std::lower_bound(sizes.begin(), sizes.end(), size);
-    if (it == sizes.end()) {
-      d.why = fmt::format("{} {} is above the largest captured size {}", decode ? "batch" : "token count", size,
-                          sizes.back());
-      return d;
-    }
-    d.padded_batch = *it;
+    d.capture_mib = static_cast<double>(all) * input_.graphs->capture_memory_mib_per_size;
   }
   const std::string& level = input_.cuda_graph_level;
-  bool uniform = workload.isUniform();
-  const bool single_token = decode && uniform && workload.groups.front().q_len == 1;
-  if (!decode) {
-    d.mode = GraphMode::Piecewise;
-    d.why = "prefill and mixed batches replay piecewise graphs; attention runs eagerly between them";
-  } else if (level == "always" || (level == "uniform_batch" && uniform) ||
-             (level == "uniform_single_token_decode" && single_token)) {
-    d.mode = GraphMode::Full;
-    d.why = fmt::format("full graph (backend support: {})", level);
-  } else {
-    d.mode = GraphMode::Piecewise;
-    d.why = fmt::format("backend support '{}' does not cover this batch: attention runs eagerly between graph pieces",
-                        level);
+  switch (c.why) {
+    case GraphWhy::NoPlatformGraphs:
+      d.why = fmt::format("the {} platform has no graph capture", input_.hardware->platform);
+      break;
+    case GraphWhy::EngineOff:
+      d.why = "the engine runs without CUDA graphs in this configuration";
+      break;
+    case GraphWhy::NoSizes:
+      d.why = decode ? "the engine captures no decode graphs here" : "the engine captures no prefill graphs";
+      break;
+    case GraphWhy::AboveLargest:
+      d.why = fmt::format("{} {} is above the largest captured size {}", decode ? "batch" : "token count", c.size,
+                          (decode ? capture_sizes_ : prefill_capture_sizes_).back());
+      break;
+    case GraphWhy::Prefill:
+      d.why = "prefill and mixed batches replay piecewise graphs; attention runs eagerly between them";
+      break;
+    case GraphWhy::Full:
+      d.why = fmt::format("full graph (backend support: {})", level);
+      break;
+    case GraphWhy::Unsupported:
+      d.why = fmt::format("backend support '{}' does not cover this batch: attention runs eagerly between graph pieces",
+                          level);
+      break;
   }
   return d;
+}
+
+const StepGraph& Predictor::stepGraph(Phase phase) const { return decodeLike(phase) ? decode_graph_ : prefill_graph_; }
+
+double Predictor::hostPlanUs(Phase phase) const {
+  return decodeLike(phase) ? decode_host_plan_us_ : prefill_host_plan_us_;
 }
 
 Prediction Predictor::predict(const Workload& workload) const {
@@ -125,10 +160,9 @@ Prediction Predictor::predict(const Workload& workload) const {
   p.attention_us = total / model.num_layers;
 
   const bool decode = decodeLike(workload.phase);
-  const StepGraph& graph = decode ? decode_graph_ : prefill_graph_;
-  const KernelFamily& kernel = decode ? *input_.decode_kernel : *input_.prefill_kernel;
+  const StepGraph& graph = stepGraph(workload.phase);
   StepCosts costs;
-  costs.host_plan_us = kernel.efficiencyFor(input_.hardware->architecture).host_plan_us;  // not calibrated yet
+  costs.host_plan_us = hostPlanUs(workload.phase);
   auto fillAttention = [&costs](const std::vector<LayerAttention>& layers) {
     costs.attention_us.assign(layers.size(), 0);
     costs.attention_launches.assign(layers.size(), 1);

@@ -3,6 +3,7 @@
 // with the engine's CUDA graphs. Resolution (kernels, shapes, graph topology) happens once in the
 // constructor; predict() is cheap and allocation-free once warm.
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,15 @@ struct Prediction {
   double tp_comm_us = 0;  // TP all-reduces (cost/Collective), included in eager and graph step times
 };
 
+// The numbers a sweep stores of one prediction (study/Sweep): predict()'s, without the per-layer
+// details and the explanations.
+struct StepPrediction {
+  double attention_us = 0;
+  Bound bound = Bound::Memory;  // the first attention layer type's
+  double eager_us = 0, graph_us = 0;
+  GraphMode graph_mode = GraphMode::Eager;
+};
+
 class Predictor {
  public:
   Predictor(const Catalog& catalog, PredictionInput input);
@@ -66,8 +76,27 @@ class Predictor {
   void predictAttention(const Workload& workload, std::vector<LayerAttention>& out) const;
   [[nodiscard]] const PredictionInput& input() const { return input_; }
 
+  // One workload on several predictors (a sweep point's valid backends): out[i] holds the numbers of
+  // predictors[i]->predict(workload), bit for bit. The non-attention kernels are costed once for the
+  // predictors that share a model, hardware, TP size, KV dtype and graph padding, and the step
+  // timelines of predictors of one model on one hardware are walked together (simulateStepTimes).
+  // Allocation-free once its per-thread buffers have grown.
+  static void predictSteps(std::span<const Predictor* const> predictors, const Workload& workload,
+                           std::span<StepPrediction> out);
+
  private:
+  enum class GraphWhy { NoPlatformGraphs, EngineOff, NoSizes, AboveLargest, Prefill, Full, Unsupported };
+  struct GraphChoice {
+    GraphMode mode = GraphMode::Eager;
+    GraphWhy why = GraphWhy::NoPlatformGraphs;
+    std::int64_t size = 0;          // requests (decode) or tokens (prefill)
+    std::int64_t padded_batch = 0;  // the captured size it replays
+  };
+  struct StepsScratch;  // predictSteps' per-thread buffers (cost/PredictorSteps.cpp)
+  [[nodiscard]] GraphChoice chooseGraph(const Workload& workload) const;
   [[nodiscard]] GraphDecision decideGraph(const Workload& workload) const;
+  [[nodiscard]] const StepGraph& stepGraph(Phase phase) const;
+  [[nodiscard]] double hostPlanUs(Phase phase) const;
 
   PredictionInput input_;
   std::vector<std::pair<const AttentionLayerSpec*, int>> layer_types_;
@@ -80,6 +109,7 @@ class Predictor {
   std::vector<std::int64_t> capture_sizes_;
   std::vector<std::int64_t> prefill_capture_sizes_;
   double capture_ms_per_size_ = 0;
+  double prefill_host_plan_us_ = 0, decode_host_plan_us_ = 0;  // the kernels' per-forward CPU work
 };
 
 }  // namespace attnsim
