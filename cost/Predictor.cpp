@@ -17,30 +17,6 @@ namespace {
 
 bool decodeLike(Phase p) { return p == Phase::Decode || p == Phase::Verify; }
 
-// A step's band: each kind of kernel time with its kernel's band, and the rest of the step (host
-// issue, launch gaps, collectives) with the non-attention default, added as absolute errors (errors
-// taken to move together: the conservative sum) and divided by the step time.
-struct StepBand {
-  double band = 0, tie_band = 0, non_attention_band = 0;
-};
-StepBand stepBand(const StepTimeline& t, const std::array<double, 4>& bands) {
-  double kernels = 0, spread = 0;
-  for (std::size_t i = 0; i < t.by_category.size(); ++i) {
-    kernels += t.by_category[i];
-    spread += t.by_category[i] * bands[i];
-  }
-  const double rest = std::max(0.0, t.step_us - kernels);
-  const double total = kernels + rest;
-  const double attention = t.by_category[0] * bands[0];
-  const double other = total - t.by_category[0];
-  StepBand b;
-  b.non_attention_band =
-      other > 0 ? (spread - attention + rest * kNonAttentionDefaultBand) / other : kNonAttentionDefaultBand;
-  b.band = total > 0 ? (spread + rest * kNonAttentionDefaultBand) / total : bands[0];
-  b.tie_band = total > 0 ? attention / total : bands[0];
-  return b;
-}
-
 // The attention kernel's provenance and band, and the eager step's bands (the graph step's too,
 // until a graph timeline replaces them).
 PredictionUncertainty eagerUncertainty(const KernelModel& attention, const std::array<double, 4>& bands,
@@ -49,7 +25,7 @@ PredictionUncertainty eagerUncertainty(const KernelModel& attention, const std::
   u.provenance = attention.provenance;
   u.basis = attention.band_basis;
   u.attention_band = attention.band;
-  const StepBand b = stepBand(eager, bands);
+  const StepBand b = stepBand(eager.by_category, eager.step_us, bands);
   u.eager_band = u.graph_band = b.band;
   u.eager_tie_band = u.graph_tie_band = b.tie_band;
   u.non_attention_band = b.non_attention_band;
@@ -57,6 +33,36 @@ PredictionUncertainty eagerUncertainty(const KernelModel& attention, const std::
 }
 
 }  // namespace
+
+// A step's band: each kind of kernel time with its kernel's band, and the rest of the step (host
+// issue, launch gaps, collectives) with the non-attention default, added as absolute errors (errors
+// taken to move together: the conservative sum) and divided by the step time.
+StepBand stepBand(const std::array<double, 4>& by_category, double step_us, const std::array<double, 4>& bands) {
+  double kernels = 0, spread = 0;
+  for (std::size_t i = 0; i < by_category.size(); ++i) {
+    kernels += by_category[i];
+    spread += by_category[i] * bands[i];
+  }
+  const double rest = std::max(0.0, step_us - kernels);
+  const double total = kernels + rest;
+  const double attention = by_category[0] * bands[0];
+  const double other = total - by_category[0];
+  StepBand b;
+  b.non_attention_band =
+      other > 0 ? (spread - attention + rest * kNonAttentionDefaultBand) / other : kNonAttentionDefaultBand;
+  b.band = total > 0 ? (spread + rest * kNonAttentionDefaultBand) / total : bands[0];
+  b.tie_band = total > 0 ? attention / total : bands[0];
+  return b;
+}
+
+const KernelModel& Predictor::attentionModel(Phase phase) const {
+  if (phase == Phase::Decode || phase == Phase::Verify) return decode_model_;
+  return phase == Phase::Extend ? extend_model_ : prefill_model_;
+}
+
+std::array<double, 4> Predictor::kernelBands(Phase phase) const {
+  return {attentionModel(phase).band, linear_.gemm.band, linear_.grouped_gemm.band, linear_.elementwise.band};
+}
 
 Predictor::Predictor(const Catalog& catalog, PredictionInput input)
     : input_(std::move(input)), prefill_graph_(*input_.model, false), decode_graph_(*input_.model, true) {
@@ -84,6 +90,9 @@ Predictor::Predictor(const Catalog& catalog, PredictionInput input)
              .graph_replay_per_node_us = hw.overheads.graph_replay_per_node_us,
              .eager_gap_us = hw.overheads.eager_gap_us};
   capture_ms_per_size_ = hw.overheads.graph_capture_ms_per_size;
+  // Not calibrated yet: the catalog's figure for the architecture.
+  prefill_host_plan_us_ = input_.prefill_kernel->efficiencyFor(hw.architecture).host_plan_us;
+  decode_host_plan_us_ = input_.decode_kernel->efficiencyFor(hw.architecture).host_plan_us;
   if (input_.graphs) {
     capture_sizes_ = input_.graphs->captureSizes(input_.engine_env);
     prefill_capture_sizes_ = input_.graphs->prefillCaptureSizes(input_.engine_env);
@@ -105,54 +114,86 @@ void Predictor::predictAttention(const Workload& workload, std::vector<LayerAtte
   }
 }
 
-GraphDecision Predictor::decideGraph(const Workload& workload) const {
-  GraphDecision d;
+Predictor::GraphChoice Predictor::chooseGraph(const Workload& workload) const {
+  GraphChoice c;
   const bool decode = decodeLike(workload.phase);
-  const std::int64_t size = decode ? workload.requests() : workload.tokens();
-  d.padded_batch = size;
-  if (!input_.hardware->overheads.graphs) {
-    d.why = fmt::format("the {} platform has no graph capture", input_.hardware->platform);
-    return d;
-  }
+  c.size = decode ? workload.requests() : workload.tokens();
+  c.padded_batch = c.size;
+  if (!input_.hardware->overheads.graphs) return c;
   if (input_.graphs) {
     const auto& g = *input_.graphs;
     if (g.enabled_when && !g.enabled_when->test(input_.engine_env)) {
-      d.why = "the engine runs without CUDA graphs in this configuration";
-      return d;
+      c.why = GraphWhy::EngineOff;
+      return c;
     }
     const auto& sizes = decode ? capture_sizes_ : prefill_capture_sizes_;
+    c.why = sizes.empty() ? GraphWhy::NoSizes : GraphWhy::AboveLargest;
+    const auto it = std::lower_bound(sizes.begin(), sizes.end(), c.size);
+    if (it == sizes.end()) return c;
+    c.padded_batch = *it;
+  }
+  const std::string& level = input_.cuda_graph_level;
+  const bool uniform = workload.isUniform();
+  const bool single_token = decode && uniform && workload.groups.front().q_len == 1;
+  if (!decode) {
+    c.mode = GraphMode::Piecewise;
+    c.why = GraphWhy::Prefill;
+  } else if (level == "always" || (level == "uniform_batch" && uniform) ||
+             (level == "uniform_single_token_decode" && single_token)) {
+    c.mode = GraphMode::Full;
+    c.why = GraphWhy::Full;
+  } else {
+    c.mode = GraphMode::Piecewise;
+    c.why = GraphWhy::Unsupported;
+  }
+  return c;
+}
+
+GraphDecision Predictor::decideGraph(const Workload& workload) const {
+  const GraphChoice c = chooseGraph(workload);
+  const bool decode = decodeLike(workload.phase);
+  GraphDecision d;
+  d.mode = c.mode;
+  d.padded_batch = c.padded_batch;
+  if (input_.graphs && c.why != GraphWhy::NoPlatformGraphs && c.why != GraphWhy::EngineOff) {
     const std::size_t all = capture_sizes_.size() + prefill_capture_sizes_.size();
     d.capture_sizes = all;
     d.capture_ms = static_cast<double>(all) * capture_ms_per_size_;
-    d.capture_mib = static_cast<double>(all) * g.capture_memory_mib_per_size;
-    if (sizes.empty()) {
-      d.why = decode ? "the engine captures no decode graphs here" : "the engine captures no prefill graphs";
-      return d;
-    }
-    const auto it = std::lower_bound(sizes.begin(), sizes.end(), size);
-    if (it == sizes.end()) {
-      d.why = fmt::format("{} {} is above the largest captured size {}", decode ? "batch" : "token count", size,
-                          sizes.back());
-      return d;
-    }
-    d.padded_batch = *it;
+    d.capture_mib = static_cast<double>(all) * input_.graphs->capture_memory_mib_per_size;
   }
   const std::string& level = input_.cuda_graph_level;
-  bool uniform = workload.isUniform();
-  const bool single_token = decode && uniform && workload.groups.front().q_len == 1;
-  if (!decode) {
-    d.mode = GraphMode::Piecewise;
-    d.why = "prefill and mixed batches replay piecewise graphs; attention runs eagerly between them";
-  } else if (level == "always" || (level == "uniform_batch" && uniform) ||
-             (level == "uniform_single_token_decode" && single_token)) {
-    d.mode = GraphMode::Full;
-    d.why = fmt::format("full graph (backend support: {})", level);
-  } else {
-    d.mode = GraphMode::Piecewise;
-    d.why = fmt::format("backend support '{}' does not cover this batch: attention runs eagerly between graph pieces",
-                        level);
+  switch (c.why) {
+    case GraphWhy::NoPlatformGraphs:
+      d.why = fmt::format("the {} platform has no graph capture", input_.hardware->platform);
+      break;
+    case GraphWhy::EngineOff:
+      d.why = "the engine runs without CUDA graphs in this configuration";
+      break;
+    case GraphWhy::NoSizes:
+      d.why = decode ? "the engine captures no decode graphs here" : "the engine captures no prefill graphs";
+      break;
+    case GraphWhy::AboveLargest:
+      d.why = fmt::format("{} {} is above the largest captured size {}", decode ? "batch" : "token count", c.size,
+                          (decode ? capture_sizes_ : prefill_capture_sizes_).back());
+      break;
+    case GraphWhy::Prefill:
+      d.why = "prefill and mixed batches replay piecewise graphs; attention runs eagerly between them";
+      break;
+    case GraphWhy::Full:
+      d.why = fmt::format("full graph (backend support: {})", level);
+      break;
+    case GraphWhy::Unsupported:
+      d.why = fmt::format("backend support '{}' does not cover this batch: attention runs eagerly between graph pieces",
+                          level);
+      break;
   }
   return d;
+}
+
+const StepGraph& Predictor::stepGraph(Phase phase) const { return decodeLike(phase) ? decode_graph_ : prefill_graph_; }
+
+double Predictor::hostPlanUs(Phase phase) const {
+  return decodeLike(phase) ? decode_host_plan_us_ : prefill_host_plan_us_;
 }
 
 Prediction Predictor::predict(const Workload& workload) const {
@@ -164,10 +205,9 @@ Prediction Predictor::predict(const Workload& workload) const {
   p.attention_us = total / model.num_layers;
 
   const bool decode = decodeLike(workload.phase);
-  const StepGraph& graph = decode ? decode_graph_ : prefill_graph_;
-  const KernelFamily& kernel = decode ? *input_.decode_kernel : *input_.prefill_kernel;
+  const StepGraph& graph = stepGraph(workload.phase);
   StepCosts costs;
-  costs.host_plan_us = kernel.efficiencyFor(input_.hardware->architecture).host_plan_us;  // not calibrated yet
+  costs.host_plan_us = hostPlanUs(workload.phase);
   auto fillAttention = [&costs](const std::vector<LayerAttention>& layers) {
     costs.attention_us.assign(layers.size(), 0);
     costs.attention_launches.assign(layers.size(), 1);
@@ -185,11 +225,8 @@ Prediction Predictor::predict(const Workload& workload) const {
   p.eager.step_us += p.tp_comm_us;
   p.eager.gpu_busy_us += p.tp_comm_us;
 
-  const KernelModel& attention = decode                            ? decode_model_
-                                 : workload.phase == Phase::Extend ? extend_model_
-                                                                   : prefill_model_;
-  const std::array<double, 4> bands{attention.band, linear_.gemm.band, linear_.grouped_gemm.band,
-                                    linear_.elementwise.band};
+  const KernelModel& attention = attentionModel(workload.phase);
+  const std::array<double, 4> bands = kernelBands(workload.phase);
   p.uncertainty = eagerUncertainty(attention, bands, p.eager);
 
   p.graph_decision = decideGraph(workload);
@@ -207,7 +244,7 @@ Prediction Predictor::predict(const Workload& workload) const {
       tpCommunicationUs(model, input_.hardware->interconnect_link, padded.tokens(), input_.tp, act_bytes);
   p.graph.step_us += graph_comm;
   p.graph.gpu_busy_us += graph_comm;
-  const StepBand graph_band = stepBand(p.graph, bands);
+  const StepBand graph_band = stepBand(p.graph.by_category, p.graph.step_us, bands);
   p.uncertainty.graph_band = graph_band.band;
   p.uncertainty.graph_tie_band = graph_band.tie_band;
   return p;

@@ -3,6 +3,7 @@
 // with the engine's CUDA graphs. Resolution (kernels, shapes, graph topology) happens once in the
 // constructor; predict() is cheap and allocation-free once warm.
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,25 @@ struct Prediction {
   PredictionUncertainty uncertainty;
 };
 
+// The numbers a sweep stores of one prediction (study/Sweep): predict()'s, without the per-layer
+// details and the explanations.
+struct StepPrediction {
+  double attention_us = 0;
+  Bound bound = Bound::Memory;  // the first attention layer type's
+  double eager_us = 0, graph_us = 0;
+  GraphMode graph_mode = GraphMode::Eager;
+  // predict()'s uncertainty.{eager,graph}_band, {eager,graph}_tie_band and provenance.
+  double eager_band = 0, graph_band = 0, eager_tie_band = 0, graph_tie_band = 0;
+  Provenance provenance = Provenance::Default;
+};
+
+// A step's relative bands (docs/COST_MODEL.md "Uncertainty") from its kernel time per category
+// (attention, gemm, moe, elementwise: StepTimeline::by_category), its step time and each category's band.
+struct StepBand {
+  double band = 0, tie_band = 0, non_attention_band = 0;
+};
+StepBand stepBand(const std::array<double, 4>& by_category, double step_us, const std::array<double, 4>& bands);
+
 class Predictor {
  public:
   Predictor(const Catalog& catalog, PredictionInput input);
@@ -82,13 +102,34 @@ class Predictor {
   void predictAttention(const Workload& workload, std::vector<LayerAttention>& out) const;
   [[nodiscard]] const PredictionInput& input() const { return input_; }
 
+  // One workload on several predictors (a sweep point's valid backends): out[i] holds the numbers of
+  // predictors[i]->predict(workload), bit for bit. The non-attention kernels are costed once for the
+  // predictors that share a model, hardware, TP size, KV dtype and graph padding, and the step
+  // timelines of predictors of one model on one hardware are walked together (simulateStepTimes).
+  // Allocation-free once its per-thread buffers have grown.
+  static void predictSteps(std::span<const Predictor* const> predictors, const Workload& workload,
+                           std::span<StepPrediction> out);
+
  private:
+  enum class GraphWhy { NoPlatformGraphs, EngineOff, NoSizes, AboveLargest, Prefill, Full, Unsupported };
+  struct GraphChoice {
+    GraphMode mode = GraphMode::Eager;
+    GraphWhy why = GraphWhy::NoPlatformGraphs;
+    std::int64_t size = 0;          // requests (decode) or tokens (prefill)
+    std::int64_t padded_batch = 0;  // the captured size it replays
+  };
+  struct StepsScratch;  // predictSteps' per-thread buffers (cost/PredictorSteps.cpp)
+  [[nodiscard]] GraphChoice chooseGraph(const Workload& workload) const;
   [[nodiscard]] GraphDecision decideGraph(const Workload& workload) const;
+  [[nodiscard]] const StepGraph& stepGraph(Phase phase) const;
+  [[nodiscard]] double hostPlanUs(Phase phase) const;
 
   PredictionInput input_;
   std::vector<std::pair<const AttentionLayerSpec*, int>> layer_types_;
   DeviceModel device_;
   KernelModel prefill_model_, extend_model_, decode_model_;
+  [[nodiscard]] const KernelModel& attentionModel(Phase phase) const;
+  [[nodiscard]] std::array<double, 4> kernelBands(Phase phase) const;  // attention, gemm, moe, elementwise
   std::vector<AttentionShape> prefill_shapes_, decode_shapes_;
   LinearKernels linear_;
   StepGraph prefill_graph_, decode_graph_;
@@ -96,6 +137,7 @@ class Predictor {
   std::vector<std::int64_t> capture_sizes_;
   std::vector<std::int64_t> prefill_capture_sizes_;
   double capture_ms_per_size_ = 0;
+  double prefill_host_plan_us_ = 0, decode_host_plan_us_ = 0;  // the kernels' per-forward CPU work
 };
 
 }  // namespace attnsim
