@@ -68,9 +68,20 @@ void checkMapping(const YAML::Node& node, const std::string& file, int depth, Vi
 
 YamlReader YamlReader::parseDocument(std::string_view text, const std::string& file) {
   auto name = std::make_shared<const std::string>(file);
+  // yaml-cpp would read UTF-16, stray bytes and control characters into names that reports and
+  // JSON print later: the file must be UTF-8 text (a byte-order mark is fine).
+  if (const auto bad = findTextDefect(text)) {
+    throw CatalogError({file, bad->line, bad->column}, "", bad->what + ": the file must be UTF-8 text");
+  }
   YAML::Node root;
   try {
-    root = YAML::Load(std::string(text));
+    const auto documents = YAML::LoadAll(std::string(text));
+    if (documents.size() > 1) {
+      const YAML::Mark m = documents[1].Mark();
+      throw CatalogError({file, m.is_null() ? 1 : m.line + 1, m.is_null() ? 1 : m.column + 1}, "",
+                         "a second YAML document ('---'): a file holds one document");
+    }
+    if (!documents.empty()) root = documents.front();
   } catch (const YAML::ParserException& e) {
     throw CatalogError({file, e.mark.line + 1, e.mark.column + 1}, "", "YAML syntax error: " + e.msg);
   }
