@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "backends/RuleVariables.hpp"
@@ -43,6 +44,22 @@ const T& lookup(const std::vector<T>& items, std::string_view id, std::string_vi
   throw UsageError(fmt::format("unknown {} '{}'{}; valid ids: {}", what, id, didYouMean(id, ids), join(ids, ", ")));
 }
 
+// A backend's KV dtypes are spelled as its engine spells them: one the engine does not list
+// could never be asked for, so it is a typo.
+void checkKvDtypes(const YamlReader& r, const Backend& b, const std::vector<std::string>& engine_kv) {
+  auto check = [&](const std::optional<std::vector<std::string>>& kvs, const char* key) {
+    if (!kvs) return;
+    for (const auto& kv : *kvs) {
+      if (std::find(engine_kv.begin(), engine_kv.end(), kv) == engine_kv.end()) {
+        r.fail(key, fmt::format("'{}' is not one of the engine's kv_dtypes ({}){}", kv, join(engine_kv, ", "),
+                                didYouMean(kv, engine_kv)));
+      }
+    }
+  };
+  check(b.caps.kv_cache_dtypes, "kv_cache_dtypes");
+  for (const auto& v : b.variants) check(v.caps.kv_cache_dtypes, "variants");
+}
+
 Engine loadEngine(const CatalogSource& source, const std::string& folder) {
   Engine e;
   const std::string policy_path = folder + "engine.yaml";
@@ -68,6 +85,7 @@ Engine loadEngine(const CatalogSource& source, const std::string& folder) {
     const YamlReader r = YamlReader::parseDocument(f->content, f->display);
     Backend b = parseBackend(r, e.policy.engine, check);
     if (!keys.insert({b.name, b.kind}).second) r.fail("name", "duplicate backend '" + b.name + "' of kind " + b.kind);
+    checkKvDtypes(r, b, e.policy.kv_dtypes);
     e.backends.push_back(std::move(b));
   }
   return e;
@@ -237,9 +255,27 @@ DocsRow resolveDocsRow(const Engine& engine, const std::string& row) {
   return out;
 }
 
+// Measurements name their GPU by device name: a name two profiles claim would file rows under
+// whichever profile came last. Located at the later profile's device_names.
+void checkDeviceNames(const CatalogSource& source, const std::vector<HardwareProfile>& hardware) {
+  std::map<std::string, std::string> owner;
+  for (const auto& h : hardware) {
+    for (const auto& name : h.device_names) {
+      const auto [it, fresh] = owner.emplace(name, h.id);
+      if (fresh || it->second == h.id) continue;
+      for (const auto* f : source.filesUnder("hardware/profiles/")) {
+        if (stem(f->path) != h.id) continue;
+        const YamlReader r = YamlReader::parseDocument(f->content, f->display);
+        r.fail("device_names", fmt::format("'{}' is already a device name of {}", name, it->second));
+      }
+    }
+  }
+}
+
 Catalog Catalog::load(const CatalogSource& source) {
   Catalog c;
   c.hardware_ = loadAll<HardwareProfile>(source, "hardware/profiles/", parseHardwareProfile);
+  checkDeviceNames(source, c.hardware_);
   c.platforms_ = loadAll<HostPlatform>(source, "hardware/platforms/", parseHostPlatform);
   resolvePlatforms(c.hardware_, c.platforms_);
   c.models_ = loadAll<ModelSpec>(source, "model/configs/", parseModelSpec);
