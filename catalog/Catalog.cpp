@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <map>
 #include <set>
 
 #include "backends/RuleVariables.hpp"
@@ -255,27 +254,9 @@ DocsRow resolveDocsRow(const Engine& engine, const std::string& row) {
   return out;
 }
 
-// Measurements name their GPU by device name: a name two profiles claim would file rows under
-// whichever profile came last. Located at the later profile's device_names.
-void checkDeviceNames(const CatalogSource& source, const std::vector<HardwareProfile>& hardware) {
-  std::map<std::string, std::string> owner;
-  for (const auto& h : hardware) {
-    for (const auto& name : h.device_names) {
-      const auto [it, fresh] = owner.emplace(name, h.id);
-      if (fresh || it->second == h.id) continue;
-      for (const auto* f : source.filesUnder("hardware/profiles/")) {
-        if (stem(f->path) != h.id) continue;
-        const YamlReader r = YamlReader::parseDocument(f->content, f->display);
-        r.fail("device_names", fmt::format("'{}' is already a device name of {}", name, it->second));
-      }
-    }
-  }
-}
-
 Catalog Catalog::load(const CatalogSource& source) {
   Catalog c;
   c.hardware_ = loadAll<HardwareProfile>(source, "hardware/profiles/", parseHardwareProfile);
-  checkDeviceNames(source, c.hardware_);
   c.platforms_ = loadAll<HostPlatform>(source, "hardware/platforms/", parseHostPlatform);
   resolvePlatforms(c.hardware_, c.platforms_);
   c.models_ = loadAll<ModelSpec>(source, "model/configs/", parseModelSpec);

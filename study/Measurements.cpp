@@ -31,14 +31,19 @@ const std::vector<std::string> kDtypes{"fp32", "fp16", "bf16", "fp8", "fp8_e4m3"
 // What the catalog calls the harness's names: device name -> hardware profile, measured
 // implementation -> kernel family.
 struct CatalogNames {
-  std::map<std::string, std::string> device_to_hw, impl_to_kernel;
+  std::map<std::string, std::string> device_to_hw, impl_to_kernel, ambiguous_devices;
   std::vector<std::string> impls;
 };
 
 CatalogNames catalogNames(const Catalog& catalog) {
   CatalogNames names;
+  // A device name two profiles claim (a what-if copy of a profile keeps its device_names) cannot
+  // say which profile a row belongs to: such rows are refused, naming both (ambiguous_devices).
   for (const auto& h : catalog.hardwareProfiles()) {
-    for (const auto& n : h.device_names) names.device_to_hw[n] = h.id;
+    for (const auto& n : h.device_names) {
+      const auto [it, fresh] = names.device_to_hw.emplace(n, h.id);
+      if (!fresh) names.ambiguous_devices[n] = it->second + " and " + h.id;
+    }
   }
   for (const auto& k : catalog.kernels()) {
     for (const auto& m : k.measured_as) {
@@ -158,7 +163,10 @@ MeasurementRow textFields(const RowCells& cells) {
 }
 
 void mapDeviceAndKind(MeasurementRow& r, const CatalogNames& names, RowCells& cells) {
-  if (const auto it = names.device_to_hw.find(r.device); it != names.device_to_hw.end()) {
+  if (const auto twice = names.ambiguous_devices.find(r.device); twice != names.ambiguous_devices.end()) {
+    cells.fail("device", fmt::format("'{}' is a device name of two hardware profiles ({}): keep it in one", r.device,
+                                     twice->second));
+  } else if (const auto it = names.device_to_hw.find(r.device); it != names.device_to_hw.end()) {
     r.hardware = it->second;
   } else {
     cells.fail("device", "'" + r.device + "' is no hardware profile's device_names");

@@ -96,6 +96,22 @@ TEST(BadInputs, EachIsRefusedWithExitTwoAndItsLocation) {
 namespace attnsim::test {
 namespace {
 
+// A what-if copy of a profile may keep its device names, but measurements of that device then
+// belong to no one profile: the import refuses them, naming both.
+TEST(BadInputs, AMeasuredDeviceClaimedByTwoProfilesIsRefused) {
+  OverlayDir overlay;
+  const std::string h100 = readFile(fs::path(ATTNSIM_SOURCE_DIR) / "hardware/profiles/h100-sxm.yaml");
+  overlay.write("hardware/profiles/h100-copy.yaml", "id: h100-copy" + h100.substr(h100.find('\n')));
+  const fs::path store = overlay.path() / "s.db";
+  const auto r =
+      runAttnsim("--json --catalog " + overlay.path().string() + " measurements import " +
+                 (fs::path(ATTNSIM_TEST_DATA) / "measurements_sample.csv").string() + " --db " + store.string());
+  ASSERT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("is a device name of two hardware profiles (h100-copy and h100-sxm)"), std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(store));
+}
+
 // Command lines the fuzzer (fuzz_cli) found answered with exit 3: one argument per line.
 TEST(BadInputs, FuzzedCommandLinesAreUsageErrors) {
   for (const char* name : {"cli_invalid_utf8.args"}) {
