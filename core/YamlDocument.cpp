@@ -51,18 +51,27 @@ YamlReader YamlReader::parseDocument(std::string_view text, const std::string& f
   if (const auto bad = findTextDefect(text)) {  // UTF-16, stray bytes, control characters: names print later
     throw CatalogError({file, bad->line, bad->column}, "", bad->what + ": the file must be UTF-8 text");
   }
-  std::vector<YAML::Node> documents;
+  // A '---' line after content starts a second document, which YAML::Load would drop unread.
+  // (YAML::LoadAll would say so, but it loops forever on some malformed input: fuzz_sweep_spec, ",`".)
+  std::size_t line_start = 0;
+  bool content = false;
+  for (int line = 1; line_start < text.size(); ++line) {
+    const std::size_t end = std::min(text.find('\n', line_start), text.size());
+    const std::string_view row = text.substr(line_start, end - line_start);
+    const bool marker = row.starts_with("---") && (row.size() == 3 || row[3] == ' ' || row[3] == '\r');
+    if (marker && content) {
+      throw CatalogError({file, line, 1}, "", "a second YAML document ('---'): a file holds one document");
+    }
+    content = content || (!marker && row.find_first_not_of(" \t\r") != std::string_view::npos &&
+                          row[row.find_first_not_of(" \t\r")] != '#');
+    line_start = end + 1;
+  }
+  YAML::Node root;
   try {
-    documents = YAML::LoadAll(std::string(text));
+    root = YAML::Load(std::string(text));
   } catch (const YAML::ParserException& e) {
     throw CatalogError({file, e.mark.line + 1, e.mark.column + 1}, "", "YAML syntax error: " + e.msg);
   }
-  if (documents.size() > 1) {  // yaml-cpp's Load would read the first and drop the rest
-    const YAML::Mark m = documents[1].Mark();
-    throw CatalogError({file, std::max(m.line, 0) + 1, std::max(m.column, 0) + 1}, "",
-                       "a second YAML document ('---'): a file holds one document");
-  }
-  const YAML::Node root = documents.empty() ? YAML::Node() : documents.front();
   if (!root.IsMap()) throw CatalogError({file, 1, 1}, "", "the document must be a mapping of keys to values");
   Visited visited;
   checkMapping(root, file, 0, visited);
