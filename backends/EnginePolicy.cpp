@@ -85,6 +85,11 @@ EngineOption parseOption(const YamlReader& r) {
   o.name = r.get<std::string>("name");
   o.type = r.getOneOf("type", {"bool", "int", "string"});
   o.default_value = r.findScalarValue("default").value_or(Value{});
+  // A default of the wrong type would reach the rules as a value no comparison expects.
+  const bool typed = isNull(o.default_value) || o.type == "string" ||
+                     (o.type == "bool" ? std::holds_alternative<bool>(o.default_value)
+                                       : std::holds_alternative<std::int64_t>(o.default_value));
+  if (!typed) r.fail("default", fmt::format("option '{}' is of type {}: its default must be one too", o.name, o.type));
   o.allowed = r.get<std::vector<std::string>>("allowed", {});
   o.help = r.get<std::string>("help");
   r.finish();
@@ -293,6 +298,23 @@ const MessageTemplate& EnginePolicy::message(std::string_view key) const {
   return it == messages.end() ? empty : it->second;
 }
 
+// The serving defaults every scenario starts from: a page size of at least one token and a KV
+// dtype the engine lists.
+void checkDefaults(const YamlReader& defaults, const EnginePolicy& p) {
+  if (const auto it = p.defaults.find("page_size"); it != p.defaults.end()) {
+    const auto* page = std::get_if<std::int64_t>(&it->second);
+    if (page == nullptr || *page < 1 || *page > (1 << 20))
+      defaults.fail("page_size", "expected an integer in [1, 1048576]");
+  }
+  if (const auto it = p.defaults.find("kv_dtype"); it != p.defaults.end()) {
+    const auto* kv = std::get_if<std::string>(&it->second);
+    if (kv == nullptr || std::find(p.kv_dtypes.begin(), p.kv_dtypes.end(), *kv) == p.kv_dtypes.end()) {
+      defaults.fail("kv_dtype", fmt::format("expected one of the engine's kv_dtypes: {}{}", join(p.kv_dtypes, ", "),
+                                            kv ? didYouMean(*kv, p.kv_dtypes) : ""));
+    }
+  }
+}
+
 EnginePolicy parseEnginePolicy(const YamlReader& r, const std::vector<std::string>& core_variables) {
   EnginePolicy p;
   p.engine = r.get<std::string>("engine");
@@ -316,7 +338,10 @@ EnginePolicy parseEnginePolicy(const YamlReader& r, const std::vector<std::strin
   const auto check = makeCheck(known);
 
   p.validate_explicit_when = r.findExpr("validate_explicit_when", check);
-  if (auto defaults = r.findMap("defaults")) p.defaults = parseDefaults(*defaults, check);
+  if (auto defaults = r.findMap("defaults")) {
+    p.defaults = parseDefaults(*defaults, check);
+    checkDefaults(*defaults, p);
+  }
   for (const auto& c : r.list("validation")) p.validation.push_back(parseCheck(c, check));
   for (const auto& rule : r.list("rules")) p.rules.push_back(parseRule(rule, check));
   for (const auto& s : r.list("selection")) p.selection.push_back(parsePriorityList(s, check));

@@ -43,6 +43,22 @@ const T& lookup(const std::vector<T>& items, std::string_view id, std::string_vi
   throw UsageError(fmt::format("unknown {} '{}'{}; valid ids: {}", what, id, didYouMean(id, ids), join(ids, ", ")));
 }
 
+// A backend's KV dtypes are spelled as its engine spells them: one the engine does not list
+// could never be asked for, so it is a typo.
+void checkKvDtypes(const YamlReader& r, const Backend& b, const std::vector<std::string>& engine_kv) {
+  auto check = [&](const std::optional<std::vector<std::string>>& kvs, const char* key) {
+    if (!kvs) return;
+    for (const auto& kv : *kvs) {
+      if (std::find(engine_kv.begin(), engine_kv.end(), kv) == engine_kv.end()) {
+        r.fail(key, fmt::format("'{}' is not one of the engine's kv_dtypes ({}){}", kv, join(engine_kv, ", "),
+                                didYouMean(kv, engine_kv)));
+      }
+    }
+  };
+  check(b.caps.kv_cache_dtypes, "kv_cache_dtypes");
+  for (const auto& v : b.variants) check(v.caps.kv_cache_dtypes, "variants");
+}
+
 Engine loadEngine(const CatalogSource& source, const std::string& folder) {
   Engine e;
   const std::string policy_path = folder + "engine.yaml";
@@ -68,6 +84,7 @@ Engine loadEngine(const CatalogSource& source, const std::string& folder) {
     const YamlReader r = YamlReader::parseDocument(f->content, f->display);
     Backend b = parseBackend(r, e.policy.engine, check);
     if (!keys.insert({b.name, b.kind}).second) r.fail("name", "duplicate backend '" + b.name + "' of kind " + b.kind);
+    checkKvDtypes(r, b, e.policy.kv_dtypes);
     e.backends.push_back(std::move(b));
   }
   return e;

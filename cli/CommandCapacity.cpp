@@ -161,8 +161,8 @@ CLI::App* addSearch(CLI::App& app, SearchFlags& f) {
   search->add_option("--tp", f.tps, "tensor-parallel sizes, comma list (default 1)");
   search->add_option("--kv-dtype", f.scenario.kv_dtype, "KV-cache dtype as the engine spells it");
   addArrivalFlags(*search, f.arrivals);
-  search->add_option("--slo-ttft-ms", f.slo_ttft_ms, "SLO on p99 time to first token")->check(CLI::PositiveNumber);
-  search->add_option("--slo-tpot-ms", f.slo_tpot_ms, "SLO on p99 time per output token")->check(CLI::PositiveNumber);
+  search->add_option("--slo-ttft-ms", f.slo_ttft_ms, "SLO on p99 time to first token")->check(positiveNumber());
+  search->add_option("--slo-tpot-ms", f.slo_tpot_ms, "SLO on p99 time per output token")->check(positiveNumber());
   search->add_option("--target-rate", f.target_rate, "requests per second to serve: prints the GPUs needed");
   search->add_option("--db", f.db, "study file: also store every simulation (report capacity reads it)");
   return search;

@@ -149,10 +149,10 @@ std::int64_t storeRun(const ServeFlags& f, const ServeRun& run, const std::vecto
 }  // namespace
 
 void addArrivalFlags(CLI::App& app, ArrivalSpec& a) {
-  app.add_option("--rate", a.rate, "generated arrivals: requests per second")->check(CLI::PositiveNumber);
+  app.add_option("--rate", a.rate, "generated arrivals: requests per second")->check(positiveNumber());
   app.add_option("--requests", a.requests, "generated arrivals: how many")->check(CLI::Range(1, 10000000));
   app.add_option("--arrival", a.process, "poisson or gamma")->check(CLI::IsMember({"poisson", "gamma"}));
-  app.add_option("--cv", a.cv, "gamma arrivals: coefficient of variation of the gaps")->check(CLI::PositiveNumber);
+  app.add_option("--cv", a.cv, "gamma arrivals: coefficient of variation of the gaps")->check(positiveNumber());
   app.add_option("--prompt-len", a.prompt_tokens, "mean prompt tokens")->check(CLI::Range(1, 1 << 24));
   app.add_option("--output-len", a.output_tokens, "mean output tokens")->check(CLI::Range(1, 1 << 24));
   app.add_option("--lengths", a.lengths, "fixed, uniform or exponential")
@@ -170,8 +170,8 @@ Runner addServeSimCommand(CLI::App& app, const GlobalOptions& global) {
   addArrivalFlags(app, f->arrivals);
   app.add_option("--write-trace", f->write_trace, "also write the requests as arrival_s,prompt_tokens,output_tokens");
   app.add_option("--db", f->db, "study file: also store the run (aggregates, requests, timeline)");
-  app.add_option("--slo-ttft-ms", f->slo_ttft_ms, "SLO on time to first token")->check(CLI::PositiveNumber);
-  app.add_option("--slo-tpot-ms", f->slo_tpot_ms, "SLO on time per output token")->check(CLI::PositiveNumber);
+  app.add_option("--slo-ttft-ms", f->slo_ttft_ms, "SLO on time to first token")->check(positiveNumber());
+  app.add_option("--slo-tpot-ms", f->slo_tpot_ms, "SLO on time per output token")->check(positiveNumber());
   f->scenario.addServing(app);
   app.add_option("--cuda-graph", f->scenario.cuda_graph, "on or off")->check(CLI::IsMember({"on", "off"}));
   return [&global, f]() {

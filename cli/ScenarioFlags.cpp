@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "cli/Commands.hpp"
 #include "core/Error.hpp"
 #include "study/Calibration.hpp"
@@ -149,6 +151,15 @@ Catalog ScenarioFlags::catalog(const GlobalOptions& global) const {
   Catalog c = global.loadCatalog();
   if (!db.empty()) applyStudyCalibrations(c, Store(db));
   return c;
+}
+
+CLI::Validator positiveNumber() {
+  return {[](const std::string& text) -> std::string {
+            double v = 0;
+            if (CLI::detail::lexical_cast(text, v) && std::isfinite(v) && v > 0) return {};
+            return fmt::format("'{}' is not a number above 0", text);
+          },
+          "NUMBER > 0"};
 }
 
 }  // namespace attnsim::cli

@@ -2,6 +2,7 @@
 # Runs one libFuzzer target for SECONDS on its seed corpus (fuzz/corpus/TARGET, read-only; new
 # inputs go to build-fuzz/corpus/TARGET). Builds build-fuzz with clang (-DATTNSIM_FUZZ=ON) first.
 #   scripts/fuzz.sh TARGET SECONDS     TARGET: fuzz_hardware fuzz_backend fuzz_model fuzz_measurements fuzz_cli
+#                                       fuzz_sweep_spec fuzz_traces
 # Prints libFuzzer's last status line (execs, coverage); a finding leaves its input under
 # build-fuzz/findings/TARGET/ and exits non-zero. Keep each fixed finding as a regression case
 # in tests/data/bad_inputs/.

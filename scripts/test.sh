@@ -18,10 +18,10 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 
 # A brief fuzz of every target on its seed corpus (FUZZ_SECONDS each, 20 by default; 0 skips),
 # where clang's libFuzzer is installed. The clang build is the cost (a few minutes); the runs are
-# 5 x FUZZ_SECONDS. Longer runs: scripts/fuzz.sh TARGET SECONDS.
+# 7 x FUZZ_SECONDS. Longer runs: scripts/fuzz.sh TARGET SECONDS.
 fuzz_seconds=${FUZZ_SECONDS:-20}
 if [[ $fuzz_seconds -gt 0 ]] && command -v "${FUZZ_CXX:-clang++-14}" >/dev/null; then
-  for target in fuzz_hardware fuzz_backend fuzz_model fuzz_measurements fuzz_cli; do
+  for target in fuzz_hardware fuzz_backend fuzz_model fuzz_measurements fuzz_cli fuzz_sweep_spec fuzz_traces; do
     FUZZ_JOBS=$jobs ./scripts/fuzz.sh "$target" "$fuzz_seconds"
   done
 else

@@ -58,7 +58,9 @@ void Store::insertMeasurements(const std::vector<MeasurementRow>& rows) {
     }
     exec("COMMIT;");
   } catch (...) {
-    exec("ROLLBACK;");
+    // SQLite has already rolled back after a full disk or an I/O error; a ROLLBACK then would fail
+    // and replace the error that says what happened.
+    if (sqlite3_get_autocommit(db_) == 0) sqlite3_exec(db_, "ROLLBACK;", nullptr, nullptr, nullptr);
     throw;
   }
 }

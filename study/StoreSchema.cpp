@@ -10,6 +10,23 @@
 
 namespace attnsim {
 
+namespace {
+
+std::string sqliteError(sqlite3* db) {
+  std::string msg = sqlite3_errmsg(db);
+  // A full disk or a file-size limit (ulimit -f) shows as SQLITE_FULL or as a failed write: say so,
+  // and that the open transaction is rolled back, so the store keeps what was committed before.
+  const int code = sqlite3_errcode(db);
+  if (code == SQLITE_FULL || code == SQLITE_IOERR) {
+    msg +=
+        ": could not write the store (is the disk full, or the file size limited?); it keeps what was committed "
+        "before, and the same command resumes once there is room";
+  }
+  return msg;
+}
+
+}  // namespace
+
 Statement::Statement(sqlite3* db, const char* sql) : db_(db) {
   if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) {
     throw InputError(fmt::format("SQLite: {}", sqlite3_errmsg(db)));
@@ -20,7 +37,7 @@ bool Statement::step() {
   const int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
   if (rc != SQLITE_DONE) {
-    const std::string msg = sqlite3_errmsg(db_);
+    const std::string msg = sqliteError(db_);
     sqlite3_reset(stmt_);
     throw InputError(fmt::format("SQLite: {}", msg));
   }
@@ -30,7 +47,8 @@ bool Statement::step() {
 void execSql(sqlite3* db, const char* sql, const std::string& path) {
   char* error = nullptr;
   if (sqlite3_exec(db, sql, nullptr, nullptr, &error) != SQLITE_OK) {
-    const std::string msg = error ? error : sqlite3_errmsg(db);
+    const std::string msg =
+        error && sqlite3_errcode(db) != SQLITE_FULL && sqlite3_errcode(db) != SQLITE_IOERR ? error : sqliteError(db);
     sqlite3_free(error);
     throw InputError(fmt::format("SQLite ({}): {}", path, msg));
   }
