@@ -57,13 +57,14 @@ const std::string kHeader =
     "median_us,p20_us,p80_us,runs,flops,bytes,page_size,note\n";
 
 TEST(EngineKernels, PagedOnlyFamiliesHoldOutByContextAndMixedRowsAreTestPoints) {
-  const std::string text = kHeader +
-                           "NVIDIA H100 80GB HBM3,2026-11-22,t,t,c,attention,vllm_triton_unified,decode,8,1,4096,32,8,128,0,"
-                           "bf16,100,99,101,100,1,1,16,x\n"
-                           "NVIDIA H100 80GB HBM3,2026-11-22,t,t,c,attention,vllm_triton_unified,decode,8,1,8192,32,8,128,0,"
-                           "fp8_e4m3,180,179,181,100,1,1,16,x\n"
-                           "NVIDIA H100 80GB HBM3,2026-11-22,t,t,c,attention,vllm_triton_unified,mixed,9,512,4096,32,8,128,1,"
-                           "bf16,238,237,239,100,1,1,16,x\n";
+  const std::string text =
+      kHeader +
+      "NVIDIA H100 80GB HBM3,2026-11-22,t,t,c,attention,vllm_triton_unified,decode,8,1,4096,32,8,128,0,"
+      "bf16,100,99,101,100,1,1,16,x\n"
+      "NVIDIA H100 80GB HBM3,2026-11-22,t,t,c,attention,vllm_triton_unified,decode,8,1,8192,32,8,128,0,"
+      "fp8_e4m3,180,179,181,100,1,1,16,x\n"
+      "NVIDIA H100 80GB HBM3,2026-11-22,t,t,c,attention,vllm_triton_unified,mixed,9,512,4096,32,8,128,1,"
+      "bf16,238,237,239,100,1,1,16,x\n";
   const auto rows = parseMeasurementCsv(text, "engine.csv", defaultCatalog());
   ASSERT_EQ(rows.size(), 3U);
   const HoldoutRule rule(rows, {1024, 8192});
