@@ -130,6 +130,48 @@ TEST(SglangXpu, GptOssOverridePicksIntelXpu) {
   EXPECT_EQ(sel.env.at("page_size"), Value{std::int64_t{128}});
 }
 
+// C10. attention_hook.py:handle_attention_backend_compatibility @ 03a70bf3: intel_xpu may decode an
+// MLA model, but as its prefill backend (own flag or --attention-backend) it raises.
+TEST(SglangXpu, IntelXpuDecodesMlaButDoesNotPrefillIt) {
+  Scenario s = sglang("intel-max-1550", "deepseek-v3");
+  s.decode_backend = "intel_xpu";
+  const Selection sel = selectionOf(s);
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "triton");
+  EXPECT_EQ(nameOf(sel.decode), "intel_xpu");
+  const std::string raise =
+      "intel_xpu backend is only supported on decode for MLA models, please set --decode-attention-backend to "
+      "intel_xpu and do not set --attention-backend or --prefill-attention-backend to intel_xpu for prefill "
+      "instead use triton.";
+  Scenario prefill = sglang("intel-max-1550", "deepseek-v3");
+  prefill.prefill_backend = "intel_xpu";
+  EXPECT_EQ(refusalOf(selectionOf(prefill)), raise);
+  Scenario both = sglang("intel-max-1550", "deepseek-v3");
+  both.backend = "intel_xpu";
+  EXPECT_EQ(refusalOf(selectionOf(both)), raise);
+  EXPECT_FALSE(ranksBackend(sglang("intel-max-1550", "deepseek-v3"), "intel_xpu"));
+}
+
+// C11. overrides.py:_intel_xpu_page_constraint @ 003bbaf9: intel_xpu in either phase keeps pages
+// 64/128 (MHA) or 16/32/64/128 (MLA); any other page becomes 128.
+TEST(SglangXpu, IntelXpuPageSnapsInEitherPhase) {
+  const auto pageOf = [](const std::string& model, std::optional<std::int64_t> page, bool prefill) {
+    Scenario s = sglang("intel-max-1550", model);
+    (prefill ? s.prefill_backend : s.decode_backend) = "intel_xpu";
+    s.page_size = page;
+    const Selection sel = selectionOf(s);
+    EXPECT_FALSE(sel.refusal) << model;
+    return sel.env.at("page_size");
+  };
+  EXPECT_EQ(pageOf("qwen3-8b", std::nullopt, true), Value{std::int64_t{128}});
+  EXPECT_EQ(pageOf("qwen3-8b", 32, false), Value{std::int64_t{128}});
+  EXPECT_EQ(pageOf("qwen3-8b", 64, true), Value{std::int64_t{64}});
+  EXPECT_EQ(pageOf("deepseek-v3", std::nullopt, false), Value{std::int64_t{128}});
+  EXPECT_EQ(pageOf("deepseek-v3", 16, false), Value{std::int64_t{16}});
+  EXPECT_EQ(pageOf("deepseek-v3", 32, false), Value{std::int64_t{32}});
+  EXPECT_EQ(pageOf("deepseek-v3", 8, false), Value{std::int64_t{128}});
+}
+
 // D8. gpt_oss.py @ 16ac180d runs only when all three flags are unset (is_attention_backend_not_set).
 TEST(SglangGptOss, OverrideNeedsAllThreeFlagsUnset) {
   Scenario s = sglang("intel-max-1550", "gpt-oss-20b");
