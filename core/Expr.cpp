@@ -1,6 +1,7 @@
 #include "core/Expr.hpp"
 
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <vector>
 
@@ -177,9 +178,18 @@ class Parser {
       has_dot = has_dot || text_[pos_] == '.';
       ++pos_;
     }
-    const std::string digits(text_.substr(start, pos_ - start));
-    if (has_dot) return makeNode(Kind::Literal, "", {}, Value{std::stod(digits)});
-    return makeNode(Kind::Literal, "", {}, Value{static_cast<std::int64_t>(std::stoll(digits))});
+    const std::string_view digits = text_.substr(start, pos_ - start);
+    const char* end = digits.data() + digits.size();
+    if (has_dot) {
+      double d = 0;
+      const auto [ptr, ec] = std::from_chars(digits.data(), end, d);
+      if (ec != std::errc{} || ptr != end) fail("malformed or out-of-range number '" + std::string(digits) + "'");
+      return makeNode(Kind::Literal, "", {}, Value{d});
+    }
+    std::int64_t n = 0;
+    const auto [ptr, ec] = std::from_chars(digits.data(), end, n);
+    if (ec != std::errc{} || ptr != end) fail("integer '" + std::string(digits) + "' is out of range");
+    return makeNode(Kind::Literal, "", {}, Value{n});
   }
 
   NodePtr identifier() {
