@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "hardware/HardwareProfile.hpp"
+
 namespace attnsim {
 
 const std::vector<std::string> kKernelAlgorithms{
@@ -16,7 +18,6 @@ const std::vector<std::string> kKernelAlgorithms{
 };
 
 namespace {
-const std::vector<std::string> kPlatforms{"cuda", "rocm", "npu", "xpu", "cpu"};
 const std::vector<std::string> kPhases{"prefill", "decode"};
 const std::vector<std::string> kPaging{"native", "emulated", "contiguous"};
 const std::vector<std::string> kKvFormats{"fp32", "fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "fp4_e2m1", "int8"};
@@ -84,7 +85,7 @@ KernelFamily parseKernelFamily(const YamlReader& r) {
   k.name = r.get<std::string>("name");
   k.description = r.get<std::string>("description");
   k.source = r.get<std::string>("source");
-  k.platforms = r.getListOf("platforms", kPlatforms);
+  k.platforms = r.getListOf("platforms", platformNames());
   k.phases = r.getListOf("phases", kPhases);
   k.algorithm = r.getOneOf("algorithm", kKernelAlgorithms);
   k.paging = parsePaging(r.getOneOf("paging", kPaging));

@@ -15,8 +15,6 @@ namespace attnsim {
 
 namespace {
 
-constexpr std::size_t kOps = static_cast<std::size_t>(StepOp::Count);
-
 std::size_t at(StepOp op) { return static_cast<std::size_t>(op); }
 
 int categoryOf(StepOp op) {
@@ -167,13 +165,14 @@ StepGraph::StepGraph(const ModelSpec& model, bool decode_like) {
     pred_offset_[i + 1] = pred_offset_[i] + static_cast<int>(preds[i].size());
     pred_index_.insert(pred_index_.end(), preds[i].begin(), preds[i].end());
   }
-  slots_ = kOps + model.attention_layers.size();
+  slots_ = kStepOpCount + model.attention_layers.size();
   schedule_.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
     const StepNode& node = nodes_[i];
     ScheduledNode& s = schedule_[i];
     const bool attention = node.op == StepOp::Attention;
-    s.slot = static_cast<std::uint16_t>(attention ? kOps + static_cast<std::size_t>(node.attention_type) : at(node.op));
+    s.slot = static_cast<std::uint16_t>(attention ? kStepOpCount + static_cast<std::size_t>(node.attention_type)
+                                                  : at(node.op));
     s.category = static_cast<std::uint8_t>(categoryOf(node.op));
     const bool after_attention = i == 0 || nodes_[i - 1].op == StepOp::Attention;
     s.launch = attention ? NodeLaunch::Attention : after_attention ? NodeLaunch::OpensPiece : NodeLaunch::InPiece;
@@ -194,7 +193,7 @@ LinearKernels resolveLinearKernels(const Catalog& catalog, const HardwareProfile
 
 namespace {
 
-using OpTimes = std::array<double, kOps>;
+using OpTimes = std::array<double, kStepOpCount>;
 
 struct Roofline {
   const KernelModel& kernel;

@@ -50,6 +50,8 @@ enum class StepOp {
   Sampling,
   Count
 };
+inline constexpr std::size_t kStepOpCount = static_cast<std::size_t>(StepOp::Count);
+
 const char* stepOpName(StepOp op);
 
 struct StepNode {

@@ -9,8 +9,6 @@ namespace attnsim {
 
 namespace {
 
-constexpr std::size_t kOps = static_cast<std::size_t>(StepOp::Count);
-
 // The timeline of simulateStep. kReadPredecessors: wait for every predecessor's end (the literal DAG
 // walk); otherwise the stream's free time stands for them, which is the same number when durations
 // and gaps are not negative (simulateStep checks that first).
@@ -34,8 +32,8 @@ StepTimeline walk(const StepGraph& graph, const StepCosts& costs, GraphMode mode
   for (std::size_t i = 0; i < schedule.size(); ++i) {
     const ScheduledNode node = schedule[i];
     const bool attention = node.launch == NodeLaunch::Attention;
-    const double dur = attention ? costs.attention_us[node.slot - kOps] : costs.op_us[node.slot];
-    const int launches = attention ? costs.attention_launches[node.slot - kOps] : costs.op_launches[node.slot];
+    const double dur = attention ? costs.attention_us[node.slot - kStepOpCount] : costs.op_us[node.slot];
+    const int launches = attention ? costs.attention_launches[node.slot - kStepOpCount] : costs.op_launches[node.slot];
     double ready = 0;
     if constexpr (kReadPredecessors) {
       for (const int p : graph.predecessors(i)) ready = std::max(ready, (*end)[static_cast<std::size_t>(p)]);
@@ -107,7 +105,7 @@ std::array<double, 4> kernelTimeByCategory(const StepGraph& graph, const StepCos
   std::array<double, 4> by_category{};
   for (const ScheduledNode node : graph.schedule()) {
     const bool attention = node.launch == NodeLaunch::Attention;
-    by_category.at(node.category) += attention ? costs.attention_us[node.slot - kOps] : costs.op_us[node.slot];
+    by_category.at(node.category) += attention ? costs.attention_us[node.slot - kStepOpCount] : costs.op_us[node.slot];
   }
   return by_category;
 }
@@ -134,13 +132,13 @@ struct LaneTables {
       // The same products and sums as walk(): a gap is the mode's per-kernel gap times the node's launches.
       const double op_gap = mode == GraphMode::Eager ? launch.eager_gap_us : launch.graph_replay_per_node_us;
       const double attention_gap = mode == GraphMode::Full ? launch.graph_replay_per_node_us : launch.eager_gap_us;
-      for (std::size_t s = 0; s < kOps; ++s) {
+      for (std::size_t s = 0; s < kStepOpCount; ++s) {
         dur[s * n + l] = c.op_us[s];
         gap[s * n + l] = op_gap * c.op_launches[s];
       }
-      for (std::size_t a = 0; a < c.attention_us.size() && kOps + a < graph.slots(); ++a) {
-        dur[(kOps + a) * n + l] = c.attention_us[a];
-        gap[(kOps + a) * n + l] = attention_gap * c.attention_launches[a];
+      for (std::size_t a = 0; a < c.attention_us.size() && kStepOpCount + a < graph.slots(); ++a) {
+        dur[(kStepOpCount + a) * n + l] = c.attention_us[a];
+        gap[(kStepOpCount + a) * n + l] = attention_gap * c.attention_launches[a];
       }
       // Adding zero leaves a non-negative time unchanged, so every mode adds a per-kind CPU cost.
       const double eager = launch.kernel_launch_us;

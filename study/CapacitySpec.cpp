@@ -7,11 +7,10 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "catalog/Catalog.hpp"
 #include "core/Error.hpp"
+#include "core/Files.hpp"
 #include "core/Strings.hpp"
 #include "core/YamlReader.hpp"
 #include "hardware/HardwareProfile.hpp"
@@ -84,14 +83,6 @@ std::string now() {
   return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", t);
 }
 
-std::string readText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(fmt::format("capacity spec {}: cannot read", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 }  // namespace
 
 CapacitySpec parseCapacitySpec(std::string_view text, const std::string& file, const Catalog& catalog) {
@@ -144,7 +135,7 @@ CapacitySpec loadCapacitySpec(const std::string& name_or_path, const Catalog& ca
     throw UsageError(fmt::format("capacity study '{}': neither a built-in spec ({}) nor a file{}", name_or_path,
                                  join(names, ", "), didYouMean(name_or_path, names)));
   }
-  return parseCapacitySpec(readText(name_or_path), name_or_path, catalog);
+  return parseCapacitySpec(readTextFile(name_or_path, "capacity spec"), name_or_path, catalog);
 }
 
 std::vector<CapacityConfig> capacityConfigs(const CapacitySpec& spec) {

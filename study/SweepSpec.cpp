@@ -4,10 +4,9 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "catalog/Catalog.hpp"
+#include "core/Files.hpp"
 #include "core/Strings.hpp"
 #include "core/YamlReader.hpp"
 #include "study/CapacitySpec.hpp"
@@ -242,14 +241,6 @@ void readDrops(const YamlReader& r, SweepSpec& spec) {
   }
 }
 
-std::string readText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(fmt::format("sweep spec {}: cannot read", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 }  // namespace
 
 SweepSpec parseSweepSpec(std::string_view text, const std::string& file, const Catalog& catalog) {
@@ -296,7 +287,7 @@ SweepSpec loadSweepSpec(const std::string& name_or_path, const Catalog& catalog)
     throw UsageError(fmt::format("sweep '{}': neither a built-in spec ({}) nor a file{}", name_or_path,
                                  join(names, ", "), didYouMean(name_or_path, names)));
   }
-  return parseSweepSpec(readText(name_or_path), name_or_path, catalog);
+  return parseSweepSpec(readTextFile(name_or_path, "sweep spec"), name_or_path, catalog);
 }
 
 }  // namespace attnsim

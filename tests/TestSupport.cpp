@@ -1,11 +1,13 @@
 #include "tests/TestSupport.hpp"
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <sstream>
 
@@ -25,6 +27,30 @@ OverlayDir::OverlayDir() {
 OverlayDir::~OverlayDir() {
   std::error_code ec;
   std::filesystem::remove_all(dir_, ec);
+}
+
+const std::filesystem::path& suiteScratchDir(const std::string& suite) {
+  // Each folder is removed by its entry's destructor when the program exits.
+  struct Folder {
+    std::filesystem::path path;
+    explicit Folder(std::filesystem::path p) : path(std::move(p)) {
+      std::filesystem::remove_all(path);
+      std::filesystem::create_directories(path);
+    }
+    ~Folder() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+    Folder(const Folder&) = delete;
+    Folder& operator=(const Folder&) = delete;
+  };
+  static std::map<std::string, std::unique_ptr<Folder>> folders;
+  auto& folder = folders[suite];
+  if (!folder) {
+    folder = std::make_unique<Folder>(std::filesystem::temp_directory_path() /
+                                      ("attnsim-" + suite + "-" + std::to_string(::getpid())));
+  }
+  return folder->path;
 }
 
 void OverlayDir::write(const std::string& relative_path, const std::string& content) const {

@@ -29,6 +29,10 @@ class OverlayDir {
   std::filesystem::path dir_;
 };
 
+// A folder for one suite's files ("attnsim-<suite>-<pid>" under the temporary directory), made empty on
+// first use and removed when the test program exits.
+const std::filesystem::path& suiteScratchDir(const std::string& suite);
+
 // The embedded text of one catalog file.
 std::string embeddedFile(const std::string& relative_path);
 

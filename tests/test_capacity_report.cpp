@@ -3,7 +3,6 @@
 // ATTNSIM_UPDATE_GOLDEN=1 rewrites tests/data/reports/capacity.md.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
-#include <unistd.h>
 
 #include <array>
 #include <cmath>
@@ -24,31 +23,16 @@ using nlohmann::json;
 using test::readFile;
 using test::runAttnsim;
 
-const fs::path kData = fs::path(ATTNSIM_TEST_DATA);
+const fs::path kCapacityReportData = fs::path(ATTNSIM_TEST_DATA);
 
-struct Scratch {
-  fs::path dir = fs::temp_directory_path() / ("attnsim-capreport-" + std::to_string(getpid()));
-  Scratch() {
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~Scratch() {
-    std::error_code ignored;
-    fs::remove_all(dir, ignored);
-  }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-};
-
-fs::path scratch() {
-  static const Scratch s;
-  return s.dir;
-}
+// This suite's scratch folder (a name of its own: the tests build as unity batches).
+fs::path capacityReportScratch() { return test::suiteScratchDir("capreport"); }
 
 const fs::path& smallStudy() {
   static const fs::path db = [] {
-    fs::path path = scratch() / "small.db";
-    const auto r = runAttnsim("capacity study " + (kData / "capacity/small.yaml").string() + " --db " + path.string());
+    fs::path path = capacityReportScratch() / "small.db";
+    const auto r = runAttnsim("capacity study " + (kCapacityReportData / "capacity/small.yaml").string() + " --db " +
+                              path.string());
     EXPECT_EQ(r.exit_code, 0) << r.output;
     return path;
   }();
@@ -67,7 +51,7 @@ std::string normalized(std::string text, const json& provenance) {
     }
   };
   replace(provenance.at("db").get<std::string>(), "STUDY.db");
-  replace(scratch().string(), "SCRATCH");
+  replace(capacityReportScratch().string(), "SCRATCH");
   replace(provenance.at("catalog_hash").get<std::string>(), "CATALOG_HASH");
   replace("attnsim " + provenance.at("report_version").get<std::string>(), "attnsim VERSION");
   replace("version " + provenance.at("program_version").get<std::string>(), "version VERSION");
@@ -121,7 +105,7 @@ TEST(CapacityStudy, StoresEveryConfigurationWithItsSearch) {
 }
 
 TEST(CapacityReport, GoldenMarkdownAndJson) {
-  const fs::path out = scratch() / "golden";
+  const fs::path out = capacityReportScratch() / "golden";
   const auto r = report(out, "--json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const json j = json::parse(r.output);
@@ -131,7 +115,7 @@ TEST(CapacityReport, GoldenMarkdownAndJson) {
     EXPECT_FALSE(c["runs"].empty());
   }
   const std::string got = normalized(readFile(out / "capacity.md"), j["provenance"]);
-  const fs::path golden = kData / "reports/capacity.md";
+  const fs::path golden = kCapacityReportData / "reports/capacity.md";
   if (std::getenv("ATTNSIM_UPDATE_GOLDEN") != nullptr) std::ofstream(golden) << got;
   expectSameText(got, readFile(golden));
   for (const char* section : {"## Highest request rate within the SLO", "## GPUs for 50 requests/s",
@@ -142,7 +126,7 @@ TEST(CapacityReport, GoldenMarkdownAndJson) {
 }
 
 TEST(CapacityReport, SameStoreSameReport) {
-  const fs::path out = scratch() / "twice";
+  const fs::path out = capacityReportScratch() / "twice";
   ASSERT_EQ(report(out).exit_code, 0);
   const std::string html = readFile(out / "capacity.html"), json_text = readFile(out / "capacity.json");
   ASSERT_EQ(report(out).exit_code, 0);
@@ -151,21 +135,22 @@ TEST(CapacityReport, SameStoreSameReport) {
 }
 
 TEST(CapacityReport, BadRequestsExitTwo) {
-  const auto missing =
-      runAttnsim("report capacity --db " + (scratch() / "none.db").string() + " --out " + (scratch() / "x").string());
+  const auto missing = runAttnsim("report capacity --db " + (capacityReportScratch() / "none.db").string() + " --out " +
+                                  (capacityReportScratch() / "x").string());
   EXPECT_EQ(missing.exit_code, 2);
-  const fs::path empty = scratch() / "empty.db";
+  const fs::path empty = capacityReportScratch() / "empty.db";
   { Store s(empty.string()); }
-  const auto none = runAttnsim("report capacity --db " + empty.string() + " --out " + (scratch() / "x").string());
+  const auto none =
+      runAttnsim("report capacity --db " + empty.string() + " --out " + (capacityReportScratch() / "x").string());
   EXPECT_EQ(none.exit_code, 2);
   EXPECT_NE(none.output.find("no serving results"), std::string::npos) << none.output;
-  const auto study = report(scratch() / "x", "--study nope");
+  const auto study = report(capacityReportScratch() / "x", "--study nope");
   EXPECT_EQ(study.exit_code, 2);
   EXPECT_NE(study.output.find("capacity-small"), std::string::npos) << study.output;
 }
 
 TEST(CapacityReport, LoneServeSimRunsAreReportedWithTheirTimeline) {
-  const fs::path db = scratch() / "lone.db", out = scratch() / "lone";
+  const fs::path db = capacityReportScratch() / "lone.db", out = capacityReportScratch() / "lone";
   ASSERT_EQ(runAttnsim("serve-sim --hardware h100-sxm --model llama-3.1-8b --engine sglang --rate 3 --requests 150 "
                        "--db " +
                        db.string())
@@ -204,13 +189,13 @@ TEST(CapacityReport, ChromiumDrawsThePlots) {
   if (std::system("command -v chromium > /dev/null 2>&1") != 0) {
     GTEST_SKIP() << "chromium is not installed (apt-get install chromium): render test skipped";
   }
-  const fs::path out = scratch() / "render";
+  const fs::path out = capacityReportScratch() / "render";
   ASSERT_EQ(report(out).exit_code, 0);
   const std::string dom = capture(
       "chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking "
       "--disable-component-update --disable-sync --user-data-dir=" +
-      (scratch() / "chromium-profile").string() + " --dump-dom file://" + (out / "capacity.html").string() +
-      " 2>/dev/null");
+      (capacityReportScratch() / "chromium-profile").string() + " --dump-dom file://" +
+      (out / "capacity.html").string() + " 2>/dev/null");
   // The rate heat map, the memory bars and the two knee charts.
   EXPECT_EQ(count(dom, "<svg"), 4U);
   EXPECT_EQ(count(dom, "class=\"cell\""), 3U);

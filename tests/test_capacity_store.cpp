@@ -3,7 +3,6 @@
 // errors, the golden report (numbers with tolerances), and the HTML drawn by headless Chromium.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
-#include <unistd.h>
 
 #include <array>
 #include <cmath>
@@ -26,26 +25,10 @@ using nlohmann::json;
 using test::readFile;
 using test::runAttnsim;
 
-const fs::path kData = fs::path(ATTNSIM_TEST_DATA);
+const fs::path kCapacityStoreData = fs::path(ATTNSIM_TEST_DATA);
 
-struct Scratch {
-  fs::path dir = fs::temp_directory_path() / ("attnsim-capacity-" + std::to_string(getpid()));
-  Scratch() {
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~Scratch() {
-    std::error_code ignored;
-    fs::remove_all(dir, ignored);
-  }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-};
-
-fs::path scratch() {
-  static const Scratch s;
-  return s.dir;
-}
+// This suite's scratch folder (a name of its own: the tests build as unity batches).
+fs::path capacityStoreScratch() { return test::suiteScratchDir("capacity"); }
 
 // Rows of one query, each a list of column texts.
 std::vector<std::vector<std::string>> query(const fs::path& db, const std::string& sql) {
@@ -70,7 +53,7 @@ std::vector<std::vector<std::string>> query(const fs::path& db, const std::strin
 double number(const fs::path& db, const std::string& sql) { return std::stod(query(db, sql).at(0).at(0)); }
 
 TEST(CapacityStore, ServeSimRunIsStoredAsItsJsonSays) {
-  const fs::path db = scratch() / "serve.db";
+  const fs::path db = capacityStoreScratch() / "serve.db";
   const std::string cmd =
       "serve-sim --hardware h100-sxm --model llama-3.1-8b --engine vllm --requests 300 "
       "--lengths exponential --db " +
@@ -96,7 +79,7 @@ TEST(CapacityStore, ServeSimRunIsStoredAsItsJsonSays) {
 }
 
 TEST(CapacityStore, SearchStoresEveryProbeAndTheRunAtTheHighestRate) {
-  const fs::path db = scratch() / "search.db";
+  const fs::path db = capacityStoreScratch() / "search.db";
   const auto out = runAttnsim(
       "capacity search --hardware h100-sxm --model llama-3.1-8b --engine vllm --requests 200 --target-rate 30 "
       "--json --db " +
@@ -119,7 +102,7 @@ TEST(CapacityStore, SearchStoresEveryProbeAndTheRunAtTheHighestRate) {
 }
 
 TEST(CapacityStore, TablesAreAddedToAStoreThatLacksThem) {
-  const fs::path db = scratch() / "old.db";
+  const fs::path db = capacityStoreScratch() / "old.db";
   { Store s(db.string()); }
   query(db, "DROP TABLE serve_runs");
   { Store s(db.string()); }
@@ -151,13 +134,13 @@ TEST(CapacitySpec, BuiltInSpecLoadsAndIsNotASweep) {
 }
 
 TEST(CapacitySpec, BadSpecsNameTheFileLineAndKey) {
-  const std::string good = readFile(kData / "capacity/small.yaml");
+  const std::string good = readFile(kCapacityStoreData / "capacity/small.yaml");
   auto error = [&](const std::string& from, const std::string& to) {
     std::string text = good;
     text.replace(text.find(from), from.size(), to);
-    const fs::path p = scratch() / "bad.yaml";
+    const fs::path p = capacityStoreScratch() / "bad.yaml";
     std::ofstream(p) << text;
-    return runAttnsim("capacity study " + p.string() + " --db " + (scratch() / "bad.db").string());
+    return runAttnsim("capacity study " + p.string() + " --db " + (capacityStoreScratch() / "bad.db").string());
   };
   const auto backend = error("vllm:FLASHINFER", "vllm:FLASHINFR");
   EXPECT_EQ(backend.exit_code, 2);
@@ -169,7 +152,8 @@ TEST(CapacitySpec, BadSpecsNameTheFileLineAndKey) {
   const auto lengths = error("lengths: exponential", "lengths: zipf");
   EXPECT_EQ(lengths.exit_code, 2);
   EXPECT_NE(lengths.output.find("uniform"), std::string::npos) << lengths.output;
-  EXPECT_EQ(runAttnsim("capacity study no-such-spec --db " + (scratch() / "bad.db").string()).exit_code, 2);
+  EXPECT_EQ(runAttnsim("capacity study no-such-spec --db " + (capacityStoreScratch() / "bad.db").string()).exit_code,
+            2);
 }
 
 }  // namespace

@@ -52,13 +52,13 @@ TEST(EngineKernels, TritonMlaAlwaysSplitsFourWays) {
   EXPECT_EQ(splitsOf("fa2", gqa(32, 8), {8, 1, 4096, 1}), 0) << "families without a rule search";
 }
 
-const std::string kHeader =
+const std::string kEngineKernelsHeader =
     "device,date,torch,triton,cuda,kind,impl,phase,batch,q_len,kv_len,heads,kv_heads,head_dim,causal,dtype,"
     "median_us,p20_us,p80_us,runs,flops,bytes,page_size,note\n";
 
 TEST(EngineKernels, PagedOnlyFamiliesHoldOutByContextAndMixedRowsAreTestPoints) {
   const std::string text =
-      kHeader +
+      kEngineKernelsHeader +
       "NVIDIA H100 80GB HBM3,2026-11-22,t,t,c,attention,vllm_triton_unified,decode,8,1,4096,32,8,128,0,"
       "bf16,100,99,101,100,1,1,16,x\n"
       "NVIDIA H100 80GB HBM3,2026-11-22,t,t,c,attention,vllm_triton_unified,decode,8,1,8192,32,8,128,0,"

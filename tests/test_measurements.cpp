@@ -192,13 +192,13 @@ TEST(Calibration, RelativeLineFitWeighsSmallAndLargeAlike) {
   EXPECT_GT(std::fabs(fitLine(xy, false).intercept - 5.0), 3 * std::fabs(fitLine(xy, true).intercept - 5.0));
 }
 
-const std::string kHeader =
+const std::string kMeasurementsHeader =
     "device,date,torch,triton,cuda,kind,impl,phase,batch,q_len,kv_len,heads,kv_heads,head_dim,causal,dtype,"
     "median_us,p20_us,p80_us,runs,flops,bytes,page_size,note\n";
 
 TEST(Measurements, PagedRowsAndGraphNodeGapsImport) {
   const std::string text =
-      kHeader +
+      kMeasurementsHeader +
       "NVIDIA H100 80GB HBM3,2026-11-22,2.11,3.6,13.0,attention,flex_decoding_paged,decode,8,1,4096,32,8,128,0,bf16,"
       "230,229,231,100,1,1,128,paged\n"
       "NVIDIA H100 80GB HBM3,2026-11-22,2.11,3.6,13.0,attention,flex_decoding,decode,8,1,4096,32,8,128,0,bf16,"
