@@ -52,6 +52,19 @@ int runValidationReport(const GlobalOptions& global, const ReportFlags& f) {
   return 0;
 }
 
+// Writes the report's files into `out_dir`; prints its JSON (--json) or the files written.
+int writeAndAnnounce(const GlobalOptions& global, const StudyReport& report, const std::string& out_dir) {
+  writeStudyReport(report, out_dir);
+  const auto base = std::filesystem::path(out_dir) / report.kind;
+  if (global.json) {
+    std::cout << report.json.dump(2) << "\n";
+  } else {
+    fmt::print("wrote {}.html, {}.md (with {} SVG figures) and {}.json\n", base.string(), base.string(),
+               report.document.figures().size(), base.string());
+  }
+  return 0;
+}
+
 int runStudyReport(const GlobalOptions& global, ReportFlags f) {
   if (!std::filesystem::exists(f.db)) throw UsageError("--db " + f.db + ": no such file (run attnsim sweep first)");
   const Catalog fallback = global.loadCatalog();
@@ -61,15 +74,7 @@ int runStudyReport(const GlobalOptions& global, ReportFlags f) {
   const StudyReport report = f.what == "priorities" ? prioritiesReport(data)
                              : f.what == "matrix"   ? matrixReport(data)
                                                     : whatIfReport(data, f.whatif);
-  writeStudyReport(report, f.out_dir);
-  const auto base = std::filesystem::path(f.out_dir) / report.kind;
-  if (global.json) {
-    std::cout << report.json.dump(2) << "\n";
-  } else {
-    fmt::print("wrote {}.html, {}.md (with {} SVG figures) and {}.json\n", base.string(), base.string(),
-               report.document.figures().size(), base.string());
-  }
-  return 0;
+  return writeAndAnnounce(global, report, f.out_dir);
 }
 
 // capacity: the serving results of the store (reports/CapacityReport).
@@ -80,15 +85,7 @@ int runCapacityReport(const GlobalOptions& global, const ReportFlags& f) {
       "attnsim report capacity --db " + study_report::shellWord(f.db) + " --out " + study_report::shellWord(f.out_dir);
   if (!f.study.empty()) command += " --study " + study_report::shellWord(f.study);
   const StudyReport report = capacityReport(loadCapacityData(store, f.study), command);
-  writeStudyReport(report, f.out_dir);
-  const auto base = std::filesystem::path(f.out_dir) / report.kind;
-  if (global.json) {
-    std::cout << report.json.dump(2) << "\n";
-  } else {
-    fmt::print("wrote {}.html, {}.md (with {} SVG figures) and {}.json\n", base.string(), base.string(),
-               report.document.figures().size(), base.string());
-  }
-  return 0;
+  return writeAndAnnounce(global, report, f.out_dir);
 }
 
 }  // namespace
