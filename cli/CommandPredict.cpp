@@ -34,9 +34,9 @@ void printUncertainty(const ScenarioPrediction& sp) {
                                                     : "documented band of its provenance";
   fmt::print("uncertainty: attention figures are a {} (±{:.0f}%, {}); attention {:.2f} µs in [{:.2f}, {:.2f}]\n",
              provenanceLabel(u.provenance), 100 * u.attention_band, basis, p.attention_us,
-             p.attention_us * (1 - u.attention_band), p.attention_us * (1 + u.attention_band));
+             bandLow(p.attention_us, u.attention_band), bandHigh(p.attention_us, u.attention_band));
   fmt::print("             rest of the step ±{:.0f}%; step {:.1f} µs ±{:.0f}% in [{:.1f}, {:.1f}]\n",
-             100 * u.non_attention_band, step, 100 * band, step * (1 - band), step * (1 + band));
+             100 * u.non_attention_band, step, 100 * band, bandLow(step, band), bandHigh(step, band));
 }
 
 void printPrediction(const ScenarioPrediction& sp) {

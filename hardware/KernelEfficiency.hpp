@@ -57,7 +57,9 @@ struct KernelEfficiency {
   std::optional<HeldOutResiduals> heldout;  // measured: residuals on held-out points
 };
 
-// A relative band: a prediction t is expected within [t·(1 − band), t·(1 + band)].
+// A relative band: a prediction t is expected within [t / (1 + band), t · (1 + band)] (bandLow,
+// bandHigh), an interval symmetric in ratio, so a band above 100% (a family whose held-out p90 error
+// exceeds 100%) still has a positive lower end.
 struct UncertaintyBand {
   double band = kDefaultBand;
   BandBasis basis = BandBasis::Documented;
@@ -66,10 +68,13 @@ struct UncertaintyBand {
 // scaled to a p90, else the provenance's documented band (`default_band` for Default).
 UncertaintyBand bandOf(const KernelEfficiency& e, double default_band = kDefaultBand);
 
+constexpr double bandLow(double us, double band) { return us / (1 + band); }
+constexpr double bandHigh(double us, double band) { return us * (1 + band); }
+
 // Two predicted times are tied within uncertainty when their bands overlap: the faster one's
 // upper end reaches the slower one's lower end.
 constexpr bool withinBands(double fast_us, double fast_band, double slow_us, double slow_band) {
-  return fast_us * (1 + fast_band) >= slow_us * (1 - slow_band);
+  return bandHigh(fast_us, fast_band) >= bandLow(slow_us, slow_band);
 }
 
 }  // namespace attnsim

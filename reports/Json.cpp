@@ -150,10 +150,10 @@ json uncertaintyJson(const ScenarioPrediction& sp) {
           {"step_band_graph", sp.cuda_graphs ? json(u.graph_band) : json()},
           {"tie_band", sp.cuda_graphs ? u.graph_tie_band : u.eager_tie_band},
           {"step_us", step},
-          {"step_us_low", step * (1 - band)},
-          {"step_us_high", step * (1 + band)},
-          {"attention_us_low", p.attention_us * (1 - u.attention_band)},
-          {"attention_us_high", p.attention_us * (1 + u.attention_band)}};
+          {"step_us_low", bandLow(step, band)},
+          {"step_us_high", bandHigh(step, band)},
+          {"attention_us_low", bandLow(p.attention_us, u.attention_band)},
+          {"attention_us_high", bandHigh(p.attention_us, u.attention_band)}};
 }
 
 json scenarioJson(const ScenarioPrediction& sp) {
@@ -226,8 +226,8 @@ json rankingJson(const Ranking& r, const Catalog& c) {
                       {"band", row.band},
                       {"tie_band", row.tie_band},
                       {"attention_band", row.attention_band},
-                      {"step_us_low", row.step_us * (1 - row.band)},
-                      {"step_us_high", row.step_us * (1 + row.band)},
+                      {"step_us_low", bandLow(row.step_us, row.band)},
+                      {"step_us_high", bandHigh(row.step_us, row.band)},
                       {"tie_group", row.tie_group},
                       {"tied", row.tied}});
   }

@@ -223,7 +223,14 @@ void checkAttention(MeasurementRow& r, const CatalogNames& names, RowCells& cell
     cells.fail("dtype",
                fmt::format("'{}' is not one of: {}{}", r.dtype, join(kDtypes, ", "), didYouMean(r.dtype, kDtypes)));
   }
-  if (r.q_len < 1 || r.kv_len < r.q_len) cells.fail("q_len", "needs 1 <= q_len <= kv_len");
+  if (r.phase == "mixed") {
+    // One fresh prefill chunk of q_len tokens beside batch - 1 decodes over kv_len: the chunk may be longer
+    // than the decodes' context.
+    if (r.q_len < 1) cells.fail("q_len", "must be at least 1");
+    if (r.batch < 2) cells.fail("batch", "a mixed row is one prefill chunk and batch - 1 >= 1 decodes");
+  } else if (r.q_len < 1 || r.kv_len < r.q_len) {
+    cells.fail("q_len", "needs 1 <= q_len <= kv_len");
+  }
   if (r.kv_heads < 1 || r.heads < r.kv_heads || r.heads % r.kv_heads != 0) cells.fail("kv_heads", "must divide heads");
   if (r.runs < 20) cells.fail("runs", "fewer than 20 timed runs");
 }
