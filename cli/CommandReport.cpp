@@ -29,7 +29,7 @@ struct ReportFlags {
 
 int runValidationReport(const GlobalOptions& global, const ReportFlags& f) {
   const Catalog c = global.loadCatalog();
-  Store store(f.db);
+  Store store(f.db, StoreAccess::ReadOnly);
   const auto rows = store.measurements("attention");
   if (rows.empty()) throw UsageError("--db " + f.db + ": no attention measurements (run measurements import)");
   const Validation validation = runValidation(c, rows, {parseContexts(f.holdout)});
@@ -68,7 +68,7 @@ int writeAndAnnounce(const GlobalOptions& global, const StudyReport& report, con
 int runStudyReport(const GlobalOptions& global, ReportFlags f) {
   if (!std::filesystem::exists(f.db)) throw UsageError("--db " + f.db + ": no such file (run attnsim sweep first)");
   const Catalog fallback = global.loadCatalog();
-  Store store(f.db);
+  Store store(f.db, StoreAccess::ReadOnly);
   const StudyData data = loadStudyData(store, f.sweep, fallback);
   f.whatif.compare = splitList(f.compare);
   const StudyReport report = f.what == "priorities" ? prioritiesReport(data)
@@ -80,7 +80,7 @@ int runStudyReport(const GlobalOptions& global, ReportFlags f) {
 // capacity: the serving results of the store (reports/CapacityReport).
 int runCapacityReport(const GlobalOptions& global, const ReportFlags& f) {
   if (!std::filesystem::exists(f.db)) throw UsageError("--db " + f.db + ": no such file (run attnsim capacity study)");
-  Store store(f.db);
+  Store store(f.db, StoreAccess::ReadOnly);
   std::string command =
       "attnsim report capacity --db " + study_report::shellWord(f.db) + " --out " + study_report::shellWord(f.out_dir);
   if (!f.study.empty()) command += " --study " + study_report::shellWord(f.study);

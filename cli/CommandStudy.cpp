@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -207,7 +208,10 @@ void printRows(const nlohmann::json& rows, bool rank) {
 
 int runListStudy(const ScenarioFlags& f, const GlobalOptions& global, bool rank) {
   if (!isList(f)) return -1;
-  Catalog catalog = f.catalog(global);
+  // The study's store is also where its calibrations come from; a new store has none yet.
+  ScenarioFlags calibrations = f;
+  if (!std::filesystem::exists(f.db)) calibrations.db.clear();
+  Catalog catalog = calibrations.catalog(global);
   if (rank && f.engines.empty()) {
     // rank over every engine, as the single-scenario rank does
     ScenarioFlags all = f;

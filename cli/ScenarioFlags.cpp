@@ -149,7 +149,7 @@ Scenario ScenarioFlags::scenario(const std::string& hw, const std::string& model
 
 Catalog ScenarioFlags::catalog(const GlobalOptions& global) const {
   Catalog c = global.loadCatalog();
-  if (!db.empty()) applyStudyCalibrations(c, Store(db));
+  if (!db.empty()) applyStudyCalibrations(c, Store(db, StoreAccess::ReadOnly));
   return c;
 }
 

@@ -2,22 +2,83 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+#include <optional>
+
 #include "core/Error.hpp"
 #include "study/StoreStatement.hpp"
 
 namespace attnsim {
 
-Store::Store(const std::string& path) : path_(path) {
-  // One thread uses a connection at a time (a sweep's writer owns its own): no per-call mutex.
-  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr) !=
-      SQLITE_OK) {
-    const std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
-    sqlite3_close(db_);
+namespace {
+
+sqlite3* openConnection(const std::string& path, int flags) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
+    const std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
     throw UsageError(fmt::format("--db {}: cannot open: {}", path, msg));
   }
   // Another process writing the same file holds the lock for one transaction at a time: wait.
-  sqlite3_busy_timeout(db_, 600000);
+  sqlite3_busy_timeout(db, 600000);
+  return db;
+}
+
+// The schema version a reader finds, or nullopt where the file holds no attnsim store. A WAL store
+// in a folder this process may not write has no -shm file to read through; such a store is read
+// as immutable, which is what it is to this process.
+std::optional<int> readerSchemaVersion(sqlite3*& db, const std::string& path) {
+  const char* sql = "SELECT value FROM meta WHERE key = 'schema_version'";
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    sqlite3_stmt* s = nullptr;
+    const int rc = sqlite3_prepare_v2(db, sql, -1, &s, nullptr);
+    const int step = rc == SQLITE_OK ? sqlite3_step(s) : rc;
+    const std::optional<int> version = step == SQLITE_ROW ? std::optional<int>(sqlite3_column_int(s, 0)) : std::nullopt;
+    sqlite3_finalize(s);
+    if (step == SQLITE_ROW || step == SQLITE_DONE) return version;
+    if (attempt == 0 && (step & 0xff) == SQLITE_CANTOPEN) {
+      sqlite3_close(db);
+      db = openConnection("file:" + path + "?immutable=1", SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
+      continue;
+    }
+    if (std::string(sqlite3_errmsg(db)).starts_with("no such table")) return std::nullopt;
+    throw UsageError(fmt::format("--db {}: cannot read: {}", path, sqlite3_errmsg(db)));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Store::Store(const std::string& path, StoreAccess access) : path_(path) {
+  if (access == StoreAccess::ReadOnly) {
+    if (path != ":memory:" && !std::filesystem::exists(path)) throw UsageError("--db " + path + ": no such file");
+    db_ = openConnection(path, SQLITE_OPEN_READONLY);
+    try {
+      const auto version = readerSchemaVersion(db_, path);
+      if (!version) throw UsageError(fmt::format("--db {}: not an attnsim store (no schema version)", path));
+      if (*version != kStoreSchemaVersion) {
+        throw UsageError(fmt::format(
+            "--db {}: a store of schema version {}, this attnsim reads version {} without writing; any writing "
+            "command (measurements import, sweep, calibrate) on a writable copy upgrades it",
+            path, *version, kStoreSchemaVersion));
+      }
+    } catch (...) {
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw;
+    }
+    return;
+  }
+  // One thread uses a connection at a time (a sweep's writer owns its own): no per-call mutex.
+  db_ = openConnection(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   try {
+    // SQLite opens a file it may not write read-only without a word; say so before any write fails.
+    if (sqlite3_db_readonly(db_, "main") == 1) {
+      throw UsageError(fmt::format(
+          "--db {}: the store is read-only to this process (the file or its folder is not writable) and this "
+          "command writes to it; reports read a read-only store",
+          path));
+    }
     createOrMigrateSchema(db_, path);
   } catch (...) {
     sqlite3_close(db_);

@@ -49,10 +49,16 @@ constexpr int kStoreSchemaVersion = 4;
 // UsageError naming both versions.
 void createOrMigrateSchema(sqlite3* db, const std::string& path);
 
+// Whether a command only reads the store (reports, --db calibrations) or also writes to it.
+enum class StoreAccess { ReadWrite, ReadOnly };
+
 class Store {
  public:
-  // Creates the schema when new, migrates an older one (docs/STORE.md), refuses a newer one.
-  explicit Store(const std::string& path);
+  // ReadWrite: creates the schema when new, migrates an older one (docs/STORE.md), refuses a newer
+  // one, and refuses a store the process may not write (a read-only file or folder) before writing
+  // anything. ReadOnly: opens an existing store of the current schema without writing to it, so a
+  // report runs on a read-only copy; a missing file or another schema version is a UsageError.
+  explicit Store(const std::string& path, StoreAccess access = StoreAccess::ReadWrite);
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;

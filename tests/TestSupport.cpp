@@ -139,10 +139,9 @@ bool ranksBackend(const Scenario& s, const std::string& backend) {
   return std::any_of(r.ranked.begin(), r.ranked.end(), [&](const RankedBackend& b) { return b.backend == backend; });
 }
 
-CommandResult runAttnsim(const std::string& arguments) {
-  const std::string command = std::string(ATTNSIM_BINARY) + " " + arguments + " 2>&1";
+CommandResult runShell(const std::string& command) {
   CommandResult result;
-  FILE* pipe = popen(command.c_str(), "r");
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
   if (!pipe) return result;
   std::array<char, 4096> buffer{};
   std::size_t n = 0;
@@ -150,6 +149,10 @@ CommandResult runAttnsim(const std::string& arguments) {
   const int status = pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
+}
+
+CommandResult runAttnsim(const std::string& arguments) {
+  return runShell(std::string(ATTNSIM_BINARY) + " " + arguments);
 }
 
 }  // namespace attnsim::test

@@ -56,6 +56,9 @@ struct CommandResult {
   int exit_code = -1;
   std::string output;  // stdout and stderr together
 };
+// A shell command line's exit code and output (stdout and stderr together).
+CommandResult runShell(const std::string& command);
+// The attnsim program under test with these arguments.
 CommandResult runAttnsim(const std::string& arguments);
 
 }  // namespace attnsim::test

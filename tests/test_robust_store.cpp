@@ -1,9 +1,11 @@
 // unit: a full disk gives a clear error (exit 2) and leaves the store usable: integrity_check is ok
 // and the same command run again finishes the work (issue 16). The disk is made full with a
-// file-size limit (ulimit -f), which holds for root too.
+// file-size limit (ulimit -f), which holds for root too. A read-only store is read by the reports
+// and refused by the writers before they write.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdint>
@@ -22,17 +24,7 @@ const std::string kCsv = std::string(ATTNSIM_SOURCE_DIR) + "/measurements/data/h
 
 // attnsim with every file it writes limited to `kib` KiB (bash counts ulimit -f in KiB).
 CommandResult runWithFileLimit(std::uintmax_t kib, const std::string& arguments) {
-  const std::string command =
-      "bash -c 'ulimit -f " + std::to_string(kib) + " && exec " + ATTNSIM_BINARY + " " + arguments + "' 2>&1";
-  CommandResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return result;
-  std::array<char, 4096> buffer{};
-  std::size_t n = 0;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+  return runShell("bash -c 'ulimit -f " + std::to_string(kib) + " && exec " + ATTNSIM_BINARY + " " + arguments + "'");
 }
 
 // The first column of the first row of `sql` (read-only connection), or the error.
@@ -101,6 +93,62 @@ TEST(RobustStore, FullDiskDuringSweepIsExitTwoAndTheRerunFinishesIt) {
   EXPECT_GT(summary.at("already_stored").get<std::int64_t>(), 0) << "the points written before the disk filled stay";
   EXPECT_EQ(scalar(db, "SELECT count(*) FROM points"), std::to_string(summary.at("points").get<std::int64_t>()));
   EXPECT_EQ(scalar(db, "PRAGMA integrity_check"), "ok");
+}
+
+// A command line run as the unprivileged user 65534 (setpriv), for whom the stores made by this test
+// (root's files in root's folder) are read-only whatever root could do.
+std::string asNobody(const std::string& arguments) {
+  return "setpriv --reuid=65534 --regid=65534 --clear-groups " + std::string(ATTNSIM_BINARY) + " " + arguments;
+}
+
+TEST(RobustStore, ReadOnlyStoreIsReadByReportsAndRefusedByWritersWithoutAWrite) {
+  const auto probe = runShell(asNobody("--version"));
+  if (probe.exit_code != 0) GTEST_SKIP() << "cannot run attnsim as user 65534 here (not root?): " << probe.output;
+  OverlayDir dir;
+  const fs::path db = dir.path() / "s.db";
+  ASSERT_EQ(runAttnsim("measurements import " + kCsv + " --db " + db.string()).exit_code, 0);
+  ASSERT_EQ(runAttnsim("sweep default --db " + db.string()).exit_code, 0);
+  const std::string rows = scalar(db, "SELECT count(*) FROM measurements");
+  const fs::path out = fs::temp_directory_path() / ("attnsim-readonly-out-" + std::to_string(::getpid()));
+  fs::create_directories(out);
+  fs::permissions(out, fs::perms::all);
+
+  for (const std::string report : {"validation", "priorities", "matrix", "whatif --compare-engines"}) {
+    const auto r = runShell(asNobody("--json report " + report + " --db " + db.string() + " --out " + out.string()));
+    EXPECT_EQ(r.exit_code, 0) << report << ": " << r.output;
+  }
+  const auto predicted =
+      runShell(asNobody("--json predict --hardware h100-sxm --model llama-3.1-8b --engine vllm "
+                        "--phase decode --batch 8 --context 4096 --db " +
+                        db.string()));
+  EXPECT_EQ(predicted.exit_code, 0) << predicted.output;
+
+  for (const std::string& writer : {"measurements import " + kCsv, std::string("sweep default")}) {
+    const auto r = runShell(asNobody("--json " + writer + " --db " + db.string()));
+    ASSERT_EQ(r.exit_code, 2) << writer << ": " << r.output;
+    const std::string message = nlohmann::json::parse(r.output).at("error").at("message");
+    EXPECT_NE(message.find("read-only"), std::string::npos) << message;
+  }
+  EXPECT_EQ(scalar(db, "PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(scalar(db, "SELECT count(*) FROM measurements"), rows);
+  fs::remove_all(out);
+}
+
+// A reader asks for the current schema and never upgrades: an older store is named as such.
+TEST(RobustStore, ReaderRefusesAStoreOfAnotherSchemaVersionWithoutChangingIt) {
+  OverlayDir dir;
+  const fs::path db = dir.path() / "s.db";
+  ASSERT_EQ(runAttnsim("measurements import " + kCsv + " --db " + db.string()).exit_code, 0);
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &h), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(h, "UPDATE meta SET value = '3' WHERE key = 'schema_version'", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(h);
+  const auto r = runAttnsim("--json report validation --db " + db.string() + " --out " + (dir.path() / "r").string());
+  ASSERT_EQ(r.exit_code, 2) << r.output;
+  const std::string message = nlohmann::json::parse(r.output).at("error").at("message");
+  EXPECT_NE(message.find("schema version 3"), std::string::npos) << message;
+  EXPECT_EQ(scalar(db, "SELECT value FROM meta WHERE key = 'schema_version'"), "3");
 }
 
 }  // namespace
