@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <regex>
 
+#include "backends/RuleVariables.hpp"
 #include "core/Error.hpp"
 #include "core/Formats.hpp"
 #include "core/Strings.hpp"
@@ -71,13 +72,6 @@ MessageTemplate parseMessage(const YamlReader& r, std::string_view key, const Ex
     }
   }
   return m;
-}
-
-Expr::VariableCheck makeCheck(const std::vector<std::string>& known) {
-  return [known](std::string_view name) -> std::string {
-    if (std::find(known.begin(), known.end(), name) != known.end()) return {};
-    return fmt::format("unknown variable '{}'{}", name, didYouMean(name, known));
-  };
 }
 
 EngineOption parseOption(const YamlReader& r) {
@@ -335,7 +329,7 @@ EnginePolicy parseEnginePolicy(const YamlReader& r, const std::vector<std::strin
   }
   for (const auto& o : r.list("options")) p.options.push_back(parseOption(o));
   const std::vector<std::string> known = policyVariables(r, p.options, core_variables);
-  const auto check = makeCheck(known);
+  const auto check = ruleVariableCheck(known, p.options, p.kv_dtypes);
 
   p.validate_explicit_when = r.findExpr("validate_explicit_when", check);
   if (auto defaults = r.findMap("defaults")) {
@@ -351,6 +345,25 @@ EnginePolicy parseEnginePolicy(const YamlReader& r, const std::vector<std::strin
   if (auto serving = r.findMap("serving")) p.serving = parseServingPolicy(*serving, known);
   r.finish();
   return p;
+}
+
+Expr::VariableCheck ruleVariableCheck(const std::vector<std::string>& known, const std::vector<EngineOption>& options,
+                                      const std::vector<std::string>& kv_dtypes) {
+  Expr::VariableCheck check = [known](std::string_view name) -> std::string {
+    if (std::find(known.begin(), known.end(), name) != known.end()) return {};
+    return fmt::format("unknown variable '{}'{}", name, didYouMean(name, known));
+  };
+  check.type_of = [options, kv_dtypes](std::string_view name) -> VariableType {
+    for (const auto& o : options) {
+      if (o.name != name) continue;
+      if (o.type == "bool") return {ValueType::Bool, {}};
+      if (o.type == "int") return {ValueType::Number, {}};
+      return {ValueType::String, o.allowed};
+    }
+    if (name == "kv_dtype") return {ValueType::String, kv_dtypes};
+    return scenarioVariableType(name);
+  };
+  return check;
 }
 
 }  // namespace attnsim

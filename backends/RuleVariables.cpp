@@ -1,5 +1,10 @@
 #include "backends/RuleVariables.hpp"
 
+#include <algorithm>
+#include <array>
+
+#include "hardware/HardwareProfile.hpp"
+
 namespace attnsim {
 
 const std::vector<std::pair<std::string, std::string>>& scenarioVariableDocs() {
@@ -71,6 +76,47 @@ const std::vector<std::string>& scenarioVariables() {
     return n;
   }();
   return names;
+}
+
+VariableType scenarioVariableType(std::string_view name) {
+  static constexpr std::array<std::string_view, 14> kFlags{"has_amx",        "has_xmx",
+                                                           "use_mla",        "use_sparse",
+                                                           "has_sink",       "has_sliding_window",
+                                                           "multimodal",     "mm_prefix",
+                                                           "has_dual_chunk", "kv_fp8",
+                                                           "kv_fp4",         "spec_enabled",
+                                                           "has_prefix",     "cuda_graph_disabled"};
+  static constexpr std::array<std::string_view, 22> kNumbers{"cc",
+                                                             "cc_major",
+                                                             "cc_minor",
+                                                             "memory_gb",
+                                                             "compute_units",
+                                                             "head_size",
+                                                             "head_size_v",
+                                                             "qk_head_size",
+                                                             "num_heads",
+                                                             "num_kv_heads",
+                                                             "num_kv_heads_per_rank",
+                                                             "gqa_group",
+                                                             "qk_nope_head_dim",
+                                                             "qk_rope_head_dim",
+                                                             "kv_lora_rank",
+                                                             "page_size",
+                                                             "page_size_user",
+                                                             "block_size",
+                                                             "spec_topk",
+                                                             "spec_draft_tokens",
+                                                             "cuda_version",
+                                                             "tp"};
+  const auto& names = scenarioVariables();
+  if (std::find(names.begin(), names.end(), name) == names.end()) return {};
+  if (std::find(kFlags.begin(), kFlags.end(), name) != kFlags.end()) return {ValueType::Bool, {}};
+  if (std::find(kNumbers.begin(), kNumbers.end(), name) != kNumbers.end()) return {ValueType::Number, {}};
+  if (name == "platform") return {ValueType::String, platformNames()};
+  if (name == "vendor") return {ValueType::String, {"nvidia", "amd", "huawei", "intel"}};
+  if (name == "dtype") return {ValueType::String, {"fp16", "bf16", "fp32"}};
+  if (name == "stage") return {ValueType::String, {"prefill", "decode"}};
+  return {ValueType::String, {}};
 }
 
 }  // namespace attnsim

@@ -74,10 +74,7 @@ Engine loadEngine(const CatalogSource& source, const std::string& folder) {
   }
   std::vector<std::string> known = scenarioVariables();
   for (const auto& o : e.policy.options) known.push_back(o.name);
-  const Expr::VariableCheck check = [known](std::string_view name) -> std::string {
-    if (std::find(known.begin(), known.end(), name) != known.end()) return {};
-    return fmt::format("unknown variable '{}'{}", name, didYouMean(name, known));
-  };
+  const Expr::VariableCheck check = ruleVariableCheck(known, e.policy.options, e.policy.kv_dtypes);
   std::set<std::pair<std::string, std::string>> keys;
   for (const auto* f : source.filesUnder(folder)) {
     if (f->path == policy_path) continue;
