@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Long fuzz runs on a machine with more cores (issue 16 asks >= 10 minutes a target), in two steps:
-#   scripts/fuzz-device.sh pack [BUILD]      here: copies the clang fuzz binaries of BUILD (default
+#   scripts/fuzz-device.sh pack [BUILD]      here: packs the clang fuzz binaries of BUILD (default
 #                                            build-asan, scripts/test.sh's) and the shared libraries they
-#                                            load into .devcarry/fuzz/ (git-ignored), to be carried over
+#                                            load into .devcarry/fuzz.tar.xz (git-ignored, about 10 MB),
+#                                            to be carried over
 #   scripts/fuzz-device.sh run SECONDS [OUT] there, from the repository root: runs every target at once,
 #                                            each for SECONDS on its seed corpus (fuzz/corpus/TARGET) in a
 #                                            fresh working corpus, then writes OUT/summary.txt (each
@@ -12,12 +13,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 targets=(fuzz_hardware fuzz_backend fuzz_model fuzz_measurements fuzz_cli fuzz_sweep_spec fuzz_traces)
-pack=.devcarry/fuzz
+tarball=.devcarry/fuzz.tar.xz
 
 case "${1:-}" in
 pack)
   build=${2:-build-asan}
-  rm -rf "$pack" && mkdir -p "$pack/lib"
+  pack=$(mktemp -d)
+  trap 'rm -rf "$pack"' EXIT
+  mkdir -p "$pack/lib" .devcarry
   for t in "${targets[@]}"; do
     [[ -x $build/fuzz/$t ]] || { echo "fuzz-device.sh: $build/fuzz/$t is missing (build with -DATTNSIM_FUZZ=ON)" >&2; exit 2; }
     strip -o "$pack/$t" "$build/fuzz/$t"
@@ -25,17 +28,20 @@ pack)
     ldd "$build/fuzz/$t" | awk '$3 ~ /^\// {print $3}' | grep -v -E '/lib(c|m|pthread|dl|rt|gcc_s|stdc\+\+)\.so' |
       xargs -r -I{} cp -L -n {} "$pack/lib/"
   done
-  du -sh "$pack"
+  tar -C "$pack" -cJf "$tarball" .
+  du -h "$tarball"
   ;;
 run)
   seconds=${2:?usage: scripts/fuzz-device.sh run SECONDS [OUT]}
   out=${3:-fuzz-out}
   mkdir -p "$out"
-  export LD_LIBRARY_PATH=$PWD/$pack/lib
+  pack=/tmp/fuzz-pack
+  rm -rf "$pack" && mkdir -p "$pack" && tar -C "$pack" -xJf "$tarball"
+  export LD_LIBRARY_PATH=$pack/lib
   pids=()
   for t in "${targets[@]}"; do
     mkdir -p "/tmp/fuzz-work/$t" "/tmp/fuzz-findings/$t"
-    (cd "/tmp/fuzz-findings/$t" && exec "$OLDPWD/$pack/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+    (cd "/tmp/fuzz-findings/$t" && exec "$pack/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
       -max_len=8192 -close_fd_mask=1 -print_final_stats=1 "/tmp/fuzz-work/$t" "$OLDPWD/fuzz/corpus/$t") \
       >"/tmp/fuzz-findings/$t.log" 2>&1 &
     pids+=($!)
