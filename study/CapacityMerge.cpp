@@ -45,6 +45,8 @@ std::string sourceValue(const std::string& column, const std::vector<Remap>& rem
 std::string mapIdTableSql(sqlite3* db, const IdTable& t) {
   const std::vector<std::string> columns = columnsOf(db, t.name);
   std::vector<std::string> equal, values;
+  equal.reserve(columns.size());
+  values.reserve(columns.size());
   for (const auto& c : columns) {
     values.push_back(sourceValue(c, t.remaps));
     equal.push_back(fmt::format("m.{} IS {}", c, values.back()));
@@ -67,6 +69,7 @@ std::string mapIdTableSql(sqlite3* db, const IdTable& t) {
 std::string copyRunChildrenSql(sqlite3* db, const char* table) {
   const std::vector<std::string> columns = columnsOf(db, table);
   std::vector<std::string> values;
+  values.reserve(columns.size());
   for (const auto& c : columns) values.push_back(c == "run" ? "map.new" : "s." + c);
   return fmt::format(
       "INSERT INTO main.{t} ({cols}) SELECT {vals} FROM src.{t} s JOIN temp.serve_run_map map ON map.old = s.run "
