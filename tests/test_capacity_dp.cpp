@@ -7,6 +7,7 @@
 #include "catalog/Catalog.hpp"
 #include "cost/Collective.hpp"
 #include "cost/MemoryModel.hpp"
+#include "cost/Predictor.hpp"
 #include "hardware/HardwareProfile.hpp"
 #include "model/ModelSpec.hpp"
 #include "simulator/Capacity.hpp"
@@ -132,6 +133,30 @@ TEST(DpAttention, ALonePrefillRunsOnOneReplicaAndTheMlpOnItsTokensOnly) {
   EXPECT_DOUBLE_EQ(expected, with.model->num_layers * (allReduceUs(*with.hardware->interconnect_link, gathered, 8) +
                                                        allGatherUs(*with.hardware->interconnect_link, gathered, 8)));
   EXPECT_DOUBLE_EQ(with.prediction.tp_comm_us, expected);
+}
+
+TEST(DpAttention, SweepsFastPathGivesPredictsNumbers) {
+  // Predictor::predictSteps (rank, sweeps) beside a plain predictor: predict()'s numbers bit for bit.
+  Scenario dp = sglang("h200", "deepseek-v3", 8, 8);
+  dp.workload = Workload::uniform(Phase::Decode, 100, 1, 2048);
+  Scenario tp = sglang("h200", "deepseek-v3", 8, 0);
+  tp.workload = dp.workload;
+  const ScenarioPrediction dp_scenario = predictScenario(defaultCatalog(), dp);  // owns the model
+  const ScenarioPrediction tp_scenario = predictScenario(defaultCatalog(), tp);
+  const Predictor with(defaultCatalog(), dp_scenario.input);
+  const Predictor without(defaultCatalog(), tp_scenario.input);
+  ASSERT_EQ(with.input().attention_dp, 8);
+  const std::vector<const Predictor*> predictors{&without, &with};
+  std::vector<StepPrediction> fast(2);
+  Predictor::predictSteps(predictors, dp.workload, fast);
+  for (std::size_t i = 0; i < 2; ++i) {
+    const Prediction p = predictors[i]->predict(dp.workload);
+    EXPECT_EQ(fast[i].eager_us, p.eager.step_us) << i;
+    EXPECT_EQ(fast[i].graph_us, p.graph.step_us) << i;
+    EXPECT_EQ(fast[i].attention_us, p.attention_us) << i;
+    EXPECT_EQ(fast[i].graph_band, p.uncertainty.graph_band) << i;
+  }
+  EXPECT_NE(fast[0].graph_us, fast[1].graph_us);
 }
 
 TEST(DpAttention, ServeSimSchedulesEveryReplicasPool) {
