@@ -41,6 +41,8 @@ nlohmann::json splitJson(const CapacityReport& r) {
           {"page_size", s.page_size},
           {"kv_tokens", s.kv_tokens},
           {"kv_pages", s.kv_pages},
+          {"attention_dp", s.attention_dp},
+          {"engine_kv_tokens", s.engineKvTokens()},
           {"max_batched_tokens", s.max_batched_tokens},
           {"max_running_requests", s.max_running_requests},
           {"decode_graph_sizes", s.decode_graph_sizes},
@@ -56,8 +58,9 @@ void printSplit(const CapacityReport& r) {
   fmt::print("{} · {} · {}:{} · TP {} · KV {} · page {}\n\n", r.hardware->id, r.model->id, r.engine, r.backend, r.tp,
              r.kv_dtype, s.page_size);
   fmt::print("GPU memory per rank     {:>10.2f} GiB\n", s.gpu_mib / 1024);
-  fmt::print("  weights               {:>10.2f} GiB  ({:.2f} GB, {} {}B params / TP {})\n", s.weights_mib / 1024,
-             s.weights_mib * kMiB / 1e9, r.model->weight_dtype, r.model->parameters_b, r.tp);
+  fmt::print("  weights               {:>10.2f} GiB  ({:.2f} GB, {} {}B params / TP {}{})\n", s.weights_mib / 1024,
+             s.weights_mib * kMiB / 1e9, r.model->weight_dtype, r.model->parameters_b, r.tp,
+             s.attention_dp > 1 ? fmt::format(", attention / TP {}", r.tp / s.attention_dp) : "");
   fmt::print("  KV pool               {:>10.2f} GiB\n", s.kv_pool_mib / 1024);
   fmt::print("  engine reserve        {:>10.2f} GiB  (not weights nor KV), holding by attnsim's estimates:\n",
              s.other_mib / 1024);
@@ -70,6 +73,12 @@ void printSplit(const CapacityReport& r) {
                s.kv.max_window);
   }
   fmt::print("\nKV capacity             {:>10} tokens, {} pages\n", s.kv_tokens, s.kv_pages);
+  if (s.attention_dp > 1) {
+    fmt::print(
+        "DP attention            {:>10} tokens in the engine: {} attention replicas of TP {}, each GPU holding\n"
+        "                        its replica's requests (attention weights {}x replicated)\n",
+        s.engineKvTokens(), s.attention_dp, r.tp / s.attention_dp, s.attention_dp);
+  }
   fmt::print("scheduler               {} tokens per step, {} running requests\n", s.max_batched_tokens,
              s.max_running_requests);
   for (const auto& [name, value] : s.derived) fmt::print("  {:<22}{:>10.6g}\n", name, value);
@@ -160,6 +169,8 @@ CLI::App* addSearch(CLI::App& app, SearchFlags& f) {
   search->add_option("--engine", f.scenario.engines, "engine ids, comma list")->required();
   search->add_option("--tp", f.tps, "tensor-parallel sizes, comma list (default 1)");
   search->add_option("--kv-dtype", f.scenario.kv_dtype, "KV-cache dtype as the engine spells it");
+  search->add_option("--option", f.scenario.engine_options,
+                     "engine flag name=value, given to every engine of the list (repeatable)");
   addArrivalFlags(*search, f.arrivals);
   search->add_option("--slo-ttft-ms", f.slo_ttft_ms, "SLO on p99 time to first token")->check(positiveNumber());
   search->add_option("--slo-tpot-ms", f.slo_tpot_ms, "SLO on p99 time per output token")->check(positiveNumber());

@@ -53,7 +53,15 @@ void printPrediction(const ScenarioPrediction& sp) {
                  g.capture_sizes, g.padded_batch, g.capture_ms / 1e3, g.capture_mib);
     }
   }
-  if (p.tp_comm_us > 0) fmt::print("TP all-reduces: {:.1f} µs of the eager step (2 per layer)\n", p.tp_comm_us);
+  const int dp = sp.input.attention_dp;
+  if (dp > 1) {
+    fmt::print(
+        "DP attention: {} attention replicas of TP {}, each running attention on its share of the batch;\n"
+        "  gather before and scatter after every MLP: {:.1f} µs of the eager step\n",
+        dp, sp.input.tp / dp, p.tp_comm_us);
+  } else if (p.tp_comm_us > 0) {
+    fmt::print("TP all-reduces: {:.1f} µs of the eager step (2 per layer)\n", p.tp_comm_us);
+  }
   fmt::print("kernel time by kind: attention {:.1f} µs, GEMM {:.1f}, MoE {:.1f}, elementwise {:.1f}\n",
              p.eager.by_category[0], p.eager.by_category[1], p.eager.by_category[2], p.eager.by_category[3]);
   printUncertainty(sp);
@@ -80,6 +88,7 @@ Runner addPredictCommand(CLI::App& app, const GlobalOptions& global) {
     if (global.json) {
       nlohmann::json j = predictionJson(p, c);
       if (p.prediction.tp_comm_us > 0) j["tp_comm_us"] = p.prediction.tp_comm_us;
+      if (p.input.attention_dp > 1) j["attention_dp"] = p.input.attention_dp;
       if (fit && !fit->fits)
         j["memory"] = {
             {"fits", false}, {"need_mib", fit->need_mib}, {"have_mib", fit->have_mib}, {"message", fit->message}};

@@ -71,6 +71,9 @@ Predictor::Predictor(const Catalog& catalog, PredictionInput input)
   if (!input_.model_dtype) input_.model_dtype = model.dtype;
   if (!input_.prefill_kernel) input_.prefill_kernel = input_.decode_kernel;
   if (!input_.decode_kernel) input_.decode_kernel = input_.prefill_kernel;
+  if (input_.attention_dp < 1 || input_.tp % input_.attention_dp != 0) {
+    throw std::logic_error("PredictionInput: attention_dp must divide tp");  // the engine's rules refuse it first
+  }
   // Callers pass the kernels the selection chose; a prediction without either is our bug, not bad input.
   if (!input_.prefill_kernel) throw std::logic_error("PredictionInput needs a prefill or a decode kernel");
   device_ = resolveDevice(hw, *input_.model_dtype);
@@ -79,10 +82,10 @@ Predictor::Predictor(const Catalog& catalog, PredictionInput input)
   extend_model_ = resolveKernel(*input_.prefill_kernel, hw, Phase::Extend);
   layer_types_ = model.layerCounts();
   for (const auto& [layer, count] : layer_types_) {
-    prefill_shapes_.push_back(
-        resolveShape(*layer, *input_.prefill_kernel, Phase::Prefill, input_.kv_dtype, *input_.model_dtype, input_.tp));
-    decode_shapes_.push_back(
-        resolveShape(*layer, *input_.decode_kernel, Phase::Decode, input_.kv_dtype, *input_.model_dtype, input_.tp));
+    prefill_shapes_.push_back(resolveShape(*layer, *input_.prefill_kernel, Phase::Prefill, input_.kv_dtype,
+                                           *input_.model_dtype, attentionTp()));
+    decode_shapes_.push_back(resolveShape(*layer, *input_.decode_kernel, Phase::Decode, input_.kv_dtype,
+                                          *input_.model_dtype, attentionTp()));
   }
   linear_ = resolveLinearKernels(catalog, hw, model);
   launch_ = {.kernel_launch_us = hw.overheads.kernel_launch_us,
@@ -196,7 +199,59 @@ double Predictor::hostPlanUs(Phase phase) const {
   return decodeLike(phase) ? decode_host_plan_us_ : prefill_host_plan_us_;
 }
 
-Prediction Predictor::predict(const Workload& workload) const {
+int Predictor::attentionTp() const { return input_.tp / input_.attention_dp; }
+
+Workload Predictor::replicaShare(const Workload& w) const {
+  Workload share = w;
+  for (auto& g : share.groups) g.count = (g.count + input_.attention_dp - 1) / input_.attention_dp;
+  share.padding = (w.padding + input_.attention_dp - 1) / input_.attention_dp;
+  return share;
+}
+
+// What the MLP/MoE runs on with attention replicas: a decode gathers every replica padded to the
+// largest (dp_attention.py DpPaddingMode MAX_LEN, the CUDA-graph default), a prefill or extend the
+// replicas' tokens end to end (SUM_LEN, chosen for extend batches over several ranks).
+Workload Predictor::gathered(const Workload& replica, const Workload& batch) const {
+  if (!decodeLike(replica.phase)) return batch;
+  Workload all = replica;
+  for (auto& g : all.groups) g.count *= input_.attention_dp;
+  all.padding *= input_.attention_dp;
+  return all;
+}
+
+// The kernels before attention and its output projection run on one replica's share at tp / dp
+// ranks; the MLP/MoE, the logits and sampling on the gathered tokens at tp.
+void Predictor::costOps(const Workload& replica, const Workload& batch, StepCosts& costs) const {
+  const ModelSpec& model = *input_.model;
+  const double kv_bytes = kvElementBytes(input_.kv_dtype, *input_.model_dtype);
+  if (input_.attention_dp == 1) {
+    costLinearOps(model, linear_, replica, input_.tp, kv_bytes, costs);
+    return;
+  }
+  costLinearOps(model, linear_, replica, attentionTp(), kv_bytes, costs);
+  const auto attention_side = costs.op_us;
+  costLinearOps(model, linear_, gathered(replica, batch), input_.tp, kv_bytes, costs);
+  for (const StepOp op : {StepOp::InputNorm, StepOp::QkvProj, StepOp::QbProj, StepOp::Rope, StepOp::KvWrite,
+                          StepOp::KvUpProj, StepOp::QAbsorb, StepOp::OAbsorb, StepOp::OProj}) {
+    const auto i = static_cast<std::size_t>(op);
+    costs.op_us[i] = attention_side[i];
+  }
+}
+
+double Predictor::commUs(const Workload& replica, const Workload& batch) const {
+  const ModelSpec& model = *input_.model;
+  const double act_bytes = bytesOf(*input_.model_dtype);
+  const auto& link = input_.hardware->interconnect_link;
+  if (input_.attention_dp == 1) return tpCommunicationUs(model, link, replica.tokens(), input_.tp, act_bytes);
+  const bool max_len = decodeLike(replica.phase);
+  return dpAttentionCommunicationUs(model, link, replica.tokens(), gathered(replica, batch).tokens(), max_len,
+                                    input_.tp, input_.attention_dp, act_bytes);
+}
+
+Prediction Predictor::predict(const Workload& batch) const {
+  // With attention replicas every step is costed on one replica's share of the batch (docs/CAPACITY.md).
+  Workload share;
+  const Workload& workload = input_.attention_dp > 1 ? (share = replicaShare(batch)) : batch;
   Prediction p;
   predictAttention(workload, p.attention);
   const ModelSpec& model = *input_.model;
@@ -216,12 +271,10 @@ Prediction Predictor::predict(const Workload& workload) const {
       costs.attention_launches[i] = layers[i].cost.splits > 1 ? 2 : 1;
     }
   };
-  const double kv_bytes = kvElementBytes(input_.kv_dtype, *input_.model_dtype);
-  costLinearOps(model, linear_, workload, input_.tp, kv_bytes, costs);
+  costOps(workload, batch, costs);
   fillAttention(p.attention);
   p.eager = simulateStep(graph, costs, GraphMode::Eager, launch_);
-  const double act_bytes = bytesOf(*input_.model_dtype);
-  p.tp_comm_us = tpCommunicationUs(model, input_.hardware->interconnect_link, workload.tokens(), input_.tp, act_bytes);
+  p.tp_comm_us = commUs(workload, batch);
   p.eager.step_us += p.tp_comm_us;
   p.eager.gpu_busy_us += p.tp_comm_us;
 
@@ -238,10 +291,9 @@ Prediction Predictor::predict(const Workload& workload) const {
   // linear kernel, but the engines give them no context (Workload::paddedTo), so attention keeps
   // the real batch's cost.
   const Workload padded = decode ? workload.paddedTo(p.graph_decision.padded_batch) : workload;
-  if (decode) costLinearOps(model, linear_, padded, input_.tp, kv_bytes, costs);
+  if (decode) costOps(padded, batch, costs);
   p.graph = simulateStep(graph, costs, p.graph_decision.mode, launch_);
-  const double graph_comm =
-      tpCommunicationUs(model, input_.hardware->interconnect_link, padded.tokens(), input_.tp, act_bytes);
+  const double graph_comm = commUs(padded, batch);
   p.graph.step_us += graph_comm;
   p.graph.gpu_busy_us += graph_comm;
   const StepBand graph_band = stepBand(p.graph.by_category, p.graph.step_us, bands);

@@ -31,6 +31,10 @@ struct PredictionInput {
   std::optional<DType> model_dtype;  // unset: the model's
   std::int64_t page_size = 16;
   int tp = 1;
+  // Attention replicas (SGLang DP attention, ServingPolicy::attention_dp): the batch's requests are
+  // spread evenly over them, attention and its projections run at tp / attention_dp ranks on one
+  // replica's share, the MLP/MoE over every replica's tokens at tp, joined by a gather and a scatter.
+  int attention_dp = 1;
 };
 
 struct LayerAttention {
@@ -123,6 +127,12 @@ class Predictor {
   [[nodiscard]] GraphDecision decideGraph(const Workload& workload) const;
   [[nodiscard]] const StepGraph& stepGraph(Phase phase) const;
   [[nodiscard]] double hostPlanUs(Phase phase) const;
+  [[nodiscard]] int attentionTp() const;  // ranks one attention replica runs on: tp / attention_dp
+  [[nodiscard]] Workload replicaShare(const Workload& w) const;  // one replica's requests (rounded up)
+  // The tokens the MLP runs on with attention replicas (dp_gather's padding).
+  [[nodiscard]] Workload gathered(const Workload& replica, const Workload& batch) const;
+  void costOps(const Workload& replica, const Workload& batch, StepCosts& costs) const;  // all but attention
+  [[nodiscard]] double commUs(const Workload& replica, const Workload& batch) const;     // the step's collectives
 
   PredictionInput input_;
   std::vector<std::pair<const AttentionLayerSpec*, int>> layer_types_;

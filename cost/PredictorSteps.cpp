@@ -32,6 +32,19 @@ void setAttention(StepCosts& costs, const std::vector<LayerAttention>& layers) {
   }
 }
 
+void copyPrediction(const Prediction& p, StepPrediction& o) {
+  o.attention_us = p.attention_us;
+  o.bound = p.attention.front().cost.bound;
+  o.eager_us = p.eager.step_us;
+  o.graph_us = p.graph.step_us;
+  o.graph_mode = p.graph_decision.mode;
+  o.eager_band = p.uncertainty.eager_band;
+  o.graph_band = p.uncertainty.graph_band;
+  o.eager_tie_band = p.uncertainty.eager_tie_band;
+  o.graph_tie_band = p.uncertainty.graph_tie_band;
+  o.provenance = p.uncertainty.provenance;
+}
+
 }  // namespace
 
 struct Predictor::StepsScratch {
@@ -92,6 +105,11 @@ struct Predictor::StepsScratch {
 
   // Predictor i's attention, and the costs of its eager and (when graphs replay) graph timelines.
   void cost(const Predictor& p, std::size_t i, const Workload& workload, StepPrediction& o) {
+    if (p.input_.attention_dp > 1) {  // attention replicas split the batch: predict() alone knows how
+      copyPrediction(p.predict(workload), o);
+      done[i] = 1;
+      return;
+    }
     p.predictAttention(workload, attention);
     double total = 0;
     for (const auto& a : attention) total += a.cost.time_us * a.layers;

@@ -17,6 +17,9 @@ namespace attnsim {
 
 // The capacity tables, created when missing (CREATE TABLE IF NOT EXISTS: they need no schema version).
 void createCapacityTables(sqlite3* db, const std::string& path);
+// Copies the capacity tables of the store attached as `src` into `main` (store merge), inside the
+// caller's transaction: ids remapped, a row equal to one already merged (parent ids mapped) kept once.
+void mergeCapacityTables(sqlite3* db, const std::string& label);
 
 // What a study ran: its spec (or the command) and the traffic every search shares.
 struct CapacityStudyRow {

@@ -1,7 +1,9 @@
 // attnsim store merge: shard stores into one. Every sweep key is stable (docs/STORE.md), so a
-// row present in two inputs is the same row and is kept once.
+// row present in two inputs is the same row and is kept once. The capacity tables' ids are local
+// to each file: study/CapacityMerge remaps them.
 #include <fmt/format.h>
 
+#include "study/CapacityStore.hpp"
 #include "study/StoreStatement.hpp"
 #include "study/SweepStore.hpp"
 
@@ -53,7 +55,9 @@ void mergeStores(const std::string& out, const std::vector<std::string>& inputs)
     attach.run();
     try {
       WriteTransaction t(db, out);
-      execSql(db, kMergeSql, fmt::format("{} (merging {})", out, in));
+      const std::string label = fmt::format("{} (merging {})", out, in);
+      execSql(db, kMergeSql, label);
+      mergeCapacityTables(db, label);
       t.commit();
     } catch (...) {
       execSql(db, "DETACH DATABASE src;", out);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdlib>
@@ -109,6 +110,66 @@ TEST(CapacityStore, TablesAreAddedToAStoreThatLacksThem) {
   EXPECT_EQ(number(db, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'serve_runs'"), 1);
   EXPECT_EQ(query(db, "SELECT value FROM meta WHERE key = 'schema_version'").at(0).at(0),
             std::to_string(kStoreSchemaVersion));
+}
+
+// Each run with its configuration and the sum of its requests' TTFT and timeline points: what the
+// merge must carry over with the ids remapped.
+std::vector<std::vector<std::string>> runSignatures(const fs::path& db) {
+  return query(db,
+               "SELECT c.engine, c.kv_tokens, u.rate, u.requests, u.at_max, "
+               "(SELECT printf('%.6f', coalesce(sum(ttft_ms), 0)) FROM serve_requests r WHERE r.run = u.id), "
+               "(SELECT count(*) FROM serve_timeline t WHERE t.run = u.id), "
+               "(SELECT name FROM capacity_studies s WHERE s.id = c.study) "
+               "FROM serve_runs u JOIN capacity_configs c ON c.id = u.config ORDER BY 1, 2, 3, 4, 5, 6, 7, 8");
+}
+
+TEST(CapacityStore, MergeCopiesTheCapacityTablesWithTheirIdsRemappedOnce) {
+  const fs::path dir = capacityStoreScratch();
+  const fs::path a = dir / "merge-a.db", b = dir / "merge-b.db", merged = dir / "merge-out.db";
+  for (const auto& p : {a, b, merged}) fs::remove(p);
+  ASSERT_EQ(runAttnsim("capacity search --hardware h100-sxm --model llama-3.1-8b --engine vllm --requests 100 --db " +
+                       a.string())
+                .exit_code,
+            0);
+  ASSERT_EQ(runAttnsim("serve-sim --hardware h100-sxm --model llama-3.1-8b --engine sglang --requests 150 --rate 3 "
+                       "--db " +
+                       b.string())
+                .exit_code,
+            0);
+  // Both inputs number their rows from 1: the merge has to renumber one of them.
+  EXPECT_EQ(number(a, "SELECT min(id) FROM capacity_configs"), 1);
+  EXPECT_EQ(number(b, "SELECT min(id) FROM capacity_configs"), 1);
+  auto expected = runSignatures(a);
+  for (auto& row : runSignatures(b)) expected.push_back(row);
+  std::sort(expected.begin(), expected.end());
+  const auto r = runAttnsim("store merge " + merged.string() + " " + a.string() + " " + b.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto got = runSignatures(merged);
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, expected);
+  const auto count = [&](const fs::path& db, const char* table) {
+    return number(db, std::string("SELECT count(*) FROM ") + table);
+  };
+  for (const char* t : {"capacity_studies", "capacity_configs", "serve_runs", "serve_requests", "serve_timeline"}) {
+    EXPECT_EQ(count(merged, t), count(a, t) + count(b, t)) << t;
+  }
+  EXPECT_GT(count(merged, "serve_timeline"), 0);
+  // Merging the inputs again adds nothing.
+  ASSERT_EQ(runAttnsim("store merge " + merged.string() + " " + b.string() + " " + a.string()).exit_code, 0);
+  for (const char* t : {"capacity_studies", "capacity_configs", "serve_runs", "serve_requests", "serve_timeline"}) {
+    EXPECT_EQ(count(merged, t), count(a, t) + count(b, t)) << t;
+  }
+  // A store merged into a copy of itself is unchanged, and a new run in an input is added alone.
+  ASSERT_EQ(runAttnsim("serve-sim --hardware h100-sxm --model llama-3.1-8b --engine sglang --requests 150 --rate 5 "
+                       "--db " +
+                       b.string())
+                .exit_code,
+            0);
+  ASSERT_EQ(runAttnsim("store merge " + merged.string() + " " + b.string()).exit_code, 0);
+  EXPECT_EQ(count(merged, "serve_runs"), count(a, "serve_runs") + count(b, "serve_runs"));
+  EXPECT_EQ(count(merged, "capacity_configs"), count(a, "capacity_configs") + count(b, "capacity_configs") - 1)
+      << "the new run's configuration equals the one already merged";
+  EXPECT_EQ(count(merged, "serve_requests"), count(a, "serve_requests") + count(b, "serve_requests"));
 }
 
 TEST(CapacityStore, RequestsThatFitAreThePoolOverOneRequestsPages) {
