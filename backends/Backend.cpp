@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/Strings.hpp"
+#include "hardware/HardwareProfile.hpp"
 
 namespace attnsim {
 
@@ -16,7 +17,6 @@ const std::vector<std::string> kCudaGraphLevels{"always", "uniform_batch", "unif
 
 namespace {
 
-const std::vector<std::string> kPlatforms{"cuda", "rocm", "npu", "xpu", "cpu"};
 const std::vector<std::string> kStages{"prefill", "decode"};
 const std::vector<std::string> kAttentionTypes{"decoder", "encoder", "encoder_only", "encoder_decoder"};
 const std::vector<std::string> kDtypes{"fp16", "bf16", "fp32"};
@@ -63,7 +63,7 @@ void readKernel(const YamlReader& r, std::string_view key, std::string& id, Sour
 }
 
 void parseCaps(const YamlReader& r, BackendCaps& c, const Expr::VariableCheck& check) {
-  if (r.has("platforms")) c.platforms = r.getListOf("platforms", kPlatforms);
+  if (r.has("platforms")) c.platforms = r.getListOf("platforms", platformNames());
   if (r.has("stages")) c.stages = r.getListOf("stages", kStages);
   if (r.has("dtypes")) c.dtypes = r.getListOf("dtypes", kDtypes);
   if (auto kv = r.find<std::vector<std::string>>("kv_cache_dtypes")) c.kv_cache_dtypes = *kv;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <regex>
 
+#include "backends/RuleVariables.hpp"
 #include "core/Error.hpp"
 #include "core/Formats.hpp"
 #include "core/Strings.hpp"
@@ -73,18 +74,16 @@ MessageTemplate parseMessage(const YamlReader& r, std::string_view key, const Ex
   return m;
 }
 
-Expr::VariableCheck makeCheck(const std::vector<std::string>& known) {
-  return [known](std::string_view name) -> std::string {
-    if (std::find(known.begin(), known.end(), name) != known.end()) return {};
-    return fmt::format("unknown variable '{}'{}", name, didYouMean(name, known));
-  };
-}
-
 EngineOption parseOption(const YamlReader& r) {
   EngineOption o;
   o.name = r.get<std::string>("name");
   o.type = r.getOneOf("type", {"bool", "int", "string"});
   o.default_value = r.findScalarValue("default").value_or(Value{});
+  // A default of the wrong type would reach the rules as a value no comparison expects.
+  const bool typed = isNull(o.default_value) || o.type == "string" ||
+                     (o.type == "bool" ? std::holds_alternative<bool>(o.default_value)
+                                       : std::holds_alternative<std::int64_t>(o.default_value));
+  if (!typed) r.fail("default", fmt::format("option '{}' is of type {}: its default must be one too", o.name, o.type));
   o.allowed = r.get<std::vector<std::string>>("allowed", {});
   o.help = r.get<std::string>("help");
   r.finish();
@@ -293,6 +292,23 @@ const MessageTemplate& EnginePolicy::message(std::string_view key) const {
   return it == messages.end() ? empty : it->second;
 }
 
+// The serving defaults every scenario starts from: a page size of at least one token and a KV
+// dtype the engine lists.
+void checkDefaults(const YamlReader& defaults, const EnginePolicy& p) {
+  if (const auto it = p.defaults.find("page_size"); it != p.defaults.end()) {
+    const auto* page = std::get_if<std::int64_t>(&it->second);
+    if (page == nullptr || *page < 1 || *page > (1 << 20))
+      defaults.fail("page_size", "expected an integer in [1, 1048576]");
+  }
+  if (const auto it = p.defaults.find("kv_dtype"); it != p.defaults.end()) {
+    const auto* kv = std::get_if<std::string>(&it->second);
+    if (kv == nullptr || std::find(p.kv_dtypes.begin(), p.kv_dtypes.end(), *kv) == p.kv_dtypes.end()) {
+      defaults.fail("kv_dtype", fmt::format("expected one of the engine's kv_dtypes: {}{}", join(p.kv_dtypes, ", "),
+                                            kv ? didYouMean(*kv, p.kv_dtypes) : ""));
+    }
+  }
+}
+
 EnginePolicy parseEnginePolicy(const YamlReader& r, const std::vector<std::string>& core_variables) {
   EnginePolicy p;
   p.engine = r.get<std::string>("engine");
@@ -313,10 +329,13 @@ EnginePolicy parseEnginePolicy(const YamlReader& r, const std::vector<std::strin
   }
   for (const auto& o : r.list("options")) p.options.push_back(parseOption(o));
   const std::vector<std::string> known = policyVariables(r, p.options, core_variables);
-  const auto check = makeCheck(known);
+  const auto check = ruleVariableCheck(known, p.options, p.kv_dtypes);
 
   p.validate_explicit_when = r.findExpr("validate_explicit_when", check);
-  if (auto defaults = r.findMap("defaults")) p.defaults = parseDefaults(*defaults, check);
+  if (auto defaults = r.findMap("defaults")) {
+    p.defaults = parseDefaults(*defaults, check);
+    checkDefaults(*defaults, p);
+  }
   for (const auto& c : r.list("validation")) p.validation.push_back(parseCheck(c, check));
   for (const auto& rule : r.list("rules")) p.rules.push_back(parseRule(rule, check));
   for (const auto& s : r.list("selection")) p.selection.push_back(parsePriorityList(s, check));
@@ -326,6 +345,25 @@ EnginePolicy parseEnginePolicy(const YamlReader& r, const std::vector<std::strin
   if (auto serving = r.findMap("serving")) p.serving = parseServingPolicy(*serving, known);
   r.finish();
   return p;
+}
+
+Expr::VariableCheck ruleVariableCheck(const std::vector<std::string>& known, const std::vector<EngineOption>& options,
+                                      const std::vector<std::string>& kv_dtypes) {
+  Expr::VariableCheck check = [known](std::string_view name) -> std::string {
+    if (std::find(known.begin(), known.end(), name) != known.end()) return {};
+    return fmt::format("unknown variable '{}'{}", name, didYouMean(name, known));
+  };
+  check.type_of = [options, kv_dtypes](std::string_view name) -> VariableType {
+    for (const auto& o : options) {
+      if (o.name != name) continue;
+      if (o.type == "bool") return {ValueType::Bool, {}};
+      if (o.type == "int") return {ValueType::Number, {}};
+      return {ValueType::String, o.allowed};
+    }
+    if (name == "kv_dtype") return {ValueType::String, kv_dtypes};
+    return scenarioVariableType(name);
+  };
+  return check;
 }
 
 }  // namespace attnsim

@@ -140,4 +140,9 @@ EnginePolicy parseEnginePolicy(const YamlReader& r, const std::vector<std::strin
 // Placeholders that selection messages may use besides scenario variables.
 extern const std::vector<std::string> kMessagePlaceholders;
 
+// The check for an engine's rule expressions: the names in `known`, typed as scenarioVariableType
+// says, each option as declared (its allowed values), and kv_dtype as one of the engine's spellings.
+Expr::VariableCheck ruleVariableCheck(const std::vector<std::string>& known, const std::vector<EngineOption>& options,
+                                      const std::vector<std::string>& kv_dtypes);
+
 }  // namespace attnsim

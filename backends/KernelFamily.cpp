@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "hardware/HardwareProfile.hpp"
+
 namespace attnsim {
 
 const std::vector<std::string> kKernelAlgorithms{
@@ -16,12 +18,25 @@ const std::vector<std::string> kKernelAlgorithms{
 };
 
 namespace {
-const std::vector<std::string> kPlatforms{"cuda", "rocm", "npu", "xpu", "cpu"};
 const std::vector<std::string> kPhases{"prefill", "decode"};
 const std::vector<std::string> kPaging{"native", "emulated", "contiguous"};
 const std::vector<std::string> kKvFormats{"fp32", "fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "fp4_e2m1", "int8"};
 const std::vector<std::string> kArchitectures{"ampere", "ada",   "hopper",  "blackwell", "cdna2",
                                               "cdna3",  "cdna4", "davinci", "xe-hpc",    "sapphire-rapids"};
+
+SplitPolicy parseSplitPolicy(const YamlReader& r) {
+  SplitPolicy p;
+  const std::string kind = r.getOneOf("kind", {"search", "fixed", "segments", "sglang", "occupancy"});
+  p.rule = kind == "fixed"       ? SplitRule::Fixed
+           : kind == "segments"  ? SplitRule::Segments
+           : kind == "sglang"    ? SplitRule::Sglang
+           : kind == "occupancy" ? SplitRule::Occupancy
+                                 : SplitRule::Search;
+  if (p.rule != SplitRule::Search && p.rule != SplitRule::Occupancy) p.splits = static_cast<int>(r.getInt("splits", 1, 1024));
+  if (p.rule == SplitRule::Segments) p.grid_2d = static_cast<int>(r.getInt("grid_2d", 1, 1 << 20));
+  r.finish();
+  return p;
+}
 
 KernelEfficiency parseEfficiency(const YamlReader& r) {
   KernelEfficiency e;
@@ -31,6 +46,10 @@ KernelEfficiency parseEfficiency(const YamlReader& r) {
   e.key_ns = r.findNumber("key_ns", 0, 1000).value_or(0);
   e.host_plan_us = r.findNumber("host_plan_us", 0, 1e6).value_or(0);
   e.source = r.get<std::string>("source");
+  // Figures from a published table are marked so; anything else is attnsim's default.
+  if (r.has("provenance")) {
+    e.provenance = *parseProvenance(r.getOneOf("provenance", {"published", "default"}));
+  }
   r.finish();
   return e;
 }
@@ -52,6 +71,7 @@ void parsePerformance(const YamlReader& r, KernelFamily& k) {
     k.slot_bandwidth_share_source = share->get<std::string>("source");
     share->finish();
   }
+  if (auto rule = r.findMap("split_rule")) k.split_policy = parseSplitPolicy(*rule);
   k.efficiency = parseEfficiency(r.map("default"));
   if (auto by_arch = r.findMap("by_architecture")) {
     for (const auto& arch : by_arch->keysOf()) {
@@ -97,7 +117,7 @@ KernelFamily parseKernelFamily(const YamlReader& r) {
   k.name = r.get<std::string>("name");
   k.description = r.get<std::string>("description");
   k.source = r.get<std::string>("source");
-  k.platforms = r.getListOf("platforms", kPlatforms);
+  k.platforms = r.getListOf("platforms", platformNames());
   k.phases = r.getListOf("phases", kPhases);
   k.algorithm = r.getOneOf("algorithm", kKernelAlgorithms);
   k.paging = parsePaging(r.getOneOf("paging", kPaging));
@@ -118,7 +138,6 @@ KernelFamily parseKernelFamily(const YamlReader& r) {
   k.split_kv = r.get<bool>("split_kv");
   k.gqa_packing = r.get<bool>("gqa_packing");
   k.prefill_gqa_packing = r.get<bool>("prefill_gqa_packing", false);
-  if (r.has("split_heuristic")) k.split_heuristic = r.getOneOf("split_heuristic", {"fastest", "occupancy"});
   if (auto mixed = r.findMap("mixed_batch")) parseMixedBatch(*mixed, k);
   k.kv_dtypes = r.getListOf("kv_dtypes", kKvFormats);
   parsePerformance(r.map("performance"), k);

@@ -21,6 +21,20 @@ struct HeadDimTiles {
   int ctas_per_sm = 0;  // 0: the family's
 };
 
+// How a split-KV decode kernel picks its split count. search: the model's fastest split (FA2/FA3-like
+// heuristics that fill the machine); fixed: always `splits` (vLLM TRITON_MLA); segments: vLLM's
+// unified attention, `splits` softmax segments (3D kernel) for a decode-only batch of at most
+// grid_2d / KV heads sequences, else one (2D kernel); sglang: SGLang's get_num_kv_splits_triton, at
+// most `splits`; occupancy: FlashAttention's num_splits_heuristic (no split once the work fills 80% of
+// the SMs, none for at most 4 KV blocks, else the fewest splits within 85% of the best wave
+// efficiency). The Triton rules live in cost/AttentionCostTriton.cpp, occupancy in cost/AttentionCost.cpp.
+enum class SplitRule { Search, Fixed, Segments, Sglang, Occupancy };
+struct SplitPolicy {
+  SplitRule rule = SplitRule::Search;
+  int splits = 0;
+  int grid_2d = 0;  // segments: the 2D launch's minimum grid (vLLM MIN_LAUNCH_GRID_SIZE_2D)
+};
+
 struct KernelFamily {
   std::string id;
   std::string name;
@@ -51,11 +65,6 @@ struct KernelFamily {
   // (cost/AttentionCostWaves.cpp). Fitted on measurements or derived from a published table.
   double slot_bandwidth_share = 1;
   std::string slot_bandwidth_share_source;
-  // How the kernel picks its KV split count: "fastest" (attnsim searches the count that finishes
-  // first: FlashInfer's and the Triton kernels' load-balancing planners aim at this), "occupancy"
-  // (FlashAttention's num_splits_heuristic: no split once the work fills 80% of the SMs, none for
-  // at most 4 KV blocks, else the fewest splits within 85% of the best wave efficiency).
-  std::string split_heuristic = "fastest";
   // Prefill/extend tiles pack the query heads of one KV head into the query tile (FA3 varlen
   // PackGQA, FlashInfer's packed qo rows, vLLM Triton unified BLOCK_M), so a short or single-token
   // row shares one KV read across its group.
@@ -66,6 +75,7 @@ struct KernelFamily {
   std::string mixed_batch = "one_launch";
   std::map<std::string, std::string, std::less<>> mixed_batch_by_engine;
   std::string mixed_batch_source;
+  SplitPolicy split_policy;
   KernelEfficiency efficiency;  // default
   std::map<std::string, KernelEfficiency, std::less<>> efficiency_by_architecture;
 

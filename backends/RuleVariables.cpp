@@ -1,5 +1,10 @@
 #include "backends/RuleVariables.hpp"
 
+#include <algorithm>
+#include <array>
+
+#include "hardware/HardwareProfile.hpp"
+
 namespace attnsim {
 
 const std::vector<std::pair<std::string, std::string>>& scenarioVariableDocs() {
@@ -26,6 +31,7 @@ const std::vector<std::pair<std::string, std::string>>& scenarioVariableDocs() {
       {"has_sliding_window", "some layer uses a sliding window"},
       {"head_size", "validated head size (MLA: kv_lora_rank + rope dim = 576)"},
       {"head_size_v", "value head size"},
+      {"qk_head_size", "query/key head size a context FMHA runs at (MLA: qk_nope + qk_rope = 192)"},
       {"num_heads", "query heads (whole model, before TP)"},
       {"num_kv_heads", "KV heads (whole model, before TP)"},
       {"num_kv_heads_per_rank", "KV heads per TP rank as SGLang counts them (MLA: query heads)"},
@@ -35,6 +41,9 @@ const std::vector<std::pair<std::string, std::string>>& scenarioVariableDocs() {
       {"kv_lora_rank", "MLA latent rank; null for MHA"},
       {"multimodal", "model has a vision encoder"},
       {"mm_prefix", "bidirectional attention over multimodal prefix tokens"},
+      {"rope_style",
+       "rotary style as RTP-LLM's RopeStyle names it: no, base, glm2, dynamicntk, qwendynamicntk, yarn, llama3, mrope"},
+      {"has_dual_chunk", "model has a dual_chunk_attention_config (Qwen2.5-1M)"},
       {"attn_type", "attention type: decoder"},
       {"engine", "engine id"},
       {"kv_dtype", "KV-cache dtype as the engine spells it"},
@@ -67,6 +76,47 @@ const std::vector<std::string>& scenarioVariables() {
     return n;
   }();
   return names;
+}
+
+VariableType scenarioVariableType(std::string_view name) {
+  static constexpr std::array<std::string_view, 14> kFlags{"has_amx",        "has_xmx",
+                                                           "use_mla",        "use_sparse",
+                                                           "has_sink",       "has_sliding_window",
+                                                           "multimodal",     "mm_prefix",
+                                                           "has_dual_chunk", "kv_fp8",
+                                                           "kv_fp4",         "spec_enabled",
+                                                           "has_prefix",     "cuda_graph_disabled"};
+  static constexpr std::array<std::string_view, 22> kNumbers{"cc",
+                                                             "cc_major",
+                                                             "cc_minor",
+                                                             "memory_gb",
+                                                             "compute_units",
+                                                             "head_size",
+                                                             "head_size_v",
+                                                             "qk_head_size",
+                                                             "num_heads",
+                                                             "num_kv_heads",
+                                                             "num_kv_heads_per_rank",
+                                                             "gqa_group",
+                                                             "qk_nope_head_dim",
+                                                             "qk_rope_head_dim",
+                                                             "kv_lora_rank",
+                                                             "page_size",
+                                                             "page_size_user",
+                                                             "block_size",
+                                                             "spec_topk",
+                                                             "spec_draft_tokens",
+                                                             "cuda_version",
+                                                             "tp"};
+  const auto& names = scenarioVariables();
+  if (std::find(names.begin(), names.end(), name) == names.end()) return {};
+  if (std::find(kFlags.begin(), kFlags.end(), name) != kFlags.end()) return {ValueType::Bool, {}};
+  if (std::find(kNumbers.begin(), kNumbers.end(), name) != kNumbers.end()) return {ValueType::Number, {}};
+  if (name == "platform") return {ValueType::String, platformNames()};
+  if (name == "vendor") return {ValueType::String, {"nvidia", "amd", "huawei", "intel"}};
+  if (name == "dtype") return {ValueType::String, {"fp16", "bf16", "fp32"}};
+  if (name == "stage") return {ValueType::String, {"prefill", "decode"}};
+  return {ValueType::String, {}};
 }
 
 }  // namespace attnsim

@@ -26,6 +26,7 @@ Expr::VariableCheck checkAgainst(std::vector<std::string> names) {
 ServingPolicy parseServingPolicy(const YamlReader& r, const std::vector<std::string>& known) {
   ServingPolicy p;
   p.source = r.get<std::string>("source");
+  p.attention_dp = r.findExpr("attention_dp", checkAgainst(known));
   std::vector<std::string> names = known;
   // Derived variables come before the activation estimate (it needs max_batched_tokens).
   for (const auto& v : kServingMemoryVariables) {

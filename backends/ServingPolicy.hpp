@@ -3,6 +3,7 @@
 // variables it derives from the GPU and the scenario (chunked-prefill size, graph maximum, memory
 // fraction), how it splits GPU memory between weights, activations, CUDA graphs and the KV pool,
 // and its scheduler's limits. The capacity model (cost/MemoryModel) and serve-sim read it.
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,6 +33,10 @@ struct ServingScheduler {
 
 struct ServingPolicy {
   std::vector<std::pair<std::string, Expr>> derive;  // evaluated in order
+  // Attention replicas (SGLang's DP attention): each runs attention at tp / attention_dp ranks on its
+  // own requests and keeps their KV in its own pool, the MLP staying sharded over tp. An expression
+  // of the scenario and the engine's options; absent: 1.
+  std::optional<Expr> attention_dp;
   ServingMemory memory;
   ServingScheduler scheduler;
   std::string source;

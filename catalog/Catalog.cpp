@@ -43,6 +43,22 @@ const T& lookup(const std::vector<T>& items, std::string_view id, std::string_vi
   throw UsageError(fmt::format("unknown {} '{}'{}; valid ids: {}", what, id, didYouMean(id, ids), join(ids, ", ")));
 }
 
+// A backend's KV dtypes are spelled as its engine spells them: one the engine does not list
+// could never be asked for, so it is a typo.
+void checkKvDtypes(const YamlReader& r, const Backend& b, const std::vector<std::string>& engine_kv) {
+  auto check = [&](const std::optional<std::vector<std::string>>& kvs, const char* key) {
+    if (!kvs) return;
+    for (const auto& kv : *kvs) {
+      if (std::find(engine_kv.begin(), engine_kv.end(), kv) == engine_kv.end()) {
+        r.fail(key, fmt::format("'{}' is not one of the engine's kv_dtypes ({}){}", kv, join(engine_kv, ", "),
+                                didYouMean(kv, engine_kv)));
+      }
+    }
+  };
+  check(b.caps.kv_cache_dtypes, "kv_cache_dtypes");
+  for (const auto& v : b.variants) check(v.caps.kv_cache_dtypes, "variants");
+}
+
 Engine loadEngine(const CatalogSource& source, const std::string& folder) {
   Engine e;
   const std::string policy_path = folder + "engine.yaml";
@@ -58,16 +74,14 @@ Engine loadEngine(const CatalogSource& source, const std::string& folder) {
   }
   std::vector<std::string> known = scenarioVariables();
   for (const auto& o : e.policy.options) known.push_back(o.name);
-  const Expr::VariableCheck check = [known](std::string_view name) -> std::string {
-    if (std::find(known.begin(), known.end(), name) != known.end()) return {};
-    return fmt::format("unknown variable '{}'{}", name, didYouMean(name, known));
-  };
+  const Expr::VariableCheck check = ruleVariableCheck(known, e.policy.options, e.policy.kv_dtypes);
   std::set<std::pair<std::string, std::string>> keys;
   for (const auto* f : source.filesUnder(folder)) {
     if (f->path == policy_path) continue;
     const YamlReader r = YamlReader::parseDocument(f->content, f->display);
     Backend b = parseBackend(r, e.policy.engine, check);
     if (!keys.insert({b.name, b.kind}).second) r.fail("name", "duplicate backend '" + b.name + "' of kind " + b.kind);
+    checkKvDtypes(r, b, e.policy.kv_dtypes);
     e.backends.push_back(std::move(b));
   }
   return e;
@@ -127,6 +141,18 @@ void crossCheck(const Catalog& c) {
   }
 }
 
+// A fit's optional `heldout: {mape, p90_abs_rel_error, points}`: its residuals on points kept out of it.
+std::optional<HeldOutResiduals> parseHeldOut(const YamlReader& fit) {
+  const auto r = fit.findMap("heldout");
+  if (!r) return std::nullopt;
+  HeldOutResiduals h;
+  h.mape = r->getNumber("mape", 0, 100);
+  h.p90_abs_rel_error = r->getNumber("p90_abs_rel_error", 0, 100);
+  h.points = static_cast<int>(r->getInt("points", 1, 1 << 30));
+  r->finish();
+  return h;
+}
+
 KernelEfficiency parseCalibration(const YamlReader& r, const std::string& source) {
   KernelEfficiency e;
   e.compute_efficiency = r.getNumber("compute_efficiency", 0.01, 1.0);
@@ -135,7 +161,15 @@ KernelEfficiency parseCalibration(const YamlReader& r, const std::string& source
   e.key_ns = r.findNumber("key_ns", 0, 1000).value_or(0);
   const auto points = r.getInt("points", 1, 1 << 30);
   const double mape = r.getNumber("fit_mape", 0, 100);
-  e.source = fmt::format("calibrated on {} points (fit MAPE {:.1f}%): {}", points, 100 * mape, source);
+  e.provenance = Provenance::Measured;
+  e.fit_mape = mape;
+  e.heldout = parseHeldOut(r);
+  e.source =
+      fmt::format("calibrated on {} points (fit MAPE {:.1f}%{}): {}", points, 100 * mape,
+                  e.heldout ? fmt::format(", held-out MAPE {:.1f}% p90 {:.1f}% on {} points", 100 * e.heldout->mape,
+                                          100 * e.heldout->p90_abs_rel_error, e.heldout->points)
+                            : "",
+                  source);
   r.finish();
   return e;
 }

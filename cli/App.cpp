@@ -123,6 +123,19 @@ std::optional<Failure> runCommand(const Commands& commands, int& exit_code) {
   }
 }
 
+// "A subcommand is required" when the user typed one wrong (prdict): name it and the commands.
+std::optional<std::string> unknownCommand(CLI::App& app, const Commands& commands) {
+  if (!app.get_subcommands().empty()) return std::nullopt;
+  for (const auto& arg : app.remaining()) {
+    if (arg.starts_with("-")) continue;
+    std::vector<std::string> names;
+    names.reserve(commands.size());
+    for (const auto& command : commands) names.push_back(command.first->get_name());
+    return fmt::format("unknown command '{}'{}; commands: {}", arg, didYouMean(arg, names), join(names, ", "));
+  }
+  return std::nullopt;
+}
+
 int run(int argc, char** argv, bool& json) {
   CLI::App app{"attnsim: simulation and performance model of LLM attention backends"};
   app.set_version_flag("--version", std::string(ATTNSIM_VERSION));
@@ -145,7 +158,7 @@ int run(int argc, char** argv, bool& json) {
   } catch (const CLI::ParseError& e) {
     // CLI11 reads every argument before it reports, so --json anywhere on the line is known here.
     json = json_flag->count() > 0;
-    return report({kBadInput, "usage", e.what(), std::nullopt, ""}, json);
+    return report({kBadInput, "usage", unknownCommand(app, commands).value_or(e.what()), std::nullopt, ""}, json);
   }
   json = global.json;
   int exit_code = kBadInput;

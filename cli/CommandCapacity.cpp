@@ -1,8 +1,10 @@
 // attnsim capacity memory: the engine's GPU memory split and KV capacity for one scenario.
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/Commands.hpp"
 #include "cli/ServeFlags.hpp"
@@ -11,6 +13,7 @@
 #include "model/ModelSpec.hpp"
 #include "simulator/Capacity.hpp"
 #include "simulator/CapacitySearch.hpp"
+#include "study/CapacitySpec.hpp"
 
 namespace attnsim::cli {
 
@@ -38,6 +41,8 @@ nlohmann::json splitJson(const CapacityReport& r) {
           {"page_size", s.page_size},
           {"kv_tokens", s.kv_tokens},
           {"kv_pages", s.kv_pages},
+          {"attention_dp", s.attention_dp},
+          {"engine_kv_tokens", s.engineKvTokens()},
           {"max_batched_tokens", s.max_batched_tokens},
           {"max_running_requests", s.max_running_requests},
           {"decode_graph_sizes", s.decode_graph_sizes},
@@ -53,8 +58,9 @@ void printSplit(const CapacityReport& r) {
   fmt::print("{} · {} · {}:{} · TP {} · KV {} · page {}\n\n", r.hardware->id, r.model->id, r.engine, r.backend, r.tp,
              r.kv_dtype, s.page_size);
   fmt::print("GPU memory per rank     {:>10.2f} GiB\n", s.gpu_mib / 1024);
-  fmt::print("  weights               {:>10.2f} GiB  ({:.2f} GB, {} {}B params / TP {})\n", s.weights_mib / 1024,
-             s.weights_mib * kMiB / 1e9, r.model->weight_dtype, r.model->parameters_b, r.tp);
+  fmt::print("  weights               {:>10.2f} GiB  ({:.2f} GB, {} {}B params / TP {}{})\n", s.weights_mib / 1024,
+             s.weights_mib * kMiB / 1e9, r.model->weight_dtype, r.model->parameters_b, r.tp,
+             s.attention_dp > 1 ? fmt::format(", attention / TP {}", r.tp / s.attention_dp) : "");
   fmt::print("  KV pool               {:>10.2f} GiB\n", s.kv_pool_mib / 1024);
   fmt::print("  engine reserve        {:>10.2f} GiB  (not weights nor KV), holding by attnsim's estimates:\n",
              s.other_mib / 1024);
@@ -67,6 +73,12 @@ void printSplit(const CapacityReport& r) {
                s.kv.max_window);
   }
   fmt::print("\nKV capacity             {:>10} tokens, {} pages\n", s.kv_tokens, s.kv_pages);
+  if (s.attention_dp > 1) {
+    fmt::print(
+        "DP attention            {:>10} tokens in the engine: {} attention replicas of TP {}, each GPU holding\n"
+        "                        its replica's requests (attention weights {}x replicated)\n",
+        s.engineKvTokens(), s.attention_dp, r.tp / s.attention_dp, s.attention_dp);
+  }
   fmt::print("scheduler               {} tokens per step, {} running requests\n", s.max_batched_tokens,
              s.max_running_requests);
   for (const auto& [name, value] : s.derived) fmt::print("  {:<22}{:>10.6g}\n", name, value);
@@ -79,6 +91,7 @@ void printSplit(const CapacityReport& r) {
 struct SearchFlags {
   ScenarioFlags scenario;  // hardware, models and engines hold comma lists
   std::string tps = "1";
+  std::string db;  // also store every search (study/CapacityStore)
   ArrivalSpec arrivals;
   double slo_ttft_ms = 2000, slo_tpot_ms = 50, target_rate = 0;
 };
@@ -97,9 +110,20 @@ nlohmann::json searchRow(const CapacityReport& c, const RateSearch& r, const Sea
           {"simulations", r.simulations}};
 }
 
+void storeSearch(CapacityStore& out, const CapacityReport& c, const Scenario& s, const SearchFlags& f,
+                 const RateSearch& r) {
+  CapacityConfigRow row{c.hardware->id, c.model->id, c.engine, c.backend,  c.kv_dtype,    s.backend.has_value(), c.tp,
+                        s.cuda_graphs,  c.split,     "",       r.max_rate, f.target_rate, r.simulations};
+  const std::int64_t id = out.addConfig(std::nullopt, row);
+  out.addSearch(id, describeArrivals(f.arrivals), {f.slo_ttft_ms / 1e3, f.slo_tpot_ms / 1e3}, r);
+}
+
 int runSearch(const GlobalOptions& global, const SearchFlags& f) {
   const Catalog c = global.loadCatalog();
   const ServeSlo slo{f.slo_ttft_ms / 1e3, f.slo_tpot_ms / 1e3};
+  std::optional<Store> store;
+  std::optional<CapacityStore> stored;
+  if (!f.db.empty()) stored.emplace(store.emplace(f.db));
   nlohmann::json rows = nlohmann::json::array();
   if (!global.json) {
     fmt::print(
@@ -117,6 +141,7 @@ int runSearch(const GlobalOptions& global, const SearchFlags& f) {
         try {
           ServeSession session(c, s);
           const RateSearch r = searchRate(session, f.arrivals, slo);
+          if (stored) storeSearch(*stored, session.setup().capacity, s, f, r);
           const nlohmann::json row = searchRow(session.setup().capacity, r, f);
           rows.push_back(row);
           if (!global.json) {
@@ -144,11 +169,66 @@ CLI::App* addSearch(CLI::App& app, SearchFlags& f) {
   search->add_option("--engine", f.scenario.engines, "engine ids, comma list")->required();
   search->add_option("--tp", f.tps, "tensor-parallel sizes, comma list (default 1)");
   search->add_option("--kv-dtype", f.scenario.kv_dtype, "KV-cache dtype as the engine spells it");
+  search->add_option("--option", f.scenario.engine_options,
+                     "engine flag name=value, given to every engine of the list (repeatable)");
   addArrivalFlags(*search, f.arrivals);
-  search->add_option("--slo-ttft-ms", f.slo_ttft_ms, "SLO on p99 time to first token")->check(CLI::PositiveNumber);
-  search->add_option("--slo-tpot-ms", f.slo_tpot_ms, "SLO on p99 time per output token")->check(CLI::PositiveNumber);
+  search->add_option("--slo-ttft-ms", f.slo_ttft_ms, "SLO on p99 time to first token")->check(positiveNumber());
+  search->add_option("--slo-tpot-ms", f.slo_tpot_ms, "SLO on p99 time per output token")->check(positiveNumber());
   search->add_option("--target-rate", f.target_rate, "requests per second to serve: prints the GPUs needed");
+  search->add_option("--db", f.db, "study file: also store every simulation (report capacity reads it)");
   return search;
+}
+
+struct StudyFlags {
+  std::string spec, db;
+};
+
+nlohmann::json configJson(const CapacityConfigRow& r) {
+  nlohmann::json row = {{"hardware", r.hardware}, {"model", r.model}, {"engine", r.engine},
+                        {"backend", r.backend},   {"tp", r.tp},       {"forced_backend", r.forced_backend}};
+  if (!r.error.empty()) row["error"] = r.error;
+  if (r.max_rate) row["max_rate_rps"] = *r.max_rate;
+  if (r.split) row["kv_tokens"] = r.split->kv_tokens;
+  return row;
+}
+
+int runStudy(const GlobalOptions& global, const StudyFlags& f) {
+  const Catalog c = global.loadCatalog();
+  const CapacitySpec spec = loadCapacitySpec(f.spec, c);
+  Store store(f.db);
+  nlohmann::json rows = nlohmann::json::array();
+  CapacityStudyOptions options;
+  options.program_version = ATTNSIM_VERSION;
+  if (!global.json) {
+    fmt::print("capacity study {}: {} configurations, p99 TTFT <= {:g} ms, p99 TPOT <= {:g} ms; {}\n\n", spec.name,
+               capacityConfigs(spec).size(), spec.slo.ttft_s * 1e3, spec.slo.tpot_s * 1e3,
+               describeArrivals(spec.arrivals));
+    fmt::print("{:<10}{:<15}{:<28}{:>4}{:>12}  {}\n", "hardware", "model", "engine:backend", "TP", "max req/s", "note");
+  }
+  options.on_config = [&](const CapacityConfigRow& r) {
+    rows.push_back(configJson(r));
+    if (global.json) return;
+    fmt::print("{:<10}{:<15}{:<28}{:>4}{:>12}  {}\n", r.hardware, r.model,
+               r.engine + ":" + (r.backend.empty() ? "-" : r.backend), r.tp,
+               r.max_rate ? fmt::format("{:.2f}", *r.max_rate) : "-", r.error.substr(0, r.error.find('\n')));
+    std::fflush(stdout);
+  };
+  const std::int64_t id = runCapacityStudy(c, spec, store, options);
+  if (global.json) {
+    std::cout << nlohmann::json{{"study", id}, {"name", spec.name}, {"db", f.db}, {"configs", rows}}.dump(2) << "\n";
+  } else {
+    fmt::print("\nstored as capacity study {} in {} (attnsim report capacity --db {} --out DIR)\n", id, f.db, f.db);
+  }
+  return 0;
+}
+
+CLI::App* addStudy(CLI::App& app, StudyFlags& f) {
+  CLI::App* study =
+      app.add_subcommand("study", "a capacity study: the rate search over a spec's configurations, stored");
+  study->add_option("spec", f.spec, "a built-in spec (" + join(builtinCapacitySpecNames(), ", ") + ") or a YAML file")
+      ->required();
+  study->add_option("--db", f.db, "study file the results go to")->required();
+  return study;
 }
 
 Runner addCapacityCommand(CLI::App& app, const GlobalOptions& global) {
@@ -164,8 +244,11 @@ Runner addCapacityCommand(CLI::App& app, const GlobalOptions& global) {
   auto search_flags = std::make_shared<SearchFlags>();
   search_flags->arrivals.requests = 1000;
   CLI::App* search = addSearch(app, *search_flags);
-  return [&global, flags, memory, search, search_flags]() {
+  auto study_flags = std::make_shared<StudyFlags>();
+  CLI::App* study = addStudy(app, *study_flags);
+  return [&global, flags, memory, search, search_flags, study, study_flags]() {
     if (search->parsed()) return runSearch(global, *search_flags);
+    if (study->parsed()) return runStudy(global, *study_flags);
     if (!memory->parsed()) return 2;
     const Catalog c = global.loadCatalog();
     const CapacityReport r = capacityOf(c, flags->scenario(flags->hardware, flags->models, flags->engines));

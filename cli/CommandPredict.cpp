@@ -23,6 +23,22 @@ void printAttention(const Prediction& p) {
   }
 }
 
+// Provenance and bands (docs/COST_MODEL.md "Uncertainty").
+void printUncertainty(const ScenarioPrediction& sp) {
+  const Prediction& p = sp.prediction;
+  const PredictionUncertainty& u = p.uncertainty;
+  const double step = sp.stepUs();
+  const double band = sp.cuda_graphs ? u.graph_band : u.eager_band;
+  const char* basis = u.basis == BandBasis::HeldOut ? "held-out p90 error of the fit"
+                      : u.basis == BandBasis::Fit   ? "the fit's MAPE scaled to a p90 (no held-out figures)"
+                                                    : "documented band of its provenance";
+  fmt::print("uncertainty: attention figures are a {} (±{:.0f}%, {}); attention {:.2f} µs in [{:.2f}, {:.2f}]\n",
+             provenanceLabel(u.provenance), 100 * u.attention_band, basis, p.attention_us,
+             bandLow(p.attention_us, u.attention_band), bandHigh(p.attention_us, u.attention_band));
+  fmt::print("             rest of the step ±{:.0f}%; step {:.1f} µs ±{:.0f}% in [{:.1f}, {:.1f}]\n",
+             100 * u.non_attention_band, step, 100 * band, bandLow(step, band), bandHigh(step, band));
+}
+
 void printPrediction(const ScenarioPrediction& sp) {
   const Prediction& p = sp.prediction;
   fmt::print("{}\n{}\n\n", sp.label, describe(sp.workload));
@@ -38,9 +54,18 @@ void printPrediction(const ScenarioPrediction& sp) {
                  g.capture_sizes, g.padded_batch, g.capture_ms / 1e3, g.capture_mib);
     }
   }
-  if (p.tp_comm_us > 0) fmt::print("TP all-reduces: {:.1f} µs of the eager step (2 per layer)\n", p.tp_comm_us);
+  const int dp = sp.input.attention_dp;
+  if (dp > 1) {
+    fmt::print(
+        "DP attention: {} attention replicas of TP {}, each running attention on its share of the batch;\n"
+        "  gather before and scatter after every MLP: {:.1f} µs of the eager step\n",
+        dp, sp.input.tp / dp, p.tp_comm_us);
+  } else if (p.tp_comm_us > 0) {
+    fmt::print("TP all-reduces: {:.1f} µs of the eager step (2 per layer)\n", p.tp_comm_us);
+  }
   fmt::print("kernel time by kind: attention {:.1f} µs, GEMM {:.1f}, MoE {:.1f}, elementwise {:.1f}\n",
              p.eager.by_category[0], p.eager.by_category[1], p.eager.by_category[2], p.eager.by_category[3]);
+  printUncertainty(sp);
 }
 
 }  // namespace
@@ -64,6 +89,7 @@ Runner addPredictCommand(CLI::App& app, const GlobalOptions& global) {
     if (global.json) {
       nlohmann::json j = predictionJson(p, c);
       if (p.prediction.tp_comm_us > 0) j["tp_comm_us"] = p.prediction.tp_comm_us;
+      if (p.input.attention_dp > 1) j["attention_dp"] = p.input.attention_dp;
       if (fit && !fit->fits)
         j["memory"] = {
             {"fits", false}, {"need_mib", fit->need_mib}, {"have_mib", fit->have_mib}, {"message", fit->message}};

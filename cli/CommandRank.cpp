@@ -27,25 +27,46 @@ void printRefused(const Ranking& r) {
   }
 }
 
-void printRanking(const Ranking& r) {
-  fmt::print("{} · {} · {} · step time with CUDA graphs {}\n\n", r.hardware->id, r.model->id, describe(r.workload),
-             r.cuda_graphs ? "on" : "off");
-  fmt::print("{:>4}  {:<34} {:>12} {:>10} {:>12}  {}\n", "rank", "backend", "step µs", "vs next", "attention µs",
-             "bound");
-  for (std::size_t i = 0; i < r.ranked.size(); ++i) {
-    const RankedBackend& b = r.ranked[i];
-    const std::string label = b.engine + ":" + b.backend + (b.variant.empty() ? "" : " [" + b.variant + "]");
-    fmt::print("{:>4}  {:<34} {:>12.1f} {:>9.1f}% {:>12.2f}  {}{}\n", i + 1, label, b.step_us, 100 * b.margin_to_next,
-               b.attention_us, b.bound, b.engine_default ? "  ← engine default" : "");
-  }
+// The rank column: the tie group's place, marked ≈ when the group holds more than one backend.
+std::string rankLabel(const Ranking& r, std::size_t i) {
+  std::size_t first = i;
+  while (first > 0 && r.ranked[first - 1].tie_group == r.ranked[i].tie_group) --first;
+  return fmt::format("{}{}", r.ranked[i].tied ? "≈" : "", first + 1);
+}
+
+void printDefaults(const Ranking& r) {
   for (const auto& d : r.defaults) {
     if (d.backend == d.best_backend) {
       fmt::print("\n{}: default {} is its fastest valid backend", d.engine, d.backend);
     } else {
-      fmt::print("\n{}: default {} is {:.1f}% ({:.1f} µs) slower than its fastest valid backend {}", d.engine,
-                 d.backend, 100 * d.regret, d.regret_us, d.best_backend);
+      fmt::print("\n{}: default {} is {:.1f}% ({:.1f} µs) slower than its fastest valid backend {}{}", d.engine,
+                 d.backend, 100 * d.regret, d.regret_us, d.best_backend,
+                 d.within_band ? ", within the uncertainty bands (a tie, not a wrong choice)"
+                               : ", outside the uncertainty bands");
     }
   }
+}
+
+void printRanking(const Ranking& r) {
+  fmt::print("{} · {} · {} · step time with CUDA graphs {}\n\n", r.hardware->id, r.model->id, describe(r.workload),
+             r.cuda_graphs ? "on" : "off");
+  fmt::print("{:>4}  {:<34} {:>12} {:>6} {:>10} {:>12}  {:<8} {}\n", "rank", "backend", "step µs", "±", "vs next",
+             "attention µs", "bound", "figures");
+  for (std::size_t i = 0; i < r.ranked.size(); ++i) {
+    const RankedBackend& b = r.ranked[i];
+    const std::string label = b.engine + ":" + b.backend + (b.variant.empty() ? "" : " [" + b.variant + "]");
+    fmt::print("{:>4}  {:<34} {:>12.1f} {:>5.0f}% {:>9.1f}% {:>12.2f}  {:<8} {}{}\n", rankLabel(r, i), label, b.step_us,
+               100 * b.band, 100 * b.margin_to_next, b.attention_us, b.bound, provenanceLabel(b.provenance),
+               b.engine_default ? "  ← engine default" : "");
+  }
+  const auto tied = std::count_if(r.ranked.begin(), r.ranked.end(), [](const RankedBackend& b) { return b.tied; });
+  if (tied > 0) {
+    fmt::print(
+        "≈: tied within uncertainty with its group's fastest: the step times differ by less than the two attention "
+        "calls' bands (the rest of the step is the same work for every backend); the order inside a group is not a "
+        "prediction\n");
+  }
+  printDefaults(r);
   printRefused(r);
   std::map<std::string, std::vector<std::string>> runs_as;  // what runs -> the names asked for
   for (const auto& [name, runs] : r.resolved) runs_as[runs.first].push_back(name);

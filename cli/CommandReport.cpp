@@ -10,6 +10,7 @@
 #include "core/Error.hpp"
 #include "core/Files.hpp"
 #include "core/Strings.hpp"
+#include "reports/CapacityReport.hpp"
 #include "reports/StudyReports.hpp"
 #include "reports/ValidationReport.hpp"
 #include "study/StepValidation.hpp"
@@ -22,13 +23,13 @@ namespace {
 using nlohmann::json;
 
 struct ReportFlags {
-  std::string what, db, out_dir, holdout = "1024,8192", sweep, compare;
+  std::string what, db, out_dir, holdout = "1024,8192", sweep, compare, study;
   WhatIfOptions whatif;
 };
 
 int runValidationReport(const GlobalOptions& global, const ReportFlags& f) {
   const Catalog c = global.loadCatalog();
-  Store store(f.db);
+  Store store(f.db, StoreAccess::ReadOnly);
   const auto rows = store.measurements("attention");
   if (rows.empty()) throw UsageError("--db " + f.db + ": no attention measurements (run measurements import)");
   const Validation validation = runValidation(c, rows, {parseContexts(f.holdout)});
@@ -37,6 +38,7 @@ int runValidationReport(const GlobalOptions& global, const ReportFlags& f) {
   std::filesystem::create_directories(f.out_dir);
   writeFileAtomically(std::filesystem::path(f.out_dir) / "validation.md", markdown);
   writeFileAtomically(std::filesystem::path(f.out_dir) / "scatter.svg", validationScatterSvg(validation));
+  writeFileAtomically(std::filesystem::path(f.out_dir) / "heldout.csv", validationPointsCsv(validation));
   if (global.json) {
     std::cout << json{{"worst_family_phase_mape", validation.worst_test_mape},
                       {"top1_agreement", validation.ranking.top1},
@@ -50,17 +52,10 @@ int runValidationReport(const GlobalOptions& global, const ReportFlags& f) {
   return 0;
 }
 
-int runStudyReport(const GlobalOptions& global, ReportFlags f) {
-  if (!std::filesystem::exists(f.db)) throw UsageError("--db " + f.db + ": no such file (run attnsim sweep first)");
-  const Catalog fallback = global.loadCatalog();
-  Store store(f.db);
-  const StudyData data = loadStudyData(store, f.sweep, fallback);
-  f.whatif.compare = splitList(f.compare);
-  const StudyReport report = f.what == "priorities" ? prioritiesReport(data)
-                             : f.what == "matrix"   ? matrixReport(data)
-                                                    : whatIfReport(data, f.whatif);
-  writeStudyReport(report, f.out_dir);
-  const auto base = std::filesystem::path(f.out_dir) / report.kind;
+// Writes the report's files into `out_dir`; prints its JSON (--json) or the files written.
+int writeAndAnnounce(const GlobalOptions& global, const StudyReport& report, const std::string& out_dir) {
+  writeStudyReport(report, out_dir);
+  const auto base = std::filesystem::path(out_dir) / report.kind;
   if (global.json) {
     std::cout << report.json.dump(2) << "\n";
   } else {
@@ -70,13 +65,36 @@ int runStudyReport(const GlobalOptions& global, ReportFlags f) {
   return 0;
 }
 
+int runStudyReport(const GlobalOptions& global, ReportFlags f) {
+  if (!std::filesystem::exists(f.db)) throw UsageError("--db " + f.db + ": no such file (run attnsim sweep first)");
+  const Catalog fallback = global.loadCatalog();
+  Store store(f.db, StoreAccess::ReadOnly);
+  const StudyData data = loadStudyData(store, f.sweep, fallback);
+  f.whatif.compare = splitList(f.compare);
+  const StudyReport report = f.what == "priorities" ? prioritiesReport(data)
+                             : f.what == "matrix"   ? matrixReport(data)
+                                                    : whatIfReport(data, f.whatif);
+  return writeAndAnnounce(global, report, f.out_dir);
+}
+
+// capacity: the serving results of the store (reports/CapacityReport).
+int runCapacityReport(const GlobalOptions& global, const ReportFlags& f) {
+  if (!std::filesystem::exists(f.db)) throw UsageError("--db " + f.db + ": no such file (run attnsim capacity study)");
+  Store store(f.db, StoreAccess::ReadOnly);
+  std::string command =
+      "attnsim report capacity --db " + study_report::shellWord(f.db) + " --out " + study_report::shellWord(f.out_dir);
+  if (!f.study.empty()) command += " --study " + study_report::shellWord(f.study);
+  const StudyReport report = capacityReport(loadCapacityData(store, f.study), command);
+  return writeAndAnnounce(global, report, f.out_dir);
+}
+
 }  // namespace
 
 Runner addReportCommand(CLI::App& app, const GlobalOptions& global) {
   auto f = std::make_shared<ReportFlags>();
-  app.add_option("what", f->what, "validation, priorities, whatif or matrix")
+  app.add_option("what", f->what, "validation, priorities, whatif, matrix or capacity")
       ->required()
-      ->check(CLI::IsMember({"validation", "priorities", "whatif", "matrix"}));
+      ->check(CLI::IsMember({"validation", "priorities", "whatif", "matrix", "capacity"}));
   app.add_option("--db", f->db, "study file")->required();
   app.add_option("--out", f->out_dir, "folder for the report's files")->required();
   app.add_option("--holdout-contexts", f->holdout, "validation: context lengths kept out of the fit (comma list)");
@@ -87,8 +105,11 @@ Runner addReportCommand(CLI::App& app, const GlobalOptions& global) {
   app.add_option("--engine", f->whatif.engine, "whatif: only this engine (the one --compare-hardware follows)");
   app.add_option("--hardware", f->whatif.hardware_filter, "whatif: only this hardware profile");
   app.add_option("--model", f->whatif.model_filter, "whatif: only this model");
-  return
-      [&global, f]() { return f->what == "validation" ? runValidationReport(global, *f) : runStudyReport(global, *f); };
+  app.add_option("--study", f->study, "capacity: the capacity study (name or id; default: the store's only one)");
+  return [&global, f]() {
+    if (f->what == "capacity") return runCapacityReport(global, *f);
+    return f->what == "validation" ? runValidationReport(global, *f) : runStudyReport(global, *f);
+  };
 }
 
 }  // namespace attnsim::cli

@@ -10,8 +10,10 @@
 #include "core/Files.hpp"
 #include "hardware/HardwareProfile.hpp"
 #include "model/ModelSpec.hpp"
+#include "simulator/CapacitySearch.hpp"
 #include "simulator/ServeRun.hpp"
 #include "simulator/Traces.hpp"
+#include "study/CapacityStore.hpp"
 
 namespace attnsim::cli {
 
@@ -19,7 +21,7 @@ namespace {
 
 struct ServeFlags {
   ScenarioFlags scenario;
-  std::string trace, write_trace;
+  std::string trace, write_trace, db;
   ArrivalSpec arrivals;
   double slo_ttft_ms = 2000, slo_tpot_ms = 50;
 };
@@ -117,13 +119,40 @@ void printResult(const ServeRun& run, std::size_t n, double wall_s) {
   fmt::print("simulated {:.1f} s of serving in {:.3f} s\n", r.makespan_s, wall_s);
 }
 
+// The run in the study file: its configuration (memory split), aggregates, requests and timeline.
+std::int64_t storeRun(const ServeFlags& f, const ServeRun& run, const std::vector<ServeRequest>& requests) {
+  Store store(f.db);
+  CapacityStore out(store);
+  const CapacityReport& c = run.setup.capacity;
+  CapacityConfigRow config{c.hardware->id,
+                           c.model->id,
+                           c.engine,
+                           c.backend,
+                           c.kv_dtype,
+                           !f.scenario.backend.empty(),
+                           c.tp,
+                           f.scenario.cuda_graph != "off",
+                           c.split,
+                           "",
+                           std::nullopt,
+                           0,
+                           1};
+  const std::int64_t id = out.addConfig(std::nullopt, config);
+  const ServeSlo slo{f.slo_ttft_ms / 1e3, f.slo_tpot_ms / 1e3};
+  const double last = requests.empty() ? 0 : requests.back().arrival_s;
+  const double rate = f.trace.empty() ? f.arrivals.rate : last > 0 ? static_cast<double>(requests.size()) / last : 0;
+  const std::string arrivals =
+      f.trace.empty() ? describeArrivals(f.arrivals) : fmt::format("trace {} ({} requests)", f.trace, requests.size());
+  return out.addRun(id, {"serve-sim", arrivals, rate, slo, meetsSlo(run.result, slo), false}, run.result, true);
+}
+
 }  // namespace
 
 void addArrivalFlags(CLI::App& app, ArrivalSpec& a) {
-  app.add_option("--rate", a.rate, "generated arrivals: requests per second")->check(CLI::PositiveNumber);
+  app.add_option("--rate", a.rate, "generated arrivals: requests per second")->check(positiveNumber());
   app.add_option("--requests", a.requests, "generated arrivals: how many")->check(CLI::Range(1, 10000000));
   app.add_option("--arrival", a.process, "poisson or gamma")->check(CLI::IsMember({"poisson", "gamma"}));
-  app.add_option("--cv", a.cv, "gamma arrivals: coefficient of variation of the gaps")->check(CLI::PositiveNumber);
+  app.add_option("--cv", a.cv, "gamma arrivals: coefficient of variation of the gaps")->check(positiveNumber());
   app.add_option("--prompt-len", a.prompt_tokens, "mean prompt tokens")->check(CLI::Range(1, 1 << 24));
   app.add_option("--output-len", a.output_tokens, "mean output tokens")->check(CLI::Range(1, 1 << 24));
   app.add_option("--lengths", a.lengths, "fixed, uniform or exponential")
@@ -140,8 +169,9 @@ Runner addServeSimCommand(CLI::App& app, const GlobalOptions& global) {
   app.add_option("--trace", f->trace, "trace file: Azure CSV, Mooncake JSONL or arrival_s,prompt_tokens,output_tokens");
   addArrivalFlags(app, f->arrivals);
   app.add_option("--write-trace", f->write_trace, "also write the requests as arrival_s,prompt_tokens,output_tokens");
-  app.add_option("--slo-ttft-ms", f->slo_ttft_ms, "SLO on time to first token")->check(CLI::PositiveNumber);
-  app.add_option("--slo-tpot-ms", f->slo_tpot_ms, "SLO on time per output token")->check(CLI::PositiveNumber);
+  app.add_option("--db", f->db, "study file: also store the run (aggregates, requests, timeline)");
+  app.add_option("--slo-ttft-ms", f->slo_ttft_ms, "SLO on time to first token")->check(positiveNumber());
+  app.add_option("--slo-tpot-ms", f->slo_tpot_ms, "SLO on time per output token")->check(positiveNumber());
   f->scenario.addServing(app);
   app.add_option("--cuda-graph", f->scenario.cuda_graph, "on or off")->check(CLI::IsMember({"on", "off"}));
   return [&global, f]() {
@@ -158,6 +188,7 @@ Runner addServeSimCommand(CLI::App& app, const GlobalOptions& global) {
         serveScenario(c, f->scenario.scenario(f->scenario.hardware, f->scenario.models, f->scenario.engines), requests,
                       {f->slo_ttft_ms / 1e3, f->slo_tpot_ms / 1e3});
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!f->db.empty()) storeRun(*f, run, requests);
     if (global.json) {
       std::cout << resultJson(run, wall).dump(2) << "\n";
     } else {

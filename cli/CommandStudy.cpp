@@ -4,12 +4,14 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "cli/Commands.hpp"
 #include "core/Error.hpp"
+#include "hardware/KernelEfficiency.hpp"
 #include "study/Store.hpp"
 #include "study/StoreStatement.hpp"
 #include "study/Sweep.hpp"
@@ -123,7 +125,7 @@ bool isList(const ScenarioFlags& f) {
 constexpr const char* kRowsSql = R"(
   SELECT g.hardware, g.model, g.engine, p.workload, p.phase, p.batch, p.context, p.valid, s.refusal, c.backend,
          c.variant, c.reason, c.engine_default, r.rank, r.step_us, r.attention_us, r.eager_us, r.graph_us, r.bound,
-         r.graph_mode
+         r.graph_mode, r.band, r.provenance, r.tie_band
   FROM points p JOIN sweep_groups g ON g.sweep = p.sweep AND g.id = p.grp
   JOIN selections s ON s.sweep = p.sweep AND s.grp = p.grp
   LEFT JOIN candidates c ON c.sweep = p.sweep AND c.grp = p.grp
@@ -149,6 +151,8 @@ nlohmann::json rowOf(const Statement& q) {
               {"graph_us", q.real(17)},
               {"bound", q.text(18)},
               {"graph_mode", q.text(19)},
+              {"band", q.real(20)},
+              {"provenance", q.text(21)},
               {"engine_default", q.integer(12) != 0}});
   return row;
 }
@@ -159,6 +163,7 @@ nlohmann::json studyRows(const Store& store, std::int64_t sweep, bool rank, bool
   q.bind(1, sweep);
   nlohmann::json rows = nlohmann::json::array();
   std::string last_point;
+  double best_us = 0, best_band = 0;  // the point's fastest (rank 1 sorts first)
   while (q.step()) {
     const std::string point = q.text(0) + q.text(1) + q.text(2) + q.text(3);
     const bool predicted = !q.isNull(13);
@@ -166,15 +171,19 @@ nlohmann::json studyRows(const Store& store, std::int64_t sweep, bool rank, bool
     const bool wanted = rank ? predicted || point != last_point
                              : point != last_point && (forced || (predicted && q.integer(12) != 0) || !predicted);
     if (!wanted) continue;
-    rows.push_back(rowOf(q));
+    nlohmann::json row = rowOf(q);
+    if (predicted && q.integer(13) == 1) best_us = q.real(14), best_band = q.real(22);
+    // Tied within uncertainty with the point's fastest (docs/COST_MODEL.md "Uncertainty").
+    if (predicted && rank) row["tied_with_fastest"] = withinBands(best_us, best_band, q.real(14), q.real(22));
+    rows.push_back(std::move(row));
     last_point = point;
   }
   return rows;
 }
 
 void printRows(const nlohmann::json& rows, bool rank) {
-  fmt::print("{:<14} {:<16} {:<8} {:<34} {:<24} {:>4} {:>11} {:>12}  {}\n", "hardware", "model", "engine", "workload",
-             "backend", rank ? "rank" : "", "step µs", "attention µs", "bound");
+  fmt::print("{:<14} {:<16} {:<8} {:<34} {:<24} {:>4} {:>11} {:>5} {:>12}  {:<8} {}\n", "hardware", "model", "engine",
+             "workload", "backend", rank ? "rank" : "", "step µs", "±", "attention µs", "bound", "figures");
   for (const auto& r : rows) {
     const auto text = [&](const char* k) { return r.contains(k) ? r[k].get<std::string>() : std::string(); };
     if (r.contains("refusal")) {
@@ -183,10 +192,15 @@ void printRows(const nlohmann::json& rows, bool rank) {
       continue;
     }
     const std::string backend = text("backend") + (text("variant").empty() ? "" : " [" + text("variant") + "]");
-    fmt::print("{:<14} {:<16} {:<8} {:<34} {:<24} {:>4} {:>11.1f} {:>12.2f}  {}{}\n", text("hardware"), text("model"),
-               text("engine"), text("workload"), backend, rank ? std::to_string(r["rank"].get<int>()) : "",
-               r["step_us"].get<double>(), r["attention_us"].get<double>(), text("bound"),
+    const bool tied = rank && r["rank"].get<int>() > 1 && r["tied_with_fastest"].get<bool>();
+    fmt::print("{:<14} {:<16} {:<8} {:<34} {:<24} {:>4} {:>11.1f} {:>4.0f}% {:>12.2f}  {:<8} {}{}\n", text("hardware"),
+               text("model"), text("engine"), text("workload"), backend,
+               rank ? (tied ? "≈" : "") + std::to_string(r["rank"].get<int>()) : "", r["step_us"].get<double>(),
+               100 * r["band"].get<double>(), r["attention_us"].get<double>(), text("bound"), text("provenance"),
                rank && r["engine_default"].get<bool>() ? "  ← engine default" : "");
+  }
+  if (rank) {
+    fmt::print("≈: tied within uncertainty with the point's fastest (docs/COST_MODEL.md \"Uncertainty\")\n");
   }
 }
 
@@ -194,7 +208,10 @@ void printRows(const nlohmann::json& rows, bool rank) {
 
 int runListStudy(const ScenarioFlags& f, const GlobalOptions& global, bool rank) {
   if (!isList(f)) return -1;
-  Catalog catalog = f.catalog(global);
+  // The study's store is also where its calibrations come from; a new store has none yet.
+  ScenarioFlags calibrations = f;
+  if (!std::filesystem::exists(f.db)) calibrations.db.clear();
+  Catalog catalog = calibrations.catalog(global);
   if (rank && f.engines.empty()) {
     // rank over every engine, as the single-scenario rank does
     ScenarioFlags all = f;

@@ -106,7 +106,8 @@ int runSweepCommand(const SweepFlags& f, const GlobalOptions& global) {
   if (!global.catalog_dir.empty()) source.overlayDirectory(global.catalog_dir);
   Catalog catalog = Catalog::load(source);
   const SweepSpec spec = loadSweepSpec(f.spec, catalog);
-  if (!spec.calibration_study.empty()) applyStudyCalibrations(catalog, Store(spec.calibration_study));
+  if (!spec.calibration_study.empty())
+    applyStudyCalibrations(catalog, Store(spec.calibration_study, StoreAccess::ReadOnly));
   std::string db = f.db;
   if (f.bench) {
     db = (std::filesystem::temp_directory_path() / fmt::format("attnsim-bench-{}.db", getpid())).string();

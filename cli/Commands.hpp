@@ -36,6 +36,10 @@ Runner addReportCommand(CLI::App& app, const GlobalOptions& global);
 Runner addSweepCommand(CLI::App& app, const GlobalOptions& global);
 Runner addStoreCommand(CLI::App& app, const GlobalOptions& global);
 
+// A finite number above zero. CLI::PositiveNumber answers -1 with the whole double range printed
+// digit by digit ("not in range 0.000000 to 179769313486...").
+CLI::Validator positiveNumber();
+
 // --holdout-contexts: a comma list of context lengths (UsageError naming a bad item).
 std::vector<std::int64_t> parseContexts(const std::string& text);
 Runner addCapacityCommand(CLI::App& app, const GlobalOptions& global);

@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "cli/Commands.hpp"
 #include "core/Error.hpp"
 #include "study/Calibration.hpp"
@@ -147,8 +149,17 @@ Scenario ScenarioFlags::scenario(const std::string& hw, const std::string& model
 
 Catalog ScenarioFlags::catalog(const GlobalOptions& global) const {
   Catalog c = global.loadCatalog();
-  if (!db.empty()) applyStudyCalibrations(c, Store(db));
+  if (!db.empty()) applyStudyCalibrations(c, Store(db, StoreAccess::ReadOnly));
   return c;
+}
+
+CLI::Validator positiveNumber() {
+  return {[](const std::string& text) -> std::string {
+            double v = 0;
+            if (CLI::detail::lexical_cast(text, v) && std::isfinite(v) && v > 0) return {};
+            return fmt::format("'{}' is not a number above 0", text);
+          },
+          "NUMBER > 0"};
 }
 
 }  // namespace attnsim::cli

@@ -1,8 +1,14 @@
 #include "core/Expr.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <vector>
+
+#include "core/Strings.hpp"
 
 namespace attnsim {
 
@@ -12,6 +18,7 @@ struct Expr::Node {
   Value literal;
   std::string name;  // variable name or binary operator
   std::vector<std::shared_ptr<const Node>> children;
+  std::size_t offset = 0;  // where a variable stands in the text
 };
 
 namespace {
@@ -177,9 +184,18 @@ class Parser {
       has_dot = has_dot || text_[pos_] == '.';
       ++pos_;
     }
-    const std::string digits(text_.substr(start, pos_ - start));
-    if (has_dot) return makeNode(Kind::Literal, "", {}, Value{std::stod(digits)});
-    return makeNode(Kind::Literal, "", {}, Value{static_cast<std::int64_t>(std::stoll(digits))});
+    const std::string_view digits = text_.substr(start, pos_ - start);
+    const char* end = digits.data() + digits.size();
+    if (has_dot) {
+      double d = 0;
+      const auto [ptr, ec] = std::from_chars(digits.data(), end, d);
+      if (ec != std::errc{} || ptr != end) fail("malformed or out-of-range number '" + std::string(digits) + "'");
+      return makeNode(Kind::Literal, "", {}, Value{d});
+    }
+    std::int64_t n = 0;
+    const auto [ptr, ec] = std::from_chars(digits.data(), end, n);
+    if (ec != std::errc{} || ptr != end) fail("integer '" + std::string(digits) + "' is out of range");
+    return makeNode(Kind::Literal, "", {}, Value{n});
   }
 
   NodePtr identifier() {
@@ -191,11 +207,15 @@ class Parser {
     if (name == "true") return makeNode(Kind::Literal, "", {}, Value{true});
     if (name == "false") return makeNode(Kind::Literal, "", {}, Value{false});
     if (name == "null") return makeNode(Kind::Literal, "", {}, Value{});
-    if (const std::string problem = check_(name); !problem.empty()) {
+    if (const std::string problem = check_.known ? check_.known(name) : ""; !problem.empty()) {
       pos_ = start;
       fail(problem);
     }
-    return makeNode(Kind::Variable, name, {});
+    auto variable = std::make_shared<Expr::Node>();
+    variable->kind = Kind::Variable;
+    variable->name = name;
+    variable->offset = start;
+    return variable;
   }
 
   std::string_view text_;
@@ -277,10 +297,80 @@ Value eval(const Expr::Node& n, const Env& env) {
 
 }  // namespace
 
+namespace {
+
+const char* typeName(ValueType t) {
+  switch (t) {
+    case ValueType::Bool:
+      return "a flag (true/false)";
+    case ValueType::Number:
+      return "a number";
+    case ValueType::String:
+      return "a string";
+    case ValueType::Any:
+      break;
+  }
+  return "any value";
+}
+
+bool literalFits(ValueType t, const Value& v) {
+  if (isNull(v) || t == ValueType::Any) return true;  // null compares false with anything, by design
+  if (t == ValueType::Bool) return std::holds_alternative<bool>(v);
+  if (t == ValueType::Number) return std::holds_alternative<std::int64_t>(v) || std::holds_alternative<double>(v);
+  return std::holds_alternative<std::string>(v);
+}
+
+// The comparison of `variable` with `literal` under `op`: "" when it can be true, else why not.
+std::string comparisonProblem(const Expr::Node& variable, const VariableType& type, const std::string& op,
+                              const Value& literal) {
+  const bool order = op == "<" || op == "<=" || op == ">" || op == ">=";
+  if (order && (type.type == ValueType::String || type.type == ValueType::Bool)) {
+    return fmt::format("'{}' is {}: '{}' orders numbers only", variable.name, typeName(type.type), op);
+  }
+  if (!literalFits(type.type, literal)) {
+    return fmt::format("'{}' is {}, compared with {}", variable.name, typeName(type.type), toLiteral(literal));
+  }
+  if (type.type == ValueType::String && !type.allowed.empty() && std::holds_alternative<std::string>(literal)) {
+    const auto& text = std::get<std::string>(literal);
+    if (std::find(type.allowed.begin(), type.allowed.end(), text) == type.allowed.end()) {
+      return fmt::format("'{}' is never {} (its values: {}){}", variable.name, toLiteral(literal),
+                         join(type.allowed, ", "), didYouMean(text, type.allowed));
+    }
+  }
+  return {};
+}
+
+// Every comparison between a variable and a literal in the tree, checked against the variable's type.
+void checkTypes(const Expr::Node& n, const std::function<VariableType(std::string_view)>& type_of) {
+  const bool comparison =
+      n.kind == Kind::In || (n.kind == Kind::Binary && (n.name == "==" || n.name == "!=" || n.name == "<" ||
+                                                        n.name == "<=" || n.name == ">" || n.name == ">="));
+  if (comparison) {
+    // `in` compares its first child with each item; a binary comparison its two sides.
+    const std::size_t subjects = n.kind == Kind::In ? 1 : n.children.size();
+    for (std::size_t i = 0; i < subjects; ++i) {
+      const Expr::Node& variable = *n.children[i];
+      if (variable.kind != Kind::Variable) continue;
+      const VariableType type = type_of(variable.name);
+      for (std::size_t j = 0; j < n.children.size(); ++j) {
+        const Expr::Node& other = *n.children[j];
+        if (j == i || other.kind != Kind::Literal) continue;
+        if (auto problem = comparisonProblem(variable, type, n.name, other.literal); !problem.empty()) {
+          throw ExprSyntaxError(variable.offset, problem);
+        }
+      }
+    }
+  }
+  for (const auto& child : n.children) checkTypes(*child, type_of);
+}
+
+}  // namespace
+
 Expr Expr::parse(std::string_view text, const VariableCheck& check_variable) {
   Expr e;
   e.text_ = std::string(text);
   e.root_ = Parser(text, check_variable).parseAll();
+  if (check_variable.type_of) checkTypes(*e.root_, check_variable.type_of);
   return e;
 }
 

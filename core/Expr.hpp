@@ -12,6 +12,8 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <vector>
 
 #include "core/Value.hpp"
 
@@ -26,11 +28,31 @@ class ExprSyntaxError : public std::runtime_error {
   std::size_t offset_;
 };
 
+// What a variable holds, for checking a rule's comparisons when the catalog loads.
+enum class ValueType { Any, Bool, Number, String };
+struct VariableType {
+  ValueType type = ValueType::Any;
+  std::vector<std::string> allowed;  // String: every value it can take (empty: not a closed set)
+};
+
 class Expr {
  public:
   struct Node;
-  // Returns an empty string when the name is a known variable, else the error text to report.
-  using VariableCheck = std::function<std::string(std::string_view)>;
+  // What the parser asks about each variable a rule names.
+  struct VariableCheck {
+    // Returns an empty string when the name is a known variable, else the error text to report.
+    std::function<std::string(std::string_view)> known;
+    // The variable's type; when given, a comparison of a variable with a literal of another type
+    // (`platform == 3`), an order comparison of a string or flag, or a string no value of the variable
+    // can equal (`platform == 'cudaa'`) is an ExprSyntaxError at the variable.
+    std::function<VariableType(std::string_view)> type_of;
+
+    VariableCheck() = default;
+    std::string operator()(std::string_view name) const { return known ? known(name) : std::string(); }
+    template <class F>
+    requires std::is_invocable_r_v<std::string, F, std::string_view> VariableCheck(F f)
+        : known(std::move(f)) {}  // NOLINT(google-explicit-constructor): a plain check
+  };
 
   Expr() = default;
   static Expr parse(std::string_view text, const VariableCheck& check_variable);

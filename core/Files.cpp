@@ -1,6 +1,9 @@
 #include "core/Files.hpp"
 
+#include <fmt/format.h>
+
 #include <fstream>
+#include <sstream>
 
 #include "core/Error.hpp"
 
@@ -13,6 +16,14 @@ void writeFileAtomically(const std::filesystem::path& path, const std::string& t
     if (!f || !(f << text) || !f.flush()) throw UsageError("cannot write '" + path.string() + "'");
   }
   std::filesystem::rename(tmp, path);
+}
+
+std::string readTextFile(const std::filesystem::path& path, std::string_view what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError(fmt::format("{} {}: cannot read", what, path.string()));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 }  // namespace attnsim

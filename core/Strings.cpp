@@ -1,5 +1,7 @@
 #include "core/Strings.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <numeric>
 
@@ -98,6 +100,51 @@ std::string escapeMarkup(std::string_view text, std::string_view apostrophe) {
     }
   }
   return out;
+}
+
+namespace {
+
+// The length of the UTF-8 sequence starting at `i`, or 0 when it is not one (RFC 3629: no
+// overlong forms, no surrogates, nothing past U+10FFFF).
+std::size_t utf8Length(std::string_view t, std::size_t i) {
+  const auto byte = [&](std::size_t k) { return k < t.size() ? static_cast<unsigned char>(t[k]) : 0U; };
+  const unsigned c = byte(i);
+  if (c < 0x80) return 1;
+  const auto cont = [&](std::size_t k, unsigned lo = 0x80, unsigned hi = 0xBF) {
+    return byte(k) >= lo && byte(k) <= hi;
+  };
+  if (c >= 0xC2 && c <= 0xDF) return cont(i + 1) ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    const unsigned lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+    return cont(i + 1, lo, hi) && cont(i + 2) ? 3 : 0;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    const unsigned lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+    return cont(i + 1, lo, hi) && cont(i + 2) && cont(i + 3) ? 4 : 0;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::optional<TextDefect> findTextDefect(std::string_view text) {
+  int line = 1, column = 1;
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const std::size_t n = utf8Length(text, i);
+    if (n == 0) return TextDefect{line, column, fmt::format("byte 0x{:02x} is not UTF-8", c)};
+    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F) {
+      return TextDefect{line, column, fmt::format("control character 0x{:02x}", c)};
+    }
+    if (c == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+    i += n;
+  }
+  return std::nullopt;
 }
 
 }  // namespace attnsim

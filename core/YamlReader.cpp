@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <map>
 #include <set>
 #include <utility>
+#include <vector>
 
 #include "core/Strings.hpp"
 
@@ -29,55 +31,6 @@ YamlReader::YamlReader(const YAML::Node& node, std::shared_ptr<const std::string
   if (!node_.IsMap()) {
     throw CatalogError(locate(node_), path_, "expected a mapping of keys to values");
   }
-}
-
-namespace {
-
-// YAML forbids a key written twice in one mapping; yaml-cpp keeps both silently, and the reader
-// would see only the first. Reports both places. A node reached again through an alias (same
-// mark) is not walked twice, and nesting past kMaxDepth is refused rather than recursed into.
-using Visited = std::set<std::pair<int, int>>;
-void checkMapping(const YAML::Node& node, const std::string& file, int depth, Visited& visited) {
-  constexpr int kMaxDepth = 64;
-  auto at = [&](const YAML::Node& n) {
-    const YAML::Mark m = n.Mark();
-    return m.is_null() ? SourceLocation{file, 1, 1} : SourceLocation{file, m.line + 1, m.column + 1};
-  };
-  if (depth > kMaxDepth) throw CatalogError(at(node), "", fmt::format("nested deeper than {} levels", kMaxDepth));
-  if (!node.IsSequence() && !node.IsMap()) return;
-  if (!node.Mark().is_null() && !visited.emplace(node.Mark().line, node.Mark().column).second) return;
-  if (node.IsSequence()) {
-    for (const auto& item : node) checkMapping(item, file, depth + 1, visited);
-    return;
-  }
-  std::map<std::string, YAML::Node> seen;
-  for (const auto& entry : node) {
-    if (!entry.first.IsScalar())
-      throw CatalogError(at(entry.first), "", "a key must be a plain name, not a list or mapping");
-    const auto [it, fresh] = seen.emplace(entry.first.Scalar(), entry.first);
-    if (!fresh) {
-      throw CatalogError(
-          at(entry.first), entry.first.Scalar(),
-          fmt::format("duplicate key '{}': also written at line {}", entry.first.Scalar(), at(it->second).line));
-    }
-    checkMapping(entry.second, file, depth + 1, visited);
-  }
-}
-
-}  // namespace
-
-YamlReader YamlReader::parseDocument(std::string_view text, const std::string& file) {
-  auto name = std::make_shared<const std::string>(file);
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::ParserException& e) {
-    throw CatalogError({file, e.mark.line + 1, e.mark.column + 1}, "", "YAML syntax error: " + e.msg);
-  }
-  if (!root.IsMap()) throw CatalogError({file, 1, 1}, "", "the document must be a mapping of keys to values");
-  Visited visited;
-  checkMapping(root, file, 0, visited);
-  return {root, name, ""};
 }
 
 SourceLocation YamlReader::locate(const YAML::Node& node) const {

@@ -9,6 +9,7 @@
 
 #include "backends/KernelFamily.hpp"
 #include "cost/AttentionCostInternal.hpp"
+#include "cost/AttentionCostTriton.hpp"
 
 namespace attnsim {
 
@@ -336,8 +337,16 @@ AttentionCost searchSplits(const Call& call, const CallTerms& c, const Traffic& 
     }
     return w.ctas >= 2 * c.slots;
   };
+  // A kernel with a split rule (the engines' Triton decode kernels) launches exactly its rule's count.
+  const int ruled = call.decode_like && call.kernel.split_kv
+                        ? attention_cost::ruledSplits(call.kernel, call.shape, call.groups, call.device.compute_units)
+                        : 0;
+  if (ruled > 0) {
+    consider(ruled);
+    return out;
+  }
   const int max_splits = maxSplits(call);
-  if (call.kernel.family && call.kernel.family->split_heuristic == "occupancy") {
+  if (call.kernel.split_policy.rule == SplitRule::Occupancy) {
     // Its no-split rule at <= 4 KV blocks makes a fifth block cheaper than four: the count it gives
     // one block more is costed too, so the time does not fall when the context grows past it.
     const int chosen = max_splits > 1 ? occupancySplits(call, call.kernel.max_splits, true) : 1;

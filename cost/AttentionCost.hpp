@@ -58,12 +58,17 @@ struct KernelModel {
   bool split_spans_pool = false;
   double kv_pool_tokens = 0;
   double slot_bandwidth_share = 1;  // the family's (KernelFamily::slot_bandwidth_share)
+  SplitPolicy split_policy;  // how the kernel picks its split count (search: the fastest)
   double compute_efficiency = 0.5;
   double memory_efficiency = 0.75;
   double fixed_us = 3.0;
   double key_us = 0;                   // per key a work unit visits
   double quantized_kv_overhead = 0.1;  // extra math to dequantize FP8/FP4 KV (attnsim default)
   const std::string* efficiency_source = nullptr;
+  // Where the efficiencies come from and the relative band of this kernel's predicted time.
+  Provenance provenance = Provenance::Default;
+  BandBasis band_basis = BandBasis::Documented;
+  double band = kDefaultBand;
 };
 
 struct DeviceModel {

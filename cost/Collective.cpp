@@ -18,4 +18,23 @@ double tpCommunicationUs(const ModelSpec& m, const std::optional<InterconnectLin
   return 2.0 * m.num_layers * allReduceUs(*link, bytes, tp);
 }
 
+double allGatherUs(const InterconnectLink& link, double total_bytes, int ranks) {
+  if (ranks <= 1) return 0;
+  const double n = ranks;
+  return link.latency_us + (n - 1) / n * total_bytes / (link.bandwidth_gbps * 1e3);
+}
+
+double dpAttentionCommunicationUs(const ModelSpec& m, const std::optional<InterconnectLink>& link,
+                                  std::int64_t replica_tokens, std::int64_t gathered_tokens, bool max_len, int tp,
+                                  int attention_dp, double activation_bytes) {
+  if (tp <= 1 || !link) return 0;
+  const double token_bytes = m.hidden_size * activation_bytes;
+  const double replica_bytes = static_cast<double>(replica_tokens) * token_bytes;
+  const double gathered = static_cast<double>(gathered_tokens) * token_bytes;
+  const double gather = max_len ? allGatherUs(*link, gathered, tp) : allReduceUs(*link, gathered, tp);
+  const double per_layer =
+      allReduceUs(*link, replica_bytes, tp / attention_dp) + gather + allGatherUs(*link, gathered, tp);
+  return m.num_layers * per_layer;
+}
+
 }  // namespace attnsim

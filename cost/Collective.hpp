@@ -19,4 +19,17 @@ double allReduceUs(const InterconnectLink& link, double bytes, int ranks);
 double tpCommunicationUs(const ModelSpec& m, const std::optional<InterconnectLink>& link, std::int64_t tokens, int tp,
                          double activation_bytes);
 
+// One ring all-gather (or reduce-scatter) whose gathered result is `total_bytes` over `ranks` GPUs:
+// latency + (n-1)/n · total_bytes / bandwidth.
+double allGatherUs(const InterconnectLink& link, double total_bytes, int ranks);
+
+// SGLang DP attention per decoder layer (layers/dp_attention.py dp_gather / dp_scatter): the attention
+// output all-reduced inside each replica's tp / dp ranks (none at one rank); then the replicas' tokens
+// gathered over the tp ranks before the MLP, `gathered_tokens` in all: an all-gather of equal
+// (padded) shares when `max_len`, else an all-reduce of the tokens laid end to end; and a
+// reduce-scatter of them after the MLP, instead of the plain TP all-reduce. 0 at TP 1 or without a link.
+double dpAttentionCommunicationUs(const ModelSpec& m, const std::optional<InterconnectLink>& link,
+                                  std::int64_t replica_tokens, std::int64_t gathered_tokens, bool max_len, int tp,
+                                  int attention_dp, double activation_bytes);
+
 }  // namespace attnsim

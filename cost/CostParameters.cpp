@@ -74,6 +74,7 @@ KernelModel resolveKernel(const KernelFamily& kernel, const HardwareProfile& hw,
   k.max_splits = kernel.max_splits;
   k.split_spans_pool = kernel.split_spans_pool;
   k.slot_bandwidth_share = kernel.slot_bandwidth_share;
+  k.split_policy = kernel.split_policy;
   // The device's fit for the phase class; an extend without its own fit uses the prefill fit.
   auto found = hw.calibrations.find({kernel.id, calibrationClass(phase)});
   if (found == hw.calibrations.end() && phase == Phase::Extend) found = hw.calibrations.find({kernel.id, "prefill"});
@@ -83,6 +84,13 @@ KernelModel resolveKernel(const KernelFamily& kernel, const HardwareProfile& hw,
   k.fixed_us = e.fixed_us;
   k.key_us = e.key_ns / 1000.0;
   k.efficiency_source = &e.source;
+  k.provenance = e.provenance;
+  // The step's non-attention kernels (GEMMs, elementwise) have their own documented default band.
+  const bool linear =
+      kernel.algorithm == "gemm" || kernel.algorithm == "grouped_gemm" || kernel.algorithm == "elementwise";
+  const UncertaintyBand band = bandOf(e, linear ? kNonAttentionDefaultBand : kDefaultBand);
+  k.band = band.band;
+  k.band_basis = band.basis;
   return k;
 }
 

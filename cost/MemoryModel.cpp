@@ -55,7 +55,34 @@ KvFootprint kvFootprint(const ModelSpec& m, KvCacheDtype kv, DType dtype, int tp
   return f;
 }
 
-double weightBytesPerRank(const ModelSpec& m, int tp) { return m.parameterBytes() / tp; }
+double attentionParameters(const ModelSpec& m) {
+  const double hidden = m.hidden_size;
+  double total = 0;
+  for (const auto& [layer, count] : m.layerCounts()) {
+    const double hq = layer->num_heads;
+    double per_layer = 0;
+    if (layer->mla) {
+      const MlaGeometry& g = *layer->mla;
+      const double q_head = g.qk_nope_head_dim + g.qk_rope_head_dim;
+      const double q = g.q_lora_rank > 0 ? hidden * g.q_lora_rank + g.q_lora_rank * hq * q_head : hidden * hq * q_head;
+      per_layer = q + hidden * (g.kv_lora_rank + g.qk_rope_head_dim) +
+                  g.kv_lora_rank * hq * (g.qk_nope_head_dim + g.v_head_dim) + hq * g.v_head_dim * hidden;
+    } else {
+      const double dv = layer->head_dim_v > 0 ? layer->head_dim_v : layer->head_dim;
+      per_layer = hidden * (hq + 2.0 * layer->num_kv_heads) * layer->head_dim + hq * dv * hidden;
+    }
+    total += per_layer * count;
+  }
+  return total;
+}
+
+double weightBytesPerRank(const ModelSpec& m, int tp, int attention_dp) {
+  const double all = m.parameterBytes();
+  if (attention_dp <= 1 || m.parameters_b <= 0) return all / tp;
+  const double attention = std::min(all, attentionParameters(m) * all / (m.parameters_b * 1e9));
+  const int attention_tp = tp / attention_dp;  // the engine's rules make attention_dp divide tp
+  return (all - attention) / tp + attention / attention_tp;
+}
 
 double activationPeakBytes(const ModelSpec& m, std::int64_t tokens, std::int64_t logit_rows, int tp) {
   const AttentionLayerSpec& a = m.primaryLayer();
@@ -72,8 +99,10 @@ MemorySplit splitMemory(const MemoryInput& in) {
   MemorySplit s;
   Env env = in.env;
   s.page_size = in.page_size;
-  s.kv = kvFootprint(m, in.kv_dtype, in.dtype, in.tp);
-  s.weights_mib = weightBytesPerRank(m, in.tp) / kMiB;
+  s.attention_dp = std::max(1, in.attention_dp);
+  const int attention_tp = std::max(1, in.tp / s.attention_dp);
+  s.kv = kvFootprint(m, in.kv_dtype, in.dtype, attention_tp);
+  s.weights_mib = weightBytesPerRank(m, in.tp, s.attention_dp) / kMiB;
   if (in.graphs && in.cuda_graphs && (!in.graphs->enabled_when || in.graphs->enabled_when->test(env))) {
     s.decode_graph_sizes = static_cast<std::int64_t>(in.graphs->captureSizes(env).size());
     s.prefill_graph_sizes = static_cast<std::int64_t>(in.graphs->prefillCaptureSizes(env).size());
@@ -116,7 +145,9 @@ FitCheck checkFit(const MemorySplit& split, const Workload& w) {
   FitCheck f;
   f.have_mib = std::max(0.0, split.kv_pool_mib);
   for (const auto& g : w.groups) {
-    f.need_mib += static_cast<double>(g.count) * split.kv.requestBytes(g.context, split.page_size) / kMiB;
+    // With attention replicas each GPU holds its replica's share of the requests.
+    const std::int64_t count = (g.count + split.attention_dp - 1) / split.attention_dp;
+    f.need_mib += static_cast<double>(count) * split.kv.requestBytes(g.context, split.page_size) / kMiB;
   }
   if (!split.weightsFit()) {
     f.fits = false;

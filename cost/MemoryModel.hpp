@@ -35,8 +35,12 @@ struct KvFootprint {
 // (kv_lora_rank + rope dim), the same on every rank. Sinks are per-head logits, not KV.
 KvFootprint kvFootprint(const ModelSpec& m, KvCacheDtype kv, DType dtype, int tp);
 
-// Weights on one TP rank: every parameter sharded over TP (MoE experts included, no EP).
-double weightBytesPerRank(const ModelSpec& m, int tp);
+// Weights on one TP rank: every parameter sharded over TP (MoE experts included, no EP). With
+// `attention_dp` attention replicas (SGLang DP attention) the attention projections are sharded over
+// tp / attention_dp ranks only: each replica holds them whole.
+double weightBytesPerRank(const ModelSpec& m, int tp, int attention_dp = 1);
+// Parameters of every layer's attention projections (QKV or MLA's low-rank chain, and the output).
+double attentionParameters(const ModelSpec& m);
 // attnsim's estimate of the forward's activation peak at `tokens` tokens on one rank: the
 // residual stream, the QKV and gated-MLP outputs of one layer, and `logit_rows` fp32 logits.
 double activationPeakBytes(const ModelSpec& m, std::int64_t tokens, std::int64_t logit_rows, int tp);
@@ -51,6 +55,7 @@ struct MemoryInput {
   DType dtype = DType::BF16;
   std::int64_t page_size = 16;
   int tp = 1;
+  int attention_dp = 1;  // attention replicas (ServingPolicy::attention_dp): attention at tp / attention_dp
   bool cuda_graphs = true;
 };
 
@@ -63,13 +68,18 @@ struct MemorySplit {
   std::int64_t kv_pages = 0;
   std::int64_t max_batched_tokens = 0, max_running_requests = 0;
   std::int64_t decode_graph_sizes = 0, prefill_graph_sizes = 0;
+  // Attention replicas: every GPU's pool holds its own replica's requests, so the engine holds
+  // attention_dp × kv_tokens distinct tokens (without DP attention the TP ranks hold the same ones).
+  int attention_dp = 1;
+  [[nodiscard]] std::int64_t engineKvTokens() const { return kv_tokens * attention_dp; }
   std::vector<std::pair<std::string, double>> derived;  // the engine's derived variables, for display
   std::string note, source;
   [[nodiscard]] bool weightsFit() const { return kv_pool_mib > 0; }
 };
 MemorySplit splitMemory(const MemoryInput& in);
 
-// Whether a batch's KV (every group's requests at their context, rounded up to pages) fits the pool.
+// Whether a batch's KV (every group's requests at their context, rounded up to pages) fits the pool;
+// with attention replicas, one replica's share of the requests (rounded up) against one GPU's pool.
 struct FitCheck {
   bool fits = true;
   double need_mib = 0, have_mib = 0;

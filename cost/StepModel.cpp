@@ -15,8 +15,6 @@ namespace attnsim {
 
 namespace {
 
-constexpr std::size_t kOps = static_cast<std::size_t>(StepOp::Count);
-
 std::size_t at(StepOp op) { return static_cast<std::size_t>(op); }
 
 int categoryOf(StepOp op) {
@@ -167,59 +165,18 @@ StepGraph::StepGraph(const ModelSpec& model, bool decode_like) {
     pred_offset_[i + 1] = pred_offset_[i] + static_cast<int>(preds[i].size());
     pred_index_.insert(pred_index_.end(), preds[i].begin(), preds[i].end());
   }
-}
-
-StepTimeline simulateStep(const StepGraph& graph, const StepCosts& costs, GraphMode mode, const LaunchCosts& launch) {
-  StepTimeline t;
-  const auto& nodes = graph.nodes();
-  thread_local std::vector<double> end;
-  end.assign(nodes.size(), 0.0);
-  double cpu = costs.host_plan_us;
-  double gpu_free = 0;
-  bool piece_open = false;
-  if (mode == GraphMode::Full) {
-    cpu += launch.graph_replay_base_us;
-    t.launches = 1;
-  }
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    const StepNode& node = nodes[i];
+  slots_ = kStepOpCount + model.attention_layers.size();
+  schedule_.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const StepNode& node = nodes_[i];
+    ScheduledNode& s = schedule_[i];
     const bool attention = node.op == StepOp::Attention;
-    const double dur =
-        attention ? costs.attention_us[static_cast<std::size_t>(node.attention_type)] : costs.op_us[at(node.op)];
-    const int launches = attention ? costs.attention_launches[static_cast<std::size_t>(node.attention_type)]
-                                   : costs.op_launches[at(node.op)];
-    double ready = 0;
-    for (const int p : graph.predecessors(i)) ready = std::max(ready, end[static_cast<std::size_t>(p)]);
-    // An eager op costs the host kernel_launch_us (PyTorch's dispatch and launch of the op, fitted
-    // per DAG node: a split-KV merge launched from inside the op adds no Python dispatch), and even
-    // with the host ahead the GPU idles eager_gap_us before each stream-launched kernel. A replayed
-    // graph costs the host one graph launch (base) per graph or piece; on the GPU each of its
-    // kernels starts graph_replay_per_node_us after the previous one ends. Both gaps are measured
-    // the same way (measurements/eager_gap.py).
-    double gap = 0;
-    if (mode == GraphMode::Eager || (mode == GraphMode::Piecewise && attention)) {
-      cpu += launch.kernel_launch_us;
-      t.launches += launches;
-      piece_open = false;
-      gap = launch.eager_gap_us * launches;
-    } else {
-      if (mode == GraphMode::Piecewise && !piece_open) {
-        cpu += launch.graph_replay_base_us;
-        t.launches += 1;
-        piece_open = true;
-      }
-      gap = launch.graph_replay_per_node_us * launches;
-    }
-    const double start = std::max({cpu, gpu_free + gap, ready + gap});
-    end[i] = start + dur;
-    gpu_free = end[i];
-    t.gpu_busy_us += dur;
-    t.by_category[static_cast<std::size_t>(categoryOf(node.op))] += dur;
+    s.slot = static_cast<std::uint16_t>(attention ? kStepOpCount + static_cast<std::size_t>(node.attention_type)
+                                                  : at(node.op));
+    s.category = static_cast<std::uint8_t>(categoryOf(node.op));
+    const bool after_attention = i == 0 || nodes_[i - 1].op == StepOp::Attention;
+    s.launch = attention ? NodeLaunch::Attention : after_attention ? NodeLaunch::OpensPiece : NodeLaunch::InPiece;
   }
-  t.step_us = gpu_free;
-  t.cpu_us = cpu;
-  t.nodes = static_cast<int>(nodes.size());
-  return t;
 }
 
 LinearKernels resolveLinearKernels(const Catalog& catalog, const HardwareProfile& hw, const ModelSpec& model) {
@@ -236,7 +193,7 @@ LinearKernels resolveLinearKernels(const Catalog& catalog, const HardwareProfile
 
 namespace {
 
-using OpTimes = std::array<double, kOps>;
+using OpTimes = std::array<double, kStepOpCount>;
 
 struct Roofline {
   const KernelModel& kernel;

@@ -3,6 +3,7 @@
 // timelines: the CPU issuing launches (eager) or graph replays, and the GPU stream running them.
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -49,12 +50,26 @@ enum class StepOp {
   Sampling,
   Count
 };
+inline constexpr std::size_t kStepOpCount = static_cast<std::size_t>(StepOp::Count);
+
 const char* stepOpName(StepOp op);
 
 struct StepNode {
   StepOp op;
   int attention_type = -1;  // index into the model's attention layer types, for Attention nodes
   int layer = -1;
+};
+
+// How the CPU reaches a node under piecewise graphs: attention runs eagerly; any other node either
+// opens a graph piece (the first after an attention node or the step's start) or replays in one.
+enum class NodeLaunch : std::uint8_t { Attention, OpensPiece, InPiece };
+
+// A node as the timeline reads it: its row in a step's cost table (StepOp, or StepOp::Count plus
+// the attention layer type), its summed-time category and how it is launched.
+struct ScheduledNode {
+  std::uint16_t slot = 0;
+  std::uint8_t category = 0;
+  NodeLaunch launch = NodeLaunch::InPiece;
 };
 
 // The topology of one forward step: nodes in topological order and their predecessors (CSR).
@@ -65,9 +80,13 @@ class StepGraph {
   [[nodiscard]] std::span<const int> predecessors(std::size_t i) const {
     return {pred_index_.data() + pred_offset_[i], pred_index_.data() + pred_offset_[i + 1]};
   }
+  [[nodiscard]] const std::vector<ScheduledNode>& schedule() const { return schedule_; }
+  [[nodiscard]] std::size_t slots() const { return slots_; }  // rows of the cost table schedule() indexes
 
  private:
   std::vector<StepNode> nodes_;
+  std::vector<ScheduledNode> schedule_;
+  std::size_t slots_ = 0;
   std::vector<int> pred_offset_;
   std::vector<int> pred_index_;
 };
@@ -98,7 +117,29 @@ struct StepTimeline {
   std::array<double, 4> by_category{};  // attention, gemm, moe, elementwise: summed kernel time
 };
 
+// The step on one GPU stream that runs the graph's nodes in topological order: a node starts when
+// the CPU has launched it, the stream is free and its predecessors are done.
 StepTimeline simulateStep(const StepGraph& graph, const StepCosts& costs, GraphMode mode, const LaunchCosts& launch);
+// The same timeline walked literally, predecessors included. simulateStep gives the same bits without
+// reading predecessors whenever no duration, gap or launch cost is negative or NaN: on one stream every
+// predecessor of a node ends no later than the node before it, so the stream's free time bounds them.
+StepTimeline simulateStepReference(const StepGraph& graph, const StepCosts& costs, GraphMode mode,
+                                   const LaunchCosts& launch);
+
+// StepTimeline::by_category of simulateStep(graph, costs, ...), in any mode: the kernel time of each
+// category, summed in the same order (bit for bit).
+std::array<double, 4> kernelTimeByCategory(const StepGraph& graph, const StepCosts& costs);
+
+// One timeline among several of one graph computed together (simulateStepTimes): its costs and mode.
+struct StepLane {
+  const StepCosts* costs = nullptr;
+  GraphMode mode = GraphMode::Eager;
+};
+// The step time of every lane (each equal to simulateStep(graph, *lane.costs, lane.mode, launch).step_us).
+// The lanes' timelines are independent chains of additions, walked side by side so the CPU overlaps them.
+// Allocation-free once its per-thread tables have grown to the largest call.
+void simulateStepTimes(const StepGraph& graph, std::span<const StepLane> lanes, const LaunchCosts& launch,
+                       std::span<double> step_us);
 
 // Kernel kinds that are not attention, costed by roofline from the model's dimensions.
 struct LinearKernels {

@@ -62,13 +62,20 @@ bool Workload::isUniform() const { return groups.size() == 1; }
 // get_cuda_graph_seq_len_fill_value(), 0 or 1 (CudaGraphRunner.replay_prepare,
 // sglang/srt/model_executor/cuda_graph_runner.py). Here they see their own tokens only.
 Workload Workload::paddedTo(std::int64_t batch) const {
-  Workload w = *this;
-  const std::int64_t extra = batch - requests();
-  if (extra <= 0 || w.groups.empty()) return w;
-  const RequestGroup& last = w.groups.back();
-  w.groups.push_back({.count = extra, .q_len = last.q_len, .context = last.q_len, .tree_topk = last.tree_topk});
-  w.padding += extra;
+  Workload w;
+  padInto(batch, w);
   return w;
+}
+
+void Workload::padInto(std::int64_t batch, Workload& out) const {
+  out.phase = phase;
+  out.groups.assign(groups.begin(), groups.end());
+  out.padding = padding;
+  const std::int64_t extra = batch - requests();
+  if (extra <= 0 || out.groups.empty()) return;
+  const RequestGroup& last = out.groups.back();
+  out.groups.push_back({.count = extra, .q_len = last.q_len, .context = last.q_len, .tree_topk = last.tree_topk});
+  out.padding += extra;
 }
 
 }  // namespace attnsim

@@ -40,6 +40,8 @@ struct Workload {
   // The workload padded to `batch` requests (CUDA-graph padding): the extra requests carry the last
   // group's query length over no cached context.
   [[nodiscard]] Workload paddedTo(std::int64_t batch) const;
+  // paddedTo into `out`, reusing its buffer (no allocation once it has held as many groups).
+  void padInto(std::int64_t batch, Workload& out) const;
 };
 
 }  // namespace attnsim

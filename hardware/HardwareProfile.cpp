@@ -7,7 +7,6 @@ namespace attnsim {
 namespace {
 
 const std::vector<std::string> kVendors{"nvidia", "amd", "huawei", "intel"};
-const std::vector<std::string> kPlatforms{"cuda", "rocm", "npu", "xpu", "cpu"};
 const std::vector<std::string> kArchitectures{"ampere", "ada",   "hopper",  "blackwell", "cdna2",
                                               "cdna3",  "cdna4", "davinci", "xe-hpc",    "sapphire-rapids"};
 const std::vector<std::string> kGrades{"A", "B", "C"};
@@ -31,6 +30,11 @@ PeakThroughput parsePeak(const YamlReader& r) {
 
 }  // namespace
 
+const std::vector<std::string>& platformNames() {
+  static const std::vector<std::string> names{"cuda", "rocm", "npu", "xpu", "cpu"};
+  return names;
+}
+
 bool HardwareProfile::hasFeature(const std::string& f) const {
   return std::find(features.begin(), features.end(), f) != features.end();
 }
@@ -40,7 +44,7 @@ HardwareProfile parseHardwareProfile(const YamlReader& r) {
   h.id = r.get<std::string>("id");
   h.name = r.get<std::string>("name");
   h.vendor = r.getOneOf("vendor", kVendors);
-  h.platform = r.getOneOf("platform", kPlatforms);
+  h.platform = r.getOneOf("platform", platformNames());
   h.architecture = r.getOneOf("architecture", kArchitectures);
   h.compute_capability = r.findNumber("compute_capability", 1.0, 20.0);
   if (h.platform == "cuda" && !h.compute_capability) {

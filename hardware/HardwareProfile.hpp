@@ -57,4 +57,7 @@ struct HardwareProfile {
 
 HardwareProfile parseHardwareProfile(const YamlReader& r);
 
+// The platforms a profile, backend or kernel family may name (cuda, rocm, npu, xpu, cpu).
+const std::vector<std::string>& platformNames();
+
 }  // namespace attnsim

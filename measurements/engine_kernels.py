@@ -324,11 +324,14 @@ class Runner:
     checks each kernel (implementation, KV dtype, phase, launch) against a float32 reference
     before its first timing, and times no kernel that fails the check."""
 
-    def __init__(self, rec, mixed_rec, timed, attention_work):
+    def __init__(self, rec, mixed_rec, timed, attention_work, phases=None):
         self.rec, self.mixed_rec, self.timed, self.attention_work = rec, mixed_rec, timed, attention_work
+        self.phases = phases  # None: every phase
         self.checked = set()
 
     def measure(self, impl, phase, made, shape, work, dtype="bf16", commit="", page=0, rec=None):
+        if self.phases and phase not in self.phases:
+            return
         b, q_len, kv_len, heads, kv_heads, d = shape
         try:
             run, check, note = made()
@@ -365,6 +368,17 @@ def kv_work(b, q_len, kv_len, heads, kv_heads, d, phase, kv_bytes=2):
     return work
 
 
+def mixed_shapes(quick):
+    """(prefill chunk, decodes, decodes' context, query heads) of the mixed batches: the first set
+    (chunks of 512 and 2048 beside 8 or 32 decodes at 4096) and, at other contexts, batches that
+    give the held-out split (contexts 1024 and 8192) mixed points of its own."""
+    if quick:
+        return [(512, 8, 4096, 32)]
+    first = [(ck, n, 4096, h) for ck in (512, 2048) for n in (8, 32) for h in (32, 64)]
+    more = [(ck, n, c, 32) for c in (1024, 8192, 16384) for ck in (256, 2048) for n in (4, 64)]
+    return first + more
+
+
 def measure_vllm(runner, mods, commit, quick):
     uni = "vllm_triton_unified"
     for b, c, h, kh, d in decode_shapes(quick):
@@ -380,8 +394,7 @@ def measure_vllm(runner, mods, commit, quick):
     for ql, c, h, kh, d in extend_shapes(quick):
         runner.measure(uni, "extend", lambda: vllm_unified_call(mods["unified"], [(ql, c)], h, kh, d, torch.bfloat16),
                        (1, ql, c, h, kh, d), kv_work(1, ql, c, h, kh, d, "extend"), "bf16", commit, VLLM_BLOCK)
-    for chunk, n, c, h in ([(512, 8, 4096, 32)] if quick else
-                           [(ck, n, 4096, h) for ck in (512, 2048) for n in (8, 32) for h in (32, 64)]):
+    for chunk, n, c, h in mixed_shapes(quick):
         seqs = [(1, c)] * n + [(chunk, chunk)]
         parts = [kv_work(n, 1, c, h, 8, 128, "decode"), kv_work(1, chunk, chunk, h, 8, 128, "prefill")]
         work = lambda aw, parts=parts: tuple(map(sum, zip(*(p(aw) for p in parts))))
@@ -425,8 +438,9 @@ def load(vllm_src=None, sglang_src=None):
     return loaded
 
 
-def measure(loaded, rec, mixed_rec, quick, timed, attention_work):
-    """Every loaded engine's kernels; mixed batches go to `mixed_rec` (the importer takes one shape a row)."""
-    runner = Runner(rec, mixed_rec, timed, attention_work)
+def measure(loaded, rec, mixed_rec, quick, timed, attention_work, phases=None):
+    """Every loaded engine's kernels (of `phases` only, when given); mixed batches go to `mixed_rec`
+    (the importer takes one shape a row)."""
+    runner = Runner(rec, mixed_rec, timed, attention_work, phases)
     for fn, mods, commit in loaded:
         fn(runner, mods, commit, quick)

@@ -473,7 +473,8 @@ def measure_engines(engines, rec, args):
     if not engines:
         return
     mixed = Recorder(args.out[:-4] + "_mixed.csv" if args.out.endswith(".csv") else args.out + "_mixed")
-    engine_kernels.measure(engines, rec, mixed, args.quick, timed, attention_work)
+    phases = set(filter(None, args.engine_phases.split(","))) or None
+    engine_kernels.measure(engines, rec, mixed, args.quick, timed, attention_work, phases)
     print(f"engine: {mixed.count} mixed-batch rows in {mixed.file.name}", flush=True)
     for path in (args.out, mixed.file.name):
         with open(path) as f:
@@ -506,6 +507,9 @@ def main():
     parser.add_argument("--kernels", help="also write the kernels each SDPA backend runs to this text file")
     parser.add_argument("--vllm-src", help="a vLLM source tree: measure its Triton attention kernels")
     parser.add_argument("--sglang-src", help="an SGLang source tree: measure its Triton attention kernels")
+    parser.add_argument("--engine-phases", default="",
+                        help="comma list of the engine kernels' phases to measure (decode, prefill, extend, mixed); "
+                             "all by default")
     args = parser.parse_args()
     try:
         engines = engine_kernels.load(args.vllm_src, args.sglang_src)

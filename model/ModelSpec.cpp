@@ -13,6 +13,15 @@ namespace {
 const std::vector<std::string> kDtypes{"fp32", "fp16", "bf16"};
 const std::vector<std::string> kWeightDtypes{"fp32", "fp16", "bf16", "fp8", "mxfp4", "nvfp4", "int4"};
 
+DualChunkSpec parseDualChunk(const YamlReader& r) {
+  DualChunkSpec d;
+  d.chunk_size = static_cast<int>(r.getInt("chunk_size", 1, 1 << 30));
+  d.local_size = static_cast<int>(r.getInt("local_size", 1, 1 << 30));
+  d.original_max_position_embeddings = static_cast<int>(r.getInt("original_max_position_embeddings", 1, 1 << 30));
+  r.finish();
+  return d;
+}
+
 MlaGeometry parseMla(const YamlReader& r) {
   MlaGeometry m;
   m.q_lora_rank = static_cast<int>(r.getInt("q_lora_rank", 0, 65536));
@@ -53,6 +62,14 @@ AttentionLayerSpec parseLayer(const std::string& name, const YamlReader& r) {
 }
 
 }  // namespace
+
+const std::vector<std::string>& ropeStyles() {
+  // rtp_llm/cpp/model_utils/RopeConfig.h:RopeStyle @ 44027b7e: No, Base, Glm2, DynamicNTK, QwenDynamicNTK,
+  // Yarn, Llama3, Mrope.
+  static const std::vector<std::string> styles{"no",   "base",   "glm2", "dynamicntk", "qwendynamicntk",
+                                               "yarn", "llama3", "mrope"};
+  return styles;
+}
 
 double ModelSpec::parameterBytes() const {
   double bits = 16;
@@ -160,6 +177,8 @@ ModelSpec parseModelSpec(const YamlReader& r) {
     m.encoder = e;
   }
   m.mm_prefix_lm = r.get<bool>("mm_prefix_lm", false);
+  m.rope_style = r.findOneOf("rope_style", ropeStyles()).value_or("base");
+  if (auto dual = r.findMap("dual_chunk_attention_config")) m.dual_chunk = parseDualChunk(*dual);
   m.source = r.get<std::string>("source");
   r.finish();
   return m;

@@ -45,6 +45,13 @@ struct MoeSpec {
   int first_dense_layers = 0;
 };
 
+// SGLang's and vLLM's dual chunk attention (hf_config.dual_chunk_attention_config, Qwen2.5-1M).
+struct DualChunkSpec {
+  int chunk_size = 0;
+  int local_size = 0;
+  int original_max_position_embeddings = 0;
+};
+
 struct EncoderSpec {
   std::string layer;  // name of an attention layer spec
   int num_layers = 0;
@@ -74,6 +81,11 @@ struct ModelSpec {
   std::vector<std::string> layer_pattern;  // repeated over num_layers
   std::optional<EncoderSpec> encoder;      // multimodal vision encoder
   bool mm_prefix_lm = false;               // bidirectional attention over multimodal prefix tokens
+  // The rotary embedding style, named as RTP-LLM's RopeStyle enum (rtp_llm/cpp/model_utils/RopeConfig.h
+  // @ 44027b7e) spells it, lower case: what config.json's rope_scaling makes of the model (no
+  // rope_scaling: base; "linear": base with a scale; "llama3", "yarn", "dynamic" (dynamicntk), "mrope").
+  std::string rope_style = "base";
+  std::optional<DualChunkSpec> dual_chunk;  // hf_config.dual_chunk_attention_config
   std::string source;
 
   [[nodiscard]] const AttentionLayerSpec& layer(const std::string& name) const;
@@ -94,6 +106,9 @@ struct ModelSpec {
   // attention and embeddings in bf16).
   [[nodiscard]] double parameterBytes() const;
 };
+
+// The values rope_style accepts (RopeStyle's enumerators, lower case).
+const std::vector<std::string>& ropeStyles();
 
 ModelSpec parseModelSpec(const YamlReader& r);
 

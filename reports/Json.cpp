@@ -126,11 +126,34 @@ json parametersJson(const ScenarioPrediction& sp) {
                       {"compute_efficiency", k.compute_efficiency},
                       {"memory_efficiency", k.memory_efficiency},
                       {"fixed_us", k.fixed_us},
+                      {"provenance", provenanceName(k.provenance)},
+                      {"band", k.band},
+                      {"band_basis", bandBasisName(k.band_basis)},
                       {"source", k.source}});
   }
   const HardwareProfile& hw = *sp.hardware;
   params.push_back({{"hardware", hw.id}, {"launch_overheads_source", hw.overheads.source}, {"source", hw.source}});
   return params;
+}
+
+// The prediction's provenance and bands, with the intervals they give.
+json uncertaintyJson(const ScenarioPrediction& sp) {
+  const Prediction& p = sp.prediction;
+  const PredictionUncertainty& u = p.uncertainty;
+  const double step = sp.stepUs();
+  const double band = sp.cuda_graphs ? u.graph_band : u.eager_band;
+  return {{"provenance", provenanceName(u.provenance)},
+          {"band_basis", bandBasisName(u.basis)},
+          {"attention_band", u.attention_band},
+          {"non_attention_band", u.non_attention_band},
+          {"step_band_eager", u.eager_band},
+          {"step_band_graph", sp.cuda_graphs ? json(u.graph_band) : json()},
+          {"tie_band", sp.cuda_graphs ? u.graph_tie_band : u.eager_tie_band},
+          {"step_us", step},
+          {"step_us_low", bandLow(step, band)},
+          {"step_us_high", bandHigh(step, band)},
+          {"attention_us_low", bandLow(p.attention_us, u.attention_band)},
+          {"attention_us_high", bandHigh(p.attention_us, u.attention_band)}};
 }
 
 json scenarioJson(const ScenarioPrediction& sp) {
@@ -181,6 +204,7 @@ json predictionJson(const ScenarioPrediction& sp, const Catalog& c) {
               {"capture_sizes", p.graph_decision.capture_sizes},
               {"capture_ms", p.graph_decision.capture_ms},
               {"capture_mib", p.graph_decision.capture_mib},
+              {"uncertainty", uncertaintyJson(sp)},
               {"parameters", parametersJson(sp)},
               {"selection", backendJson(sp.backend)},
               {"scenario", scenarioJson(sp)},
@@ -199,21 +223,32 @@ json rankingJson(const Ranking& r, const Catalog& c) {
                       {"attention_us", row.attention_us},
                       {"margin_to_next", row.margin_to_next},
                       {"bound", row.bound},
-                      {"engine_default", row.engine_default}});
+                      {"engine_default", row.engine_default},
+                      {"provenance", provenanceName(row.provenance)},
+                      {"band", row.band},
+                      {"tie_band", row.tie_band},
+                      {"attention_band", row.attention_band},
+                      {"step_us_low", bandLow(row.step_us, row.band)},
+                      {"step_us_high", bandHigh(row.step_us, row.band)},
+                      {"tie_group", row.tie_group},
+                      {"tied", row.tied}});
+  }
+  json groups = json::array();
+  for (const auto& row : r.ranked) {
+    if (groups.size() < static_cast<std::size_t>(row.tie_group)) groups.push_back(json::array());
+    groups.back().push_back(row.engine + ":" + row.backend);
   }
   json defaults = json::object();
   for (const auto& d : r.defaults) {
-    defaults[d.engine] = {{"backend", d.backend},
-                          {"step_us", d.step_us},
-                          {"best_backend", d.best_backend},
-                          {"regret", d.regret},
-                          {"regret_us", d.regret_us}};
+    defaults[d.engine] = {{"backend", d.backend}, {"step_us", d.step_us},     {"best_backend", d.best_backend},
+                          {"regret", d.regret},   {"regret_us", d.regret_us}, {"within_band", d.within_band}};
   }
   json invalid = json::object();
   for (const auto& [name, reason] : r.invalid) invalid[name] = reason;
   json resolved = json::object();
   for (const auto& [name, runs] : r.resolved) resolved[name] = {{"runs", runs.first}, {"why", runs.second}};
   return {{"ranked", ranked},
+          {"tie_groups", groups},
           {"engine_defaults", defaults},
           {"invalid", invalid},
           {"resolved", resolved},

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <map>
 
 #include "core/Files.hpp"
 #include "reports/StudyReports.hpp"
@@ -58,6 +59,15 @@ void writeStudyReport(const StudyReport& report, const std::string& dir) {
 
 namespace study_report {
 
+// How many stored predictions rest on each provenance ("" : written before schema 4, no band).
+std::map<std::string, std::int64_t> provenanceCounts(const StudyData& data) {
+  std::map<std::string, std::int64_t> n{{"measured", 0}, {"published", 0}, {"default", 0}};
+  for (const auto& c : data.candidates) {
+    if (c.predicted) ++n[c.provenance.empty() ? "unbanded" : c.provenance];
+  }
+  return n;
+}
+
 void provenance(HtmlDocument& doc, const StudyData& data, const std::string& command) {
   const StudySweep& w = data.sweep;
   doc.paragraph(fmt::format(
@@ -68,10 +78,17 @@ void provenance(HtmlDocument& doc, const StudyData& data, const std::string& com
           ? "rebuilt from the store's catalog_files"
           : "not stored: names resolved with this attnsim's catalog, hash " + data.catalog.contentHash(),
       w.program_version, ATTNSIM_VERSION, calibrationText(w)));
-  doc.paragraph(
-      "Uncertainty: every time below is a model prediction with no band: uncalibrated default (the predictions "
-      "carry no uncertainty yet; the held-out error of the fitted kernel families is in docs/validation/"
-      "validation.md). Measured times, where shown, are medians with their p20-p80 spread.");
+  const auto n = provenanceCounts(data);
+  doc.paragraph(fmt::format(
+      "Uncertainty: every time below is a model prediction with a relative band (±) from where its attention "
+      "kernel's figures come from: of the {} predictions, {} rest on a measured fit (band: its held-out p90 error), "
+      "{} on a published figure (±{:.0f}%) and {} on catalog defaults (±{:.0f}%){}; the rest of the step counts "
+      "±{:.0f}% unless calibrated (docs/COST_MODEL.md 'Uncertainty'). Measured times, where shown, are medians with "
+      "their p20-p80 spread.",
+      n.at("measured") + n.at("published") + n.at("default") + (n.count("unbanded") ? n.at("unbanded") : 0),
+      n.at("measured"), n.at("published"), 100 * kPublishedBand, n.at("default"), 100 * kDefaultBand,
+      n.count("unbanded") ? fmt::format(", {} written before schema 4 with no band", n.at("unbanded")) : "",
+      100 * kNonAttentionDefaultBand));
   doc.paragraph("Regenerate with:");
   doc.command(command);
 }
@@ -88,7 +105,9 @@ nlohmann::json provenanceJson(const StudyData& data) {
           {"report_version", ATTNSIM_VERSION},
           {"points", w.points},
           {"stored_points", w.stored_points},
-          {"uncertainty", "no band: uncalibrated default"}};
+          {"uncertainty",
+           {{"predictions_by_provenance", provenanceCounts(data)},
+            {"rule", "docs/COST_MODEL.md Uncertainty: relative bands; ties within the attention bands"}}}};
 }
 
 std::string modelClass(const Catalog& catalog, const std::string& model) {

@@ -22,19 +22,29 @@ struct PriorityRow {
   std::string engine, hardware, model_class;
   std::set<std::string> models, defaults;
   std::int64_t points = 0, refused = 0, unranked = 0, ranked = 0, fastest = 0;
-  double regret_sum = 0, worst = 0;
+  std::int64_t tied = 0, wrong = 0;  // slower than the fastest: within the bands, or beyond them
+  double regret_sum = 0, worst = 0, band_sum = 0;
   std::string worst_where;
-  std::map<std::string, int> faster;  // backends that beat the default, with how often
+  std::map<std::string, int> faster;  // backends that beat the default beyond the bands, with how often
 };
 
-std::string backendAt(const StudyData& data, std::size_t i, const std::optional<std::int64_t>& slot) {
-  if (!slot) return {};
+const StudyCandidate* candidateAt(const StudyData& data, std::size_t i, const std::optional<std::int64_t>& slot) {
+  if (!slot) return nullptr;
   const auto [begin, end] = data.candidatesOf(i);
   for (std::size_t c = begin; c < end; ++c) {
-    if (data.candidates[c].slot == *slot) return data.candidates[c].backend;
+    if (data.candidates[c].slot == *slot) return &data.candidates[c];
   }
-  return {};
+  return nullptr;
 }
+
+std::string backendAt(const StudyData& data, std::size_t i, const std::optional<std::int64_t>& slot) {
+  const StudyCandidate* c = candidateAt(data, i, slot);
+  return c ? c->backend : std::string();
+}
+
+// A default slower than the fastest counts as wrong only beyond the uncertainty bands; a point
+// written before schema 4 has no bands and counts as before.
+bool tiedWithFastest(const StudyPoint& p) { return p.default_within_band.value_or(false); }
 
 void count(PriorityRow& row, const StudyData& data, std::size_t i) {
   const StudyPoint& p = data.points[i];
@@ -50,9 +60,13 @@ void count(PriorityRow& row, const StudyData& data, std::size_t i) {
   }
   ++row.ranked;
   row.defaults.insert(backendAt(data, i, p.default_slot));
+  if (const StudyCandidate* d = candidateAt(data, i, p.default_slot)) row.band_sum += d->band;
   if (*p.default_rank == 1) {
     ++row.fastest;
+  } else if (tiedWithFastest(p)) {
+    ++row.tied;
   } else {
+    ++row.wrong;
     ++row.faster[backendAt(data, i, p.best_slot)];
   }
   row.regret_sum += *p.regret;
@@ -90,17 +104,19 @@ std::string fasterText(const std::map<std::string, int>& faster) {
 
 ReportTable summaryTable(const std::vector<PriorityRow>& rows) {
   ReportTable t{{"engine", "hardware", "model class", "models", "points", "refused", "ranked", "default fastest",
-                 "mean regret", "worst regret", "worst at", "engine's default", "faster instead (points)"},
+                 "tied within band", "wrong beyond band", "default's band (mean)", "mean regret", "worst regret",
+                 "worst at", "engine's default", "faster beyond the band instead (points)"},
                 {}};
   for (const auto& r : rows) {
     const bool any = r.ranked > 0;
+    const auto n = static_cast<double>(r.ranked);
     t.rows.push_back(
         {r.engine, r.hardware, r.model_class, join(std::vector<std::string>(r.models.begin(), r.models.end()), ", "),
          std::to_string(r.points), std::to_string(r.refused), std::to_string(r.ranked),
-         any ? percent(static_cast<double>(r.fastest) / static_cast<double>(r.ranked)) : "-",
-         any ? percent(r.regret_sum / static_cast<double>(r.ranked)) : "-", any ? percent(r.worst) : "-",
-         r.worst > 0 ? r.worst_where : "-", join(std::vector<std::string>(r.defaults.begin(), r.defaults.end()), ", "),
-         fasterText(r.faster)});
+         any ? percent(static_cast<double>(r.fastest) / n) : "-", std::to_string(r.tied), std::to_string(r.wrong),
+         any ? "±" + percent(r.band_sum / n) : "-", any ? percent(r.regret_sum / static_cast<double>(r.ranked)) : "-",
+         any ? percent(r.worst) : "-", r.worst > 0 ? r.worst_where : "-",
+         join(std::vector<std::string>(r.defaults.begin(), r.defaults.end()), ", "), fasterText(r.faster)});
   }
   return t;
 }
@@ -118,6 +134,9 @@ json rowsJson(const std::vector<PriorityRow>& rows) {
                    {"ranked", r.ranked},
                    {"default_fastest",
                     r.ranked ? json(static_cast<double>(r.fastest) / static_cast<double>(r.ranked)) : json(nullptr)},
+                   {"tied_within_band", r.tied},
+                   {"wrong_beyond_band", r.wrong},
+                   {"mean_default_band", r.ranked ? json(r.band_sum / static_cast<double>(r.ranked)) : json(nullptr)},
                    {"mean_regret", r.ranked ? json(r.regret_sum / static_cast<double>(r.ranked)) : json(nullptr)},
                    {"worst_regret", r.ranked ? json(r.worst) : json(nullptr)},
                    {"worst_at", r.worst_where},
@@ -134,9 +153,15 @@ HeatCell regretCell(const StudyData& data, std::size_t i) {
   if (!p.default_rank || !p.regret) return {"#eeeeee", "-", where + ": the engine's choice is not ranked here"};
   const std::string chosen = backendAt(data, i, p.default_slot);
   if (*p.default_rank == 1) return {regretColor(0), "", where + ": " + chosen + " (the engine's choice) is fastest"};
-  return {regretColor(*p.regret), *p.regret < 0.005 ? "<1" : fmt::format("{:.0f}", 100 * *p.regret),
-          fmt::format("{}: the engine picks {}, {} is faster; regret {} ({} µs per step)", where, chosen,
-                      backendAt(data, i, p.best_slot), percent(*p.regret), micros(p.regret_us.value_or(0)))};
+  const bool tied = tiedWithFastest(p);
+  const StudyCandidate* d = candidateAt(data, i, p.default_slot);
+  const StudyCandidate* best = candidateAt(data, i, p.best_slot);
+  return {regretColor(*p.regret),
+          fmt::format("{}{}", tied ? "≈" : "", *p.regret < 0.005 ? "<1" : fmt::format("{:.0f}", 100 * *p.regret)),
+          fmt::format("{}: the engine picks {} (±{}), {} (±{}) is faster; regret {} ({} µs per step), {}", where,
+                      chosen, percent(d ? d->band : 0), best ? best->backend : "", percent(best ? best->band : 0),
+                      percent(*p.regret), micros(p.regret_us.value_or(0)),
+                      tied ? "within the uncertainty bands (a tie)" : "beyond the uncertainty bands")};
 }
 
 // One heat map per engine: rows hardware · model · options, columns the workloads in spec order.
@@ -174,6 +199,7 @@ std::vector<LegendItem> regretLegend() {
           {regretColor(0.1), "10% slower than the fastest valid backend"},
           {regretColor(0.25), "25%"},
           {regretColor(0.5), "50% or more"},
+          {"#ffffff", "≈ within the uncertainty bands: a tie, not counted wrong"},
           {"#bdbdbd", "× the engine refuses the configuration"},
           {"#eeeeee", "- the engine's choice is not ranked"}};
 }
@@ -194,6 +220,14 @@ StudyReport prioritiesReport(const StudyData& data) {
       "up per engine, device and model class: 'default fastest' is the share of the ranked points where the pick "
       "is the fastest, 'faster instead' names the backends that beat it, and the last section checks the "
       "predictions against measured kernels where the store has them.");
+  doc.paragraph(
+      "Uncertainty: every predicted step time carries a relative band from the provenance of its kernel's figures "
+      "(a measured fit's held-out error, a published figure's or the catalog default's documented band; "
+      "docs/COST_MODEL.md 'Uncertainty'). A default slower than the fastest backend is counted as a wrong default "
+      "only when the gap exceeds the two attention calls' bands ('wrong beyond band'; the rest of the step is the "
+      "same work for both); within them the point is a tie within uncertainty ('tied within band', '≈' in the "
+      "heat maps), not evidence against the priority list. Points written by a store older than schema 4 carry "
+      "no band and count as before.");
   doc.heading("Where the priority list is wrong");
   doc.paragraph(
       "One heat map per engine. A cell is one point: its number is the regret in percent ('<1': under 1%), empty "

@@ -26,6 +26,9 @@ struct Entry {
   bool present = false, valid = false;
   std::string backend, reason, bound, graph_mode;
   double attention_us = 0, step_us = 0, eager_us = 0, graph_us = 0;
+  double band = 0;      // relative band of step_us
+  double tie_band = 0;  // the band two entries are compared with
+  std::string provenance;
 };
 
 struct Aligned {
@@ -95,8 +98,10 @@ Entry entryOf(const StudyData& data, std::size_t i, const Subject& s) {
     const StudyCandidate& cand = data.candidates[c];
     const bool chosen = s.backend.empty() ? p.default_slot && cand.slot == *p.default_slot : cand.backend == s.backend;
     if (!chosen) continue;
-    e = {true,         cand.predicted, cand.backend, cand.reason, cand.bound, cand.graph_mode, cand.attention_us,
-         cand.step_us, cand.eager_us,  cand.graph_us};
+    e = {true,         cand.predicted, cand.backend,  cand.reason, cand.bound,    cand.graph_mode, cand.attention_us,
+         cand.step_us, cand.eager_us,  cand.graph_us, cand.band,   cand.tie_band, cand.provenance};
+    // Devices compared: nothing of the step is shared, so the whole step's band separates them.
+    if (!s.hardware.empty()) e.tie_band = e.band;
     if (!cand.predicted && e.reason.empty()) e.reason = p.valid ? "not ranked" : p.refusal;
     return e;
   }
@@ -128,8 +133,14 @@ std::vector<Aligned> align(const StudyData& data, const WhatIfOptions& o, const 
   return out;
 }
 
-// The fastest valid subject and its margin over the next (nullopt: fewer than one valid).
-std::optional<std::pair<std::size_t, double>> winner(const Aligned& a) {
+// The fastest valid subject, its margin over the next (-1: none other valid), and whether the two
+// are tied within their uncertainty bands.
+struct Winner {
+  std::size_t index = 0;
+  double margin = -1;
+  bool tied = false;
+};
+std::optional<Winner> winner(const Aligned& a) {
   std::optional<std::size_t> best, second;
   for (std::size_t s = 0; s < a.entries.size(); ++s) {
     if (!a.entries[s].valid) continue;
@@ -141,13 +152,17 @@ std::optional<std::pair<std::size_t, double>> winner(const Aligned& a) {
     }
   }
   if (!best) return std::nullopt;
-  return std::pair{*best, second ? a.entries[*second].step_us / a.entries[*best].step_us - 1 : -1.0};
+  if (!second) return Winner{*best, -1.0, false};
+  const Entry& b = a.entries[*best];
+  const Entry& n = a.entries[*second];
+  return Winner{*best, n.step_us / b.step_us - 1, withinBands(b.step_us, b.tie_band, n.step_us, n.tie_band)};
 }
 
 std::string entryText(const Subject& s, const Entry& e) {
   if (!e.present) return s.label + ": not swept here";
   if (!e.valid) return s.label + ": refused: " + e.reason;
-  return fmt::format("{}: {} step {} µs (attention {} µs, {}-bound, {})", s.label, e.backend, micros(e.step_us),
+  return fmt::format("{}: {} step {} µs ±{} ({} figures; attention {} µs, {}-bound, {})", s.label, e.backend,
+                     micros(e.step_us), percent(e.band), e.provenance.empty() ? "unknown" : e.provenance,
                      micros(e.attention_us), e.bound, e.graph_mode);
 }
 
@@ -157,9 +172,10 @@ HeatCell winnerCell(const Aligned& a, const std::vector<Subject>& subjects) {
   const std::string tooltip = a.panel + " · " + a.workload + "\n" + join(lines, "\n");
   const auto w = winner(a);
   if (!w) return {"#bdbdbd", "×", tooltip};
-  if (w->second < 0) return {fadedColor(paletteColor(w->first), 0.25), "only", tooltip};
-  return {fadedColor(paletteColor(w->first), 0.3 + 0.7 * std::min(1.0, w->second / 0.5)),
-          w->second < 0.005 ? "<1" : fmt::format("{:.0f}", 100 * w->second), tooltip};
+  if (w->margin < 0) return {fadedColor(paletteColor(w->index), 0.25), "only", tooltip};
+  const std::string margin = w->margin < 0.005 ? "<1" : fmt::format("{:.0f}", 100 * w->margin);
+  if (w->tied) return {fadedColor(paletteColor(w->index), 0.15), "≈" + margin, tooltip + "\n(tied within the bands)"};
+  return {fadedColor(paletteColor(w->index), 0.3 + 0.7 * std::min(1.0, w->margin / 0.5)), margin, tooltip};
 }
 
 std::vector<HeatMap> decodeMaps(const std::vector<Aligned>& rows, const std::vector<Subject>& subjects) {
@@ -198,8 +214,8 @@ std::vector<HeatMap> decodeMaps(const std::vector<Aligned>& rows, const std::vec
 }
 
 struct SubjectSummary {
-  std::int64_t points = 0, valid = 0, wins = 0, memory_bound = 0, graphed = 0;
-  double attention_sum = 0, step_sum = 0, graph_gain_sum = 0;
+  std::int64_t points = 0, valid = 0, wins = 0, ties = 0, memory_bound = 0, graphed = 0;
+  double attention_sum = 0, step_sum = 0, graph_gain_sum = 0, band_sum = 0;
   std::map<std::string, int> reasons;
 };
 
@@ -217,7 +233,10 @@ std::vector<SubjectSummary> summarize(const std::vector<Aligned>& rows, std::siz
         continue;
       }
       ++sum.valid;
-      sum.wins += w && w->first == s && w->second >= 0 ? 1 : 0;
+      const bool first = w && w->index == s && w->margin >= 0;
+      sum.wins += first && !w->tied ? 1 : 0;  // fastest beyond the bands
+      sum.ties += first && w->tied ? 1 : 0;
+      sum.band_sum += e.band;
       sum.memory_bound += e.bound == "memory" ? 1 : 0;
       sum.attention_sum += e.attention_us;
       sum.step_sum += e.step_us;
@@ -238,13 +257,14 @@ std::string reasonsText(const std::map<std::string, int>& reasons) {
 }
 
 ReportTable summaryTable(const std::vector<Subject>& subjects, const std::vector<SubjectSummary>& sums) {
-  ReportTable t{{"compared", "points", "valid", "fastest at", "mean attention µs", "mean step µs", "memory-bound",
-                 "graphs save (mean)", "refused because (points)"},
+  ReportTable t{{"compared", "points", "valid", "fastest at", "tied fastest at", "band (mean)", "mean attention µs",
+                 "mean step µs", "memory-bound", "graphs save (mean)", "refused because (points)"},
                 {}};
   for (std::size_t s = 0; s < subjects.size(); ++s) {
     const SubjectSummary& m = sums[s];
     const double v = static_cast<double>(std::max<std::int64_t>(1, m.valid));
     t.rows.push_back({subjects[s].label, std::to_string(m.points), std::to_string(m.valid), std::to_string(m.wins),
+                      std::to_string(m.ties), m.valid ? "±" + percent(m.band_sum / v) : "-",
                       m.valid ? micros(m.attention_sum / v) : "-", m.valid ? micros(m.step_sum / v) : "-",
                       m.valid ? percent(static_cast<double>(m.memory_bound) / v) : "-",
                       m.graphed ? percent(m.graph_gain_sum / static_cast<double>(m.graphed)) : "-",
@@ -262,9 +282,10 @@ ReportTable otherWorkloads(const std::vector<Aligned>& rows, const std::vector<S
     std::vector<std::string> row{a.panel, a.workload};
     for (const auto& e : a.entries) row.push_back(!e.present ? "-" : e.valid ? micros(e.step_us) : "refused");
     const auto w = winner(a);
-    row.push_back(!w              ? "-"
-                  : w->second < 0 ? subjects[w->first].label + " (only)"
-                                  : fmt::format("{} (+{})", subjects[w->first].label, percent(w->second)));
+    row.push_back(!w ? "-"
+                  : w->margin < 0
+                      ? subjects[w->index].label + " (only)"
+                      : fmt::format("{}{} (+{})", w->tied ? "≈ " : "", subjects[w->index].label, percent(w->margin)));
     t.rows.push_back(std::move(row));
   }
   return t;
@@ -284,7 +305,9 @@ json alignedJson(const std::vector<Aligned>& rows, const std::vector<Subject>& s
                   {"eager_us", e.eager_us},
                   {"graph_us", e.graph_us},
                   {"bound", e.bound},
-                  {"graph_mode", e.graph_mode}});
+                  {"graph_mode", e.graph_mode},
+                  {"band", e.band},
+                  {"provenance", e.provenance}});
       } else {
         j["reason"] = e.reason;
       }
@@ -294,8 +317,9 @@ json alignedJson(const std::vector<Aligned>& rows, const std::vector<Subject>& s
     out.push_back({{"where", a.panel},
                    {"workload", a.workload},
                    {"entries", entries},
-                   {"fastest", w ? json(subjects[w->first].label) : json(nullptr)},
-                   {"margin", w && w->second >= 0 ? json(w->second) : json(nullptr)}});
+                   {"fastest", w ? json(subjects[w->index].label) : json(nullptr)},
+                   {"margin", w && w->margin >= 0 ? json(w->margin) : json(nullptr)},
+                   {"tied_within_band", w && w->tied}});
   }
   return out;
 }
@@ -332,8 +356,10 @@ StudyReport whatIfReport(const StudyData& data, const WhatIfOptions& options) {
   const auto sums = summarize(rows, subjects.size());
   doc.paragraph(
       "How to read it: each compared item is looked up at every point of the sweep where it applies; 'fastest at' "
-      "counts the points where it has the shortest predicted step time among the compared items. 'graphs save' is "
-      "the eager step time over the CUDA-graph one, minus 1, where the engine runs graphs.");
+      "counts the points where it has the shortest predicted step time among the compared items by more than the "
+      "two attention calls' uncertainty bands (the whole steps' bands when devices are compared); 'tied fastest at' "
+      "counts those within them (a tie, '≈' below; docs/COST_MODEL.md 'Uncertainty'). 'graphs save' is the eager "
+      "step time over the CUDA-graph one, minus 1, where the engine runs graphs.");
   doc.heading("Side by side");
   doc.table(summaryTable(subjects, sums));
   doc.heading("Which one wins over batch × context (decode)");
@@ -353,6 +379,7 @@ StudyReport whatIfReport(const StudyData& data, const WhatIfOptions& options) {
                        {"points", sums[s].points},
                        {"valid", sums[s].valid},
                        {"fastest_at", sums[s].wins},
+                       {"tied_fastest_at", sums[s].ties},
                        {"refusals", sums[s].reasons}});
   }
   report.json = {{"kind", "whatif"},

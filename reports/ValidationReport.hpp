@@ -11,5 +11,7 @@ namespace attnsim {
 // validation.md; it links the scatter plot as scatter.svg.
 std::string validationMarkdown(const Validation& validation, const StepValidation& steps);
 std::string validationScatterSvg(const Validation& validation);
+// Every held-out point: hardware, kernel, implementation, phase, shape, measured, before and after (µs).
+std::string validationPointsCsv(const Validation& validation);
 
 }  // namespace attnsim

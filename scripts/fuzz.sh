@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Runs one libFuzzer target for SECONDS on its seed corpus (fuzz/corpus/TARGET, read-only; new
-# inputs go to build-fuzz/corpus/TARGET). Builds build-fuzz with clang (-DATTNSIM_FUZZ=ON) first.
+# inputs go to BUILD/corpus/TARGET). Builds BUILD (FUZZ_BUILD, default build-fuzz) with clang
+# (-DATTNSIM_FUZZ=ON) first when it is not configured; scripts/test.sh passes its sanitizer build.
 #   scripts/fuzz.sh TARGET SECONDS     TARGET: fuzz_hardware fuzz_backend fuzz_model fuzz_measurements fuzz_cli
+#                                       fuzz_sweep_spec fuzz_traces
 # Prints libFuzzer's last status line (execs, coverage); a finding leaves its input under
-# build-fuzz/findings/TARGET/ and exits non-zero. Keep each fixed finding as a regression case
+# BUILD/findings/TARGET/ and exits non-zero. Keep each fixed finding as a regression case
 # in tests/data/bad_inputs/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +15,7 @@ seconds=${2:?usage: scripts/fuzz.sh TARGET SECONDS}
 cxx=${FUZZ_CXX:-clang++-14}
 command -v "$cxx" >/dev/null || { echo "fuzz.sh: $cxx not found (set FUZZ_CXX)" >&2; exit 2; }
 
-build=build-fuzz
+build=${FUZZ_BUILD:-build-fuzz}
 if [[ ! -f $build/build.ninja ]]; then
   cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$cxx" -DATTNSIM_FUZZ=ON \
     -DATTNSIM_BUILD_TESTS=OFF -DATTNSIM_BUILD_BENCH=OFF -DATTNSIM_BUILD_PYTHON=OFF \

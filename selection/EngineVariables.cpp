@@ -87,6 +87,9 @@ void addModelVariables(Env& env, const ModelSpec& m, std::int64_t tp) {
   env["has_sliding_window"] = m.hasSlidingWindow();
   env["head_size"] = static_cast<std::int64_t>(decisive.validatedHeadSize());
   env["head_size_v"] = static_cast<std::int64_t>(decisive.head_dim_v);
+  // AttentionLayerSpec::head_dim is qk_nope + qk_rope for MLA: the head RTP-LLM's mlaContextAttention
+  // expands K/V to (rtp_llm/models/deepseek_v2.py size_per_head @ 44027b7e l. 625).
+  env["qk_head_size"] = static_cast<std::int64_t>(decisive.head_dim);
   env["num_heads"] = static_cast<std::int64_t>(decisive.num_heads);
   env["num_kv_heads"] = static_cast<std::int64_t>(decisive.num_kv_heads);
   env["gqa_group"] = static_cast<std::int64_t>(decisive.num_heads / decisive.num_kv_heads);
@@ -97,6 +100,8 @@ void addModelVariables(Env& env, const ModelSpec& m, std::int64_t tp) {
   env["kv_lora_rank"] = optInt(mla_layer ? mla_layer->mla->kv_lora_rank : 0, mla_layer != nullptr);
   env["multimodal"] = m.isMultimodal();
   env["mm_prefix"] = m.mm_prefix_lm;
+  env["rope_style"] = m.rope_style;
+  env["has_dual_chunk"] = m.dual_chunk.has_value();
   env["attn_type"] = std::string("decoder");
 }
 

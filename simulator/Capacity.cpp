@@ -22,6 +22,7 @@ MemorySplit memorySplitFor(const Engine& e, const PredictionInput& in, bool cuda
   m.dtype = in.model_dtype.value_or(in.model->dtype);
   m.page_size = in.page_size;
   m.tp = in.tp;
+  m.attention_dp = in.attention_dp;
   m.cuda_graphs = cuda_graphs;
   return splitMemory(m);
 }

@@ -23,8 +23,9 @@ RateSearch searchRate(ServeSession& session, ArrivalSpec arrivals, const ServeSl
     const bool ok = meetsSlo(r, slo);
     if (ok && rate > out.max_rate) {
       out.max_rate = rate;
-      out.at_max = std::move(r);
+      out.at_max = r;
     }
+    out.probes.push_back({rate, ok, std::move(r)});
     return ok;
   };
   if (!attempt(min_rate)) return out;

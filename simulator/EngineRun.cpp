@@ -51,6 +51,10 @@ PredictionInput predictionInputFor(const Catalog& c, const HardwareProfile& hw, 
   in.kv_dtype = parseKvCacheDtype(toDisplay(run.selection.env.at("kv_dtype")));
   in.page_size = std::get<std::int64_t>(run.selection.env.at("page_size"));
   in.tp = static_cast<int>(std::get<std::int64_t>(run.selection.env.at("tp")));
+  if (e.policy.serving && e.policy.serving->attention_dp) {
+    const auto dp = asNumber(e.policy.serving->attention_dp->evaluate(in.engine_env));
+    if (dp && *dp > 1) in.attention_dp = static_cast<int>(*dp);
+  }
   return in;
 }
 

@@ -26,7 +26,8 @@ std::vector<KernelParameters> parametersOf(const Prediction& p, const HardwarePr
   std::vector<KernelParameters> params;
   for (const auto& a : p.attention) {
     const KernelModel k = resolveKernel(*a.kernel, hw, phase);
-    params.push_back({a.kernel->id, k.compute_efficiency, k.memory_efficiency, k.fixed_us, *k.efficiency_source});
+    params.push_back({a.kernel->id, k.compute_efficiency, k.memory_efficiency, k.fixed_us, *k.efficiency_source,
+                      k.provenance, k.band_basis, k.band});
   }
   return params;
 }
@@ -99,8 +100,20 @@ void rankEngine(const Catalog& c, const Scenario& s, const Engine& e, Ranking& o
     }
     const Predictor predictor(c, predictionInputFor(c, *out.hardware, *out.model, e, run, s.cuda_graphs));
     const Prediction p = predictor.predict(s.workload);
-    out.ranked.push_back({e.policy.engine, name, run.choice->variant, s.cuda_graphs ? p.graph.step_us : p.eager.step_us,
-                          p.attention_us, boundName(p.attention.front().cost.bound), 0, name == auto_choice});
+    const PredictionUncertainty& u = p.uncertainty;
+    RankedBackend& r = out.ranked.emplace_back();
+    r = {e.policy.engine,
+         name,
+         run.choice->variant,
+         s.cuda_graphs ? p.graph.step_us : p.eager.step_us,
+         p.attention_us,
+         boundName(p.attention.front().cost.bound),
+         0,
+         name == auto_choice};
+    r.provenance = u.provenance;
+    r.band = s.cuda_graphs ? u.graph_band : u.eager_band;
+    r.tie_band = s.cuda_graphs ? u.graph_tie_band : u.eager_tie_band;
+    r.attention_band = u.attention_band;
   }
 }
 
@@ -112,7 +125,25 @@ void addRegrets(Ranking& out, const std::vector<std::string>& engines) {
     const auto best =
         std::find_if(out.ranked.begin(), out.ranked.end(), [&](const RankedBackend& r) { return r.engine == id; });
     out.defaults.push_back({id, chosen->backend, best->backend, chosen->step_us, chosen->step_us / best->step_us - 1,
-                            chosen->step_us - best->step_us});
+                            chosen->step_us - best->step_us,
+                            withinBands(best->step_us, best->tie_band, chosen->step_us, chosen->tie_band)});
+  }
+}
+
+void groupTies(std::vector<RankedBackend>& ranked) {
+  std::size_t leader = 0;
+  int group = 0;
+  for (std::size_t i = 0; i < ranked.size(); ++i) {
+    const RankedBackend& lead = ranked[leader];
+    if (i == 0 || !withinBands(lead.step_us, lead.tie_band, ranked[i].step_us, ranked[i].tie_band)) {
+      leader = i;
+      ++group;
+    }
+    ranked[i].tie_group = group;
+  }
+  for (auto& r : ranked) {
+    r.tied = std::count_if(ranked.begin(), ranked.end(),
+                           [&](const RankedBackend& o) { return o.tie_group == r.tie_group; }) > 1;
   }
 }
 
@@ -136,6 +167,7 @@ Ranking rankBackends(const Catalog& c, const Scenario& s, const std::vector<std:
   for (std::size_t i = 0; i + 1 < out.ranked.size(); ++i) {
     out.ranked[i].margin_to_next = out.ranked[i + 1].step_us / out.ranked[i].step_us - 1;
   }
+  groupTies(out.ranked);
   addRegrets(out, ids);
   return out;
 }

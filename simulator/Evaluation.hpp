@@ -36,6 +36,9 @@ struct KernelParameters {
   std::string kernel;
   double compute_efficiency = 0, memory_efficiency = 0, fixed_us = 0;
   std::string source;
+  Provenance provenance = Provenance::Default;
+  BandBasis band_basis = BandBasis::Documented;
+  double band = 0;
 };
 
 struct ScenarioPrediction {
@@ -63,12 +66,19 @@ struct RankedBackend {
   std::string bound;
   double margin_to_next = 0;  // the next one's step time over this one's, minus one
   bool engine_default = false;
+  Provenance provenance = Provenance::Default;  // of the attention kernel's figures
+  double band = 0;                              // relative band of step_us
+  double tie_band = 0;                          // the attention part's alone (PredictionUncertainty)
+  double attention_band = 0;
+  int tie_group = 0;  // 1-based; backends of one group are tied within uncertainty
+  bool tied = false;  // its group has more than one member
 };
 
 // How much slower an engine's default is than its fastest valid backend.
 struct EngineDefault {
   std::string engine, backend, best_backend;
   double step_us = 0, regret = 0, regret_us = 0;
+  bool within_band = true;  // the default and the fastest are tied within uncertainty
 };
 
 struct Ranking {
@@ -76,7 +86,7 @@ struct Ranking {
   const HardwareProfile* hardware = nullptr;
   Workload workload;
   bool cuda_graphs = true;
-  std::vector<RankedBackend> ranked;           // fastest first
+  std::vector<RankedBackend> ranked;           // fastest first; tie groups in order
   std::vector<EngineDefault> defaults;         // per engine whose default is valid
   std::map<std::string, std::string> invalid;  // engine:NAME -> the engine's refusal
   // engine:NAME -> the engine:OTHER the engine runs in this phase when asked for NAME, and why
@@ -84,7 +94,8 @@ struct Ranking {
 };
 // Every backend of `engines` (empty: all) that the engine runs when asked for it by name
 // (runEngine's verdict, the same as `select --backend NAME`), predicted for the scenario and
-// ordered by step time.
+// ordered by step time. Tie groups: walking in order, a backend joins the open group when it is
+// within the tie bands of the group's fastest member (withinBands), else it opens the next group.
 // Throws EngineRefusal when none is valid.
 Ranking rankBackends(const Catalog& c, const Scenario& s, const std::vector<std::string>& engines);
 

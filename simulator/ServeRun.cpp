@@ -75,9 +75,11 @@ ServeSetup serveSetup(const Catalog& c, const Scenario& s) {
                                  out.capacity.model->id, out.capacity.hardware->id, out.capacity.engine,
                                  out.capacity.tp, -m.kv_pool_mib / 1024));
   }
-  out.scheduler.max_batched_tokens = m.max_batched_tokens;
-  out.scheduler.max_running_requests = m.max_running_requests;
-  out.scheduler.kv_tokens = m.kv_tokens;
+  // Attention replicas are scheduled as one engine with their pools, budgets and running limits
+  // added (requests spread evenly over them: docs/CAPACITY.md "SGLang DP attention").
+  out.scheduler.max_batched_tokens = m.max_batched_tokens * m.attention_dp;
+  out.scheduler.max_running_requests = m.max_running_requests * m.attention_dp;
+  out.scheduler.kv_tokens = m.engineKvTokens();
   out.scheduler.page_size = m.page_size;
   out.scheduler.mixed_batches = c.engine(s.engine).policy.serving->scheduler.mixed_batches;
   return out;

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/Error.hpp"
+#include "core/Strings.hpp"
 
 namespace attnsim {
 
@@ -36,16 +37,19 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
+// Tokens per request beyond this are a unit or column mix-up (the same bound as --prompt-len).
+constexpr std::int64_t kMaxTokens = std::int64_t{1} << 24;
+
 [[noreturn]] void bad(const std::string& name, std::size_t line, const std::string& what) {
-  throw InputError(fmt::format("{}:{}: {}", name, line, what));
+  throw LocatedInputError({name, static_cast<int>(std::max<std::size_t>(line, 1)), 1}, "", what);
 }
 
 std::int64_t tokensOf(const std::string& cell, const std::string& name, std::size_t line, const char* column) {
   std::int64_t v = 0;
   const std::string t = trim(cell);
   const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-  if (ec != std::errc() || end != t.data() + t.size() || v < 0) {
-    bad(name, line, fmt::format("{} must be a whole number of tokens ≥ 0, not '{}'", column, t));
+  if (ec != std::errc() || end != t.data() + t.size() || v < 0 || v > kMaxTokens) {
+    bad(name, line, fmt::format("{} must be a whole number of tokens in [0, {}], not '{}'", column, kMaxTokens, t));
   }
   return v;
 }
@@ -57,10 +61,15 @@ double azureTime(const std::string& cell, const std::string& name, std::size_t l
   std::istringstream in(t);
   in >> std::get_time(&tm, "%Y-%m-%d %H:%M:%S");
   if (in.fail()) bad(name, line, fmt::format("TIMESTAMP '{}' is not YYYY-MM-DD HH:MM:SS[.fraction]", t));
+  // Only digits may follow: stod took "5e-99999" (out_of_range, exit 3) and "5abc" (silently).
   double fraction = 0;
-  if (in.peek() == '.') {
-    const std::string rest = t.substr(static_cast<std::size_t>(in.tellg()));
-    fraction = std::stod("0" + rest);
+  const std::string rest = in.eof() ? "" : t.substr(static_cast<std::size_t>(in.tellg()));
+  if (!rest.empty()) {
+    const bool digits = rest.size() > 1 && rest[0] == '.' &&
+                        std::all_of(rest.begin() + 1, rest.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits) bad(name, line, fmt::format("TIMESTAMP '{}' is not YYYY-MM-DD HH:MM:SS[.fraction]", t));
+    const std::string decimal = "0" + rest;
+    std::from_chars(decimal.data(), decimal.data() + decimal.size(), fraction);
   }
   return static_cast<double>(timegm(&tm)) + fraction;
 }
@@ -89,18 +98,26 @@ ServeRequest jsonRow(const std::string& row, const std::string& name, std::size_
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(row);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for 1e400
     bad(name, line, std::string("not JSON: ") + e.what());
   }
+  if (!j.is_object() || !j.contains("timestamp") || !j["timestamp"].is_number())
+    bad(name, line, "needs a number 'timestamp'");
+  // Lengths are whole token counts: 512.5 was truncated and 1e300 overflowed the conversion.
+  auto length = [&](const char* key) -> std::int64_t {
+    if (!j.contains(key) || !j[key].is_number()) bad(name, line, fmt::format("needs a number '{}'", key));
+    const auto& v = j[key];
+    const bool whole = v.is_number_integer() && (v.is_number_unsigned() || v.get<std::int64_t>() >= 0);
+    if (!whole || v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxTokens)) {
+      bad(name, line,
+          fmt::format("'{}' must be a whole number of tokens in [0, {}], not {}", key, kMaxTokens, v.dump()));
+    }
+    return v.get<std::int64_t>();
+  };
   ServeRequest r;
-  for (const char* key : {"timestamp", "input_length", "output_length"}) {
-    if (!j.is_object() || !j.contains(key) || !j[key].is_number())
-      bad(name, line, fmt::format("needs a number '{}'", key));
-  }
   r.arrival_s = j["timestamp"].get<double>() / 1000.0;  // Mooncake traces give milliseconds
-  if (j["input_length"].get<double>() < 0 || j["output_length"].get<double>() < 0) bad(name, line, "negative length");
-  r.prompt_tokens = j["input_length"].get<std::int64_t>();
-  r.output_tokens = j["output_length"].get<std::int64_t>();
+  r.prompt_tokens = length("input_length");
+  r.output_tokens = length("output_length");
   return r;
 }
 
@@ -112,7 +129,11 @@ std::vector<ServeRequest> parseTrace(const std::string& text, const std::string&
   std::string row;
   std::size_t line = 0;
   std::optional<Format> format;
+  if (const auto defect = findTextDefect(text)) {
+    throw LocatedInputError({name, defect->line, defect->column}, "", defect->what + ": the file must be UTF-8 text");
+  }
   if (name.size() >= 6 && name.substr(name.size() - 6) == ".jsonl") format = Format::Jsonl;
+  if (text.starts_with("\xEF\xBB\xBF")) in.seekg(3);  // a UTF-8 byte-order mark (spreadsheets write one)
   while (std::getline(in, row)) {
     ++line;
     if (!row.empty() && row.back() == '\r') row.pop_back();

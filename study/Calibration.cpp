@@ -4,6 +4,7 @@
 
 #include <Eigen/Dense>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 
@@ -19,6 +20,11 @@ void applyStudyCalibrations(Catalog& catalog, const Store& store) {
     e.memory_efficiency = r.memory_efficiency;
     e.fixed_us = r.fixed_us;
     e.key_ns = r.key_ns;
+    e.provenance = Provenance::Measured;
+    e.fit_mape = r.fit_mape;
+    if (r.heldout_p90_abs_rel_error && r.heldout_points) {
+      e.heldout = HeldOutResiduals{r.heldout_mape.value_or(0), *r.heldout_p90_abs_rel_error, *r.heldout_points};
+    }
     e.source = fmt::format("calibrated on {} points (fit MAPE {:.1f}%) on {}: {}", r.points, 100 * r.fit_mape,
                            r.created, r.source);
     catalog.applyCalibration(r.hardware, r.kernel, r.phase, e);
@@ -33,6 +39,7 @@ constexpr double kMinFixed = 0.1;
 constexpr double kMaxFixed = 20000.0;
 
 constexpr double kMaxKeyNs = 200.0;
+constexpr int kMlaRopeWidth = 64;  // DeepSeek-V3's qk_rope_head_dim: the latent's last 64 are keys only
 
 // The fit's coordinates: logs of the efficiencies and the fixed time (positive by construction),
 // and the per-key time itself (which may be zero).
@@ -63,13 +70,17 @@ double predictPoint(const FitPoint& p, const KernelModel& base, const DeviceMode
   k.memory_efficiency = params.memory_efficiency;
   k.fixed_us = params.fixed_us;
   k.key_us = params.key_ns / 1000.0;
+  const std::array<RequestGroup, 2> groups{p.group, p.decodes};
+  const std::size_t count = p.decodes.count > 0 ? 2 : 1;
   if (p.page_size == 0) {
     k.paged_native = false;
     k.paged_emulated = false;
   } else {
-    k.kv_pool_tokens = static_cast<double>(p.group.count * p.group.context);  // the harness's pool: the batch's pages
+    // The harness's pool: the batch's pages.
+    k.kv_pool_tokens = static_cast<double>(p.group.count * p.group.context + p.decodes.count * p.decodes.context);
   }
-  return predictAttention(p.shape, k, device, p.phase, std::span(&p.group, 1), std::max<std::int64_t>(1, p.page_size))
+  return predictAttention(p.shape, k, device, p.phase, std::span(groups.data(), count),
+                          std::max<std::int64_t>(1, p.page_size))
       .time_us;
 }
 
@@ -136,7 +147,7 @@ double meanAbsolutePercentageError(const std::vector<FitPoint>& points, const Ke
   return sum / static_cast<double>(points.size());
 }
 
-FitPoint fitPointFrom(const MeasurementRow& row) {
+FitPoint fitPointFrom(const MeasurementRow& row, const KernelModel* kernel) {
   FitPoint p;
   p.row = &row;
   p.measured_us = row.median_us;
@@ -146,10 +157,23 @@ FitPoint fitPointFrom(const MeasurementRow& row) {
   p.shape.d_qk = static_cast<int>(row.head_dim);
   p.shape.d_v = static_cast<int>(row.head_dim);
   p.shape.kv_token_width = 2 * p.shape.d_qk;
+  if (kernel != nullptr && kernel->family != nullptr && kernel->family->algorithm == "mla_absorbed") {
+    p.shape.d_v = p.shape.d_qk - kMlaRopeWidth;
+    p.shape.kv_token_width = p.shape.d_qk;  // one latent vector serves as key and value
+  }
   p.shape.causal = true;  // decode rows see every key, as a causal last row does
   p.shape.act_bytes = row.dtype == "fp32" ? 4 : 2;
   p.shape.kv_elem_bytes = p.shape.act_bytes;
+  if (row.dtype.starts_with("fp8")) {
+    p.shape.kv_elem_bytes = 1;
+    p.shape.kv_quantized = true;
+  }
   p.group = {row.batch, row.q_len, row.kv_len, 1};
+  if (row.phase == "mixed") {
+    // One fresh prefill chunk of q_len tokens and batch - 1 decodes over kv_len (the harness's layout).
+    p.group = {1, row.q_len, row.q_len, 1};
+    p.decodes = {row.batch - 1, 1, row.kv_len, 1};
+  }
   p.page_size = row.page_size;
   return p;
 }
@@ -161,7 +185,7 @@ KernelModel measuredKernelModel(const Catalog& catalog, const std::string& kerne
 
 Phase phaseOf(const MeasurementRow& row) {
   if (row.phase == "prefill") return Phase::Prefill;
-  if (row.phase == "extend") return Phase::Extend;
+  if (row.phase == "extend" || row.phase == "mixed") return Phase::Extend;
   if (row.phase == "verify") return Phase::Verify;
   return Phase::Decode;
 }
@@ -221,9 +245,22 @@ std::vector<OverheadFit> fitOverheads(const std::vector<MeasurementRow>& rows) {
   return out;
 }
 
-bool isHeldOut(const MeasurementRow& row, const std::vector<std::int64_t>& holdout_contexts) {
-  if (row.page_size > 0) return true;
-  return std::find(holdout_contexts.begin(), holdout_contexts.end(), row.kv_len) != holdout_contexts.end();
+HoldoutRule::HoldoutRule(const std::vector<MeasurementRow>& rows, std::vector<std::int64_t> contexts)
+    : contexts_(std::move(contexts)) {
+  for (const auto& r : rows) {
+    if (r.kind != "attention" || r.page_size > 0) continue;
+    std::pair<std::string, std::string> key{r.hardware, r.kernel};
+    if (std::find(contiguous_.begin(), contiguous_.end(), key) == contiguous_.end()) contiguous_.push_back(key);
+  }
+}
+
+bool HoldoutRule::heldOut(const MeasurementRow& row) const {
+  if (row.phase == "mixed") return true;
+  if (row.page_size > 0 &&
+      std::find(contiguous_.begin(), contiguous_.end(),
+                std::pair<std::string, std::string>{row.hardware, row.kernel}) != contiguous_.end())
+    return true;
+  return std::find(contexts_.begin(), contexts_.end(), row.kv_len) != contexts_.end();
 }
 
 }  // namespace attnsim

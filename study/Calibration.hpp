@@ -26,6 +26,9 @@ struct FitPoint {
   AttentionShape shape;
   Phase phase = Phase::Decode;
   RequestGroup group;
+  // A mixed batch (phase `mixed` rows): `group` is the fresh prefill chunk and `decodes` the decode
+  // requests sharing its launch; count 0 for every other row.
+  RequestGroup decodes{0, 1, 1, 1};
   double measured_us = 0;
   std::int64_t page_size = 0;  // 0: contiguous K and V, as SDPA takes them
   const MeasurementRow* row = nullptr;
@@ -47,13 +50,17 @@ FitResult fitKernel(const std::vector<FitPoint>& points, const KernelModel& base
 double meanAbsolutePercentageError(const std::vector<FitPoint>& points, const KernelModel& base,
                                    const DeviceModel& device, const FitParams& params);
 
-// A measured attention row as a point of the model.
-FitPoint fitPointFrom(const MeasurementRow& row);
+// A measured attention row as a point of the model. The row's dtype is its KV cache's (fp8_e4m3:
+// one byte a element, dequantized; Q and O stay bf16). An MLA family's (mla_absorbed) rows give the
+// latent width as head_dim (576 = kv_lora_rank 512 + rope 64): keys that wide, values the first 512.
+FitPoint fitPointFrom(const MeasurementRow& row, const KernelModel* kernel = nullptr);
 // The kernel model used to predict measured calls of a family on a device (paged as the family
 // pages; predictPoint reads a contiguous point's K and V unpaged).
 KernelModel measuredKernelModel(const Catalog& catalog, const std::string& kernel, const std::string& hardware,
                                 Phase phase);
-// A measured row's phase and its calibration class (prefill, extend, decode).
+// A measured row's phase and its calibration class (prefill, extend, decode). A mixed batch (one
+// prefill chunk and decodes in one launch) is predicted as the engines' model predicts `--mix`: an
+// extend over both groups, with the extend calibration.
 Phase phaseOf(const MeasurementRow& row);
 std::string phaseClassOf(const MeasurementRow& row);
 // The phase that stands for a calibration class.
@@ -79,8 +86,19 @@ struct OverheadFit {
 // One fit per hardware that has launch and graph_launch rows.
 std::vector<OverheadFit> fitOverheads(const std::vector<MeasurementRow>& rows);
 
-// The held-out rule: rows whose context length is in `holdout` are test points, and so is every
-// paged row: fits are made on contiguous K/V, and paged points test how the model carries them over.
-bool isHeldOut(const MeasurementRow& row, const std::vector<std::int64_t>& holdout_contexts);
+// The held-out rule: rows whose context length is in `contexts` are test points, and so is every
+// mixed batch (predicted from the extend fit). A family measured with contiguous K/V on a device is
+// fitted on those rows only and every paged row of it is a test point (how the fit carries over to
+// paged KV); a family measured only paged (the engines' own kernels, which take only their paged
+// caches) is fitted on its paged rows of the other contexts.
+class HoldoutRule {
+ public:
+  HoldoutRule(const std::vector<MeasurementRow>& rows, std::vector<std::int64_t> contexts);
+  [[nodiscard]] bool heldOut(const MeasurementRow& row) const;
+
+ private:
+  std::vector<std::int64_t> contexts_;
+  std::vector<std::pair<std::string, std::string>> contiguous_;  // (hardware, kernel) with contiguous rows
+};
 
 }  // namespace attnsim

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <ctime>
 
 #include "catalog/Catalog.hpp"
@@ -33,14 +34,14 @@ std::string sourcesOf(const std::vector<MeasurementRow>& rows, const std::string
 // The error of the family's own figures on the points the fit was made on.
 double defaultTrainMape(const Catalog& c, const FamilyFit& f, const std::vector<MeasurementRow>& rows,
                         const ValidationOptions& options) {
+  const KernelModel base = measuredKernelModel(c, f.kernel, f.hardware, phaseOfClass(f.phase));
+  const HoldoutRule holdout(rows, options.holdout_contexts);
   std::vector<FitPoint> points;
   for (const auto& r : rows) {
-    if (r.hardware == f.hardware && r.kernel == f.kernel && phaseClassOf(r) == f.phase &&
-        !isHeldOut(r, options.holdout_contexts)) {
-      points.push_back(fitPointFrom(r));
+    if (r.hardware == f.hardware && r.kernel == f.kernel && phaseClassOf(r) == f.phase && !holdout.heldOut(r)) {
+      points.push_back(fitPointFrom(r, &base));
     }
   }
-  const KernelModel base = measuredKernelModel(c, f.kernel, f.hardware, phaseOfClass(f.phase));
   const DeviceModel device = resolveDevice(c.hardware(f.hardware), DType::BF16);
   return meanAbsolutePercentageError(points, base, device, f.defaults);
 }
@@ -67,6 +68,25 @@ std::string overheadsYaml(const OverheadFit& o) {
 
 }  // namespace
 
+HeldOutStats heldOutStats(const std::vector<ScoredPoint>& points, const std::string& hardware,
+                          const std::string& kernel, const std::string& phase_class) {
+  std::vector<double> errors;
+  for (const auto& p : points) {
+    if (p.hardware == hardware && p.kernel == kernel && p.phase_class == phase_class)
+      errors.push_back(std::fabs(p.after_us / p.measured_us - 1));
+  }
+  HeldOutStats s;
+  s.points = static_cast<int>(errors.size());
+  if (errors.empty()) return s;
+  std::sort(errors.begin(), errors.end());
+  double sum = 0;
+  for (double e : errors) sum += e;
+  s.mape = sum / static_cast<double>(errors.size());
+  const auto rank = static_cast<std::size_t>(std::ceil(0.9 * static_cast<double>(errors.size())));
+  s.p90_abs_rel_error = errors[std::max<std::size_t>(rank, 1) - 1];
+  return s;
+}
+
 std::vector<MeasurementRow> calibrationRows(const Store& store, const Catalog& c, const std::string& hardware) {
   std::vector<MeasurementRow> rows = store.measurements("attention");
   if (!hardware.empty()) {
@@ -80,7 +100,8 @@ std::vector<FamilyCalibration> calibrateFamilies(Store& store, const Catalog& c,
                                                  const std::vector<MeasurementRow>& rows,
                                                  const CalibrationOptions& options) {
   std::vector<FamilyCalibration> out;
-  for (const auto& f : fitAll(c, rows, options.validation)) {
+  const Validation validation = runValidation(c, rows, options.validation);
+  for (const auto& f : validation.fits) {
     const FitParams& p = f.fit.params;
     CalibrationRow row{
         f.hardware,
@@ -96,7 +117,8 @@ std::vector<FamilyCalibration> calibrateFamilies(Store& store, const Catalog& c,
         today(),
         c.contentHash()};
     store.insertCalibration(row);
-    out.push_back({f, std::move(row), defaultTrainMape(c, f, rows, options.validation)});
+    out.push_back({f, std::move(row), defaultTrainMape(c, f, rows, options.validation),
+                   heldOutStats(validation.held_out, f.hardware, f.kernel, f.phase)});
   }
   return out;
 }
@@ -134,11 +156,15 @@ std::map<std::string, std::string> calibrationYaml(const std::vector<FamilyCalib
         "# Written by `attnsim calibrate --export`; refit and rewrite rather than edit.\nhardware: {}\n"
         "source: \"{}\"\ncreated: \"{}\"\n",
         f.hardware, row.source, row.created);
+    const HeldOutStats& h = family.heldout;
     kernels[f.hardware][f.kernel] += fmt::format(
         "    {}: {{compute_efficiency: {:.4f}, memory_efficiency: {:.4f}, fixed_us: {:.3f}, key_ns: {:.4f}, "
-        "points: {}, fit_mape: {:.4f}}}\n",
+        "points: {}, fit_mape: {:.4f}{}}}\n",
         f.phase, f.fit.params.compute_efficiency, f.fit.params.memory_efficiency, f.fit.params.fixed_us,
-        f.fit.params.key_ns, f.fit.points, f.fit.mape);
+        f.fit.params.key_ns, f.fit.points, f.fit.mape,
+        h.points > 0 ? fmt::format(", heldout: {{mape: {:.4f}, p90_abs_rel_error: {:.4f}, points: {}}}", h.mape,
+                                   h.p90_abs_rel_error, h.points)
+                     : std::string{});
   }
   for (const auto& o : overheads) {
     if (const auto it = header.find(o.hardware); it != header.end()) it->second += overheadsYaml(o);

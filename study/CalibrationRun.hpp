@@ -18,12 +18,25 @@ struct CalibrationOptions {
   ValidationOptions validation;
 };
 
+// The fit's error on the family's held-out points of its phase class (the validation split:
+// ValidationOptions' contexts, paged points of families also measured contiguously, mixed batches).
+struct HeldOutStats {
+  double mape = 0;
+  double p90_abs_rel_error = 0;  // nearest-rank 90th percentile of |predicted / measured - 1|
+  int points = 0;                // 0: nothing held out, no figures
+};
+
 // One family's fit, as stored.
 struct FamilyCalibration {
   FamilyFit fit;
   CalibrationRow row;
   double train_mape_default = 0;  // the family's own figures on the same training points
+  HeldOutStats heldout;
 };
+
+// Held-out statistics of the (hardware, kernel, phase class) points among `points`.
+HeldOutStats heldOutStats(const std::vector<ScoredPoint>& points, const std::string& hardware,
+                          const std::string& kernel, const std::string& phase_class);
 
 // The attention rows to fit: every hardware's, or one profile's (which must be in the catalog).
 std::vector<MeasurementRow> calibrationRows(const Store& store, const Catalog& catalog, const std::string& hardware);

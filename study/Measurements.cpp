@@ -23,19 +23,27 @@ const std::vector<std::string> kColumns{"device",   "date",     "torch",  "trito
                                         "p80_us",   "runs",     "flops",  "bytes",  "note"};
 const std::vector<std::string> kKinds{"attention",    "copy",         "gemm",       "launch", "graph_capture",
                                       "graph_replay", "graph_launch", "graph_node", "step"};
-const std::vector<std::string> kPhases{"prefill", "extend", "decode", "verify"};
+const std::vector<std::string> kPhases{"prefill", "extend", "decode", "verify", "mixed"};
+// Columns the harness writes besides kColumns; any other column is a typo or another tool's file.
+const std::vector<std::string> kOptionalColumns{"page_size", "engine_commit"};
+const std::vector<std::string> kDtypes{"fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2"};
 
 // What the catalog calls the harness's names: device name -> hardware profile, measured
 // implementation -> kernel family.
 struct CatalogNames {
-  std::map<std::string, std::string> device_to_hw, impl_to_kernel;
+  std::map<std::string, std::string> device_to_hw, impl_to_kernel, ambiguous_devices;
   std::vector<std::string> impls;
 };
 
 CatalogNames catalogNames(const Catalog& catalog) {
   CatalogNames names;
+  // A device name two profiles claim (a what-if copy of a profile keeps its device_names) cannot
+  // say which profile a row belongs to: such rows are refused, naming both (ambiguous_devices).
   for (const auto& h : catalog.hardwareProfiles()) {
-    for (const auto& n : h.device_names) names.device_to_hw[n] = h.id;
+    for (const auto& n : h.device_names) {
+      const auto [it, fresh] = names.device_to_hw.emplace(n, h.id);
+      if (!fresh) names.ambiguous_devices[n] = it->second + " and " + h.id;
+    }
   }
   for (const auto& k : catalog.kernels()) {
     for (const auto& m : k.measured_as) {
@@ -59,6 +67,14 @@ std::map<std::string, std::size_t> columnsOf(const std::vector<std::string>& hea
   }
   for (const auto& c : kColumns) {
     if (!col.count(c)) throw LocatedInputError({source, 1, 1}, c, fmt::format("missing column '{}'", c));
+  }
+  std::vector<std::string> known = kColumns;
+  known.insert(known.end(), kOptionalColumns.begin(), kOptionalColumns.end());
+  for (std::size_t i = 0; i < header.size(); ++i) {
+    if (std::find(known.begin(), known.end(), header[i]) == known.end()) {
+      throw LocatedInputError({source, 1, static_cast<int>(i) + 1}, header[i],
+                              fmt::format("unknown column '{}'{}", header[i], didYouMean(header[i], known)));
+    }
   }
   return col;
 }
@@ -147,7 +163,10 @@ MeasurementRow textFields(const RowCells& cells) {
 }
 
 void mapDeviceAndKind(MeasurementRow& r, const CatalogNames& names, RowCells& cells) {
-  if (const auto it = names.device_to_hw.find(r.device); it != names.device_to_hw.end()) {
+  if (const auto twice = names.ambiguous_devices.find(r.device); twice != names.ambiguous_devices.end()) {
+    cells.fail("device", fmt::format("'{}' is a device name of two hardware profiles ({}): keep it in one", r.device,
+                                     twice->second));
+  } else if (const auto it = names.device_to_hw.find(r.device); it != names.device_to_hw.end()) {
     r.hardware = it->second;
   } else {
     cells.fail("device", "'" + r.device + "' is no hardware profile's device_names");
@@ -155,6 +174,10 @@ void mapDeviceAndKind(MeasurementRow& r, const CatalogNames& names, RowCells& ce
   if (std::find(kKinds.begin(), kKinds.end(), r.kind) == kKinds.end()) {
     cells.fail("kind", fmt::format("'{}' is not one of: {}{}", r.kind, join(kKinds, ", "), didYouMean(r.kind, kKinds)));
   }
+  const auto digit = [&](std::size_t i) { return r.date[i] >= '0' && r.date[i] <= '9'; };
+  const bool date = r.date.size() == 10 && r.date[4] == '-' && r.date[7] == '-' && digit(0) && digit(1) && digit(2) &&
+                    digit(3) && digit(5) && digit(6) && digit(8) && digit(9);
+  if (!date) cells.fail("date", "'" + r.date + "' is not a date YYYY-MM-DD");
 }
 
 // Shape and timing columns are required of attention rows only; other kinds leave them empty.
@@ -166,10 +189,17 @@ void numberFields(MeasurementRow& r, RowCells& cells) {
   r.heads = cells.integer("heads", attention);
   r.kv_heads = cells.integer("kv_heads", attention);
   r.head_dim = cells.integer("head_dim", attention);
-  r.causal = cells.integer("causal", attention) != 0;
+  const auto causal = cells.integer("causal", attention);
+  if (causal > 1) cells.fail("causal", fmt::format("'{}' is not 0 or 1", causal));
+  r.causal = causal != 0;
   r.median_us = cells.real("median_us", true);
   r.p20_us = cells.real("p20_us", false);
   r.p80_us = cells.real("p80_us", false);
+  const bool p20 = !cells.cell("p20_us").empty(), p80 = !cells.cell("p80_us").empty();
+  if ((p20 && r.p20_us > r.median_us) || (p80 && r.p80_us < r.median_us) || (p20 && p80 && r.p20_us > r.p80_us)) {
+    cells.fail("p20_us", fmt::format("percentiles out of order: p20 {} ≤ median {} ≤ p80 {} must hold", r.p20_us,
+                                     r.median_us, r.p80_us));
+  }
   r.runs = cells.integer("runs", true);
   r.flops = cells.real("flops", attention);
   r.bytes = cells.real("bytes", attention);
@@ -188,7 +218,19 @@ void checkAttention(MeasurementRow& r, const CatalogNames& names, RowCells& cell
   if (std::find(kPhases.begin(), kPhases.end(), r.phase) == kPhases.end()) {
     cells.fail("phase", fmt::format("'{}' is not one of: {}", r.phase, join(kPhases, ", ")));
   }
-  if (r.q_len < 1 || r.kv_len < r.q_len) cells.fail("q_len", "needs 1 <= q_len <= kv_len");
+  if (r.batch < 1) cells.fail("batch", "must be at least 1");
+  if (std::find(kDtypes.begin(), kDtypes.end(), r.dtype) == kDtypes.end()) {
+    cells.fail("dtype",
+               fmt::format("'{}' is not one of: {}{}", r.dtype, join(kDtypes, ", "), didYouMean(r.dtype, kDtypes)));
+  }
+  if (r.phase == "mixed") {
+    // One fresh prefill chunk of q_len tokens beside batch - 1 decodes over kv_len: the chunk may be longer
+    // than the decodes' context.
+    if (r.q_len < 1) cells.fail("q_len", "must be at least 1");
+    if (r.batch < 2) cells.fail("batch", "a mixed row is one prefill chunk and batch - 1 >= 1 decodes");
+  } else if (r.q_len < 1 || r.kv_len < r.q_len) {
+    cells.fail("q_len", "needs 1 <= q_len <= kv_len");
+  }
   if (r.kv_heads < 1 || r.heads < r.kv_heads || r.heads % r.kv_heads != 0) cells.fail("kv_heads", "must divide heads");
   if (r.runs < 20) cells.fail("runs", "fewer than 20 timed runs");
 }
@@ -245,7 +287,12 @@ std::vector<std::string> splitCsvLine(const std::string& line, bool* unterminate
 std::vector<MeasurementRow> parseMeasurementCsv(const std::string& text, const std::string& source,
                                                 const Catalog& catalog) {
   const CatalogNames names = catalogNames(catalog);
+  // Text cells go to the store and from there into JSON and HTML: the file must be UTF-8.
+  if (const auto bad = findTextDefect(text)) {
+    throw LocatedInputError({source, bad->line, bad->column}, "", bad->what + ": the file must be UTF-8 text");
+  }
   std::istringstream in(text);
+  if (text.starts_with("\xEF\xBB\xBF")) in.seekg(3);  // a UTF-8 byte-order mark (spreadsheets write one)
   std::string line;
   if (!std::getline(in, line)) throw LocatedInputError({source, 1, 1}, "", "empty file: expected a header row");
   const auto header = splitCsvLine(line);
@@ -277,6 +324,7 @@ std::vector<MeasurementRow> parseMeasurementCsv(const std::string& text, const s
     }
   }
   throwIfBad(errors);
+  if (rows.empty()) throw LocatedInputError({source, number, 1}, "", "no rows after the header: nothing to import");
   return rows;
 }
 

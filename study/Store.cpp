@@ -2,22 +2,83 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+#include <optional>
+
 #include "core/Error.hpp"
 #include "study/StoreStatement.hpp"
 
 namespace attnsim {
 
-Store::Store(const std::string& path) : path_(path) {
-  // One thread uses a connection at a time (a sweep's writer owns its own): no per-call mutex.
-  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr) !=
-      SQLITE_OK) {
-    const std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
-    sqlite3_close(db_);
+namespace {
+
+sqlite3* openConnection(const std::string& path, int flags) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
+    const std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
     throw UsageError(fmt::format("--db {}: cannot open: {}", path, msg));
   }
   // Another process writing the same file holds the lock for one transaction at a time: wait.
-  sqlite3_busy_timeout(db_, 600000);
+  sqlite3_busy_timeout(db, 600000);
+  return db;
+}
+
+// The schema version a reader finds, or nullopt where the file holds no attnsim store. A WAL store
+// in a folder this process may not write has no -shm file to read through; such a store is read
+// as immutable, which is what it is to this process.
+std::optional<int> readerSchemaVersion(sqlite3*& db, const std::string& path) {
+  const char* sql = "SELECT value FROM meta WHERE key = 'schema_version'";
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    sqlite3_stmt* s = nullptr;
+    const int rc = sqlite3_prepare_v2(db, sql, -1, &s, nullptr);
+    const int step = rc == SQLITE_OK ? sqlite3_step(s) : rc;
+    const std::optional<int> version = step == SQLITE_ROW ? std::optional<int>(sqlite3_column_int(s, 0)) : std::nullopt;
+    sqlite3_finalize(s);
+    if (step == SQLITE_ROW || step == SQLITE_DONE) return version;
+    if (attempt == 0 && (step & 0xff) == SQLITE_CANTOPEN) {
+      sqlite3_close(db);
+      db = openConnection("file:" + path + "?immutable=1", SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
+      continue;
+    }
+    if (std::string(sqlite3_errmsg(db)).starts_with("no such table")) return std::nullopt;
+    throw UsageError(fmt::format("--db {}: cannot read: {}", path, sqlite3_errmsg(db)));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Store::Store(const std::string& path, StoreAccess access) : path_(path) {
+  if (access == StoreAccess::ReadOnly) {
+    if (path != ":memory:" && !std::filesystem::exists(path)) throw UsageError("--db " + path + ": no such file");
+    db_ = openConnection(path, SQLITE_OPEN_READONLY);
+    try {
+      const auto version = readerSchemaVersion(db_, path);
+      if (!version) throw UsageError(fmt::format("--db {}: not an attnsim store (no schema version)", path));
+      if (*version != kStoreSchemaVersion) {
+        throw UsageError(fmt::format(
+            "--db {}: a store of schema version {}, this attnsim reads version {} without writing; any writing "
+            "command (measurements import, sweep, calibrate) on a writable copy upgrades it",
+            path, *version, kStoreSchemaVersion));
+      }
+    } catch (...) {
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw;
+    }
+    return;
+  }
+  // One thread uses a connection at a time (a sweep's writer owns its own): no per-call mutex.
+  db_ = openConnection(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   try {
+    // SQLite opens a file it may not write read-only without a word; say so before any write fails.
+    if (sqlite3_db_readonly(db_, "main") == 1) {
+      throw UsageError(fmt::format(
+          "--db {}: the store is read-only to this process (the file or its folder is not writable) and this "
+          "command writes to it; reports read a read-only store",
+          path));
+    }
     createOrMigrateSchema(db_, path);
   } catch (...) {
     sqlite3_close(db_);
@@ -58,7 +119,9 @@ void Store::insertMeasurements(const std::vector<MeasurementRow>& rows) {
     }
     exec("COMMIT;");
   } catch (...) {
-    exec("ROLLBACK;");
+    // SQLite has already rolled back after a full disk or an I/O error; a ROLLBACK then would fail
+    // and replace the error that says what happened.
+    if (sqlite3_get_autocommit(db_) == 0) sqlite3_exec(db_, "ROLLBACK;", nullptr, nullptr, nullptr);
     throw;
   }
 }
@@ -98,7 +161,8 @@ std::vector<MeasurementRow> Store::measurements(const std::string& kind) const {
 void Store::insertCalibration(const CalibrationRow& c) {
   Statement s(db_,
               R"(INSERT INTO calibrations (hardware, kernel, phase, compute_efficiency, memory_efficiency, fixed_us,
-      key_ns, points, fit_mape, source, created, catalog_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?))");
+      key_ns, points, fit_mape, source, created, catalog_hash, heldout_mape, heldout_p90_abs_rel_error,
+      heldout_points) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?))");
   s.bind(1, c.hardware);
   s.bind(2, c.kernel);
   s.bind(3, c.phase);
@@ -111,6 +175,9 @@ void Store::insertCalibration(const CalibrationRow& c) {
   s.bind(10, c.source);
   s.bind(11, c.created);
   s.bind(12, c.catalog_hash);
+  s.bind(13, c.heldout_mape);
+  s.bind(14, c.heldout_p90_abs_rel_error);
+  s.bind(15, c.heldout_points ? std::optional<std::int64_t>(*c.heldout_points) : std::nullopt);
   s.step();
 }
 
@@ -132,7 +199,7 @@ void Store::insertOverheadFit(const OverheadRow& o) {
 std::vector<CalibrationRow> Store::latestCalibrations() const {
   Statement s(
       db_, R"(SELECT hardware, kernel, phase, compute_efficiency, memory_efficiency, fixed_us, key_ns, points, fit_mape,
-      source, created, catalog_hash FROM calibrations c WHERE id = (SELECT MAX(id) FROM calibrations d
+      source, created, catalog_hash, heldout_mape, heldout_p90_abs_rel_error, heldout_points FROM calibrations c WHERE id = (SELECT MAX(id) FROM calibrations d
       WHERE d.hardware = c.hardware AND d.kernel = c.kernel AND d.phase = c.phase) ORDER BY hardware, kernel, phase)");
   std::vector<CalibrationRow> out;
   while (s.step()) {
@@ -149,6 +216,9 @@ std::vector<CalibrationRow> Store::latestCalibrations() const {
     c.source = s.text(9);
     c.created = s.text(10);
     c.catalog_hash = s.text(11);
+    if (!s.isNull(12)) c.heldout_mape = s.real(12);
+    if (!s.isNull(13)) c.heldout_p90_abs_rel_error = s.real(13);
+    if (!s.isNull(14)) c.heldout_points = static_cast<int>(s.integer(14));
     out.push_back(std::move(c));
   }
   return out;

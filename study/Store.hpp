@@ -30,6 +30,10 @@ struct CalibrationRow {
   std::string source;   // measurement files and holdout rule
   std::string created;  // ISO date
   std::string catalog_hash;
+  // Residuals on the held-out points (schema 4; absent when the calibrate run recorded none).
+  std::optional<double> heldout_mape = std::nullopt;
+  std::optional<double> heldout_p90_abs_rel_error = std::nullopt;
+  std::optional<int> heldout_points = std::nullopt;
 };
 
 struct OverheadRow {
@@ -40,15 +44,21 @@ struct OverheadRow {
 };
 
 // The schema version this attnsim writes (docs/STORE.md lists each version's changes).
-constexpr int kStoreSchemaVersion = 3;
+constexpr int kStoreSchemaVersion = 4;
 // Creates every table, or migrates a store of an older version; a newer or unknown one is a
 // UsageError naming both versions.
 void createOrMigrateSchema(sqlite3* db, const std::string& path);
 
+// Whether a command only reads the store (reports, --db calibrations) or also writes to it.
+enum class StoreAccess { ReadWrite, ReadOnly };
+
 class Store {
  public:
-  // Creates the schema when new, migrates an older one (docs/STORE.md), refuses a newer one.
-  explicit Store(const std::string& path);
+  // ReadWrite: creates the schema when new, migrates an older one (docs/STORE.md), refuses a newer
+  // one, and refuses a store the process may not write (a read-only file or folder) before writing
+  // anything. ReadOnly: opens an existing store of the current schema without writing to it, so a
+  // report runs on a read-only copy; a missing file or another schema version is a UsageError.
+  explicit Store(const std::string& path, StoreAccess access = StoreAccess::ReadWrite);
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;

@@ -1,7 +1,9 @@
 // attnsim store merge: shard stores into one. Every sweep key is stable (docs/STORE.md), so a
-// row present in two inputs is the same row and is kept once.
+// row present in two inputs is the same row and is kept once. The capacity tables' ids are local
+// to each file: study/CapacityMerge remaps them.
 #include <fmt/format.h>
 
+#include "study/CapacityStore.hpp"
 #include "study/StoreStatement.hpp"
 #include "study/SweepStore.hpp"
 
@@ -26,11 +28,11 @@ constexpr const char* kMergeSql = R"(
     heads, kv_heads, head_dim, causal, dtype, median_us, p20_us, p80_us, runs, flops, bytes, note, page_size
     FROM src.measurements;
   INSERT INTO main.calibrations (hardware, kernel, phase, compute_efficiency, memory_efficiency, fixed_us, key_ns,
-    points, fit_mape, source, created, catalog_hash)
+    points, fit_mape, source, created, catalog_hash, heldout_mape, heldout_p90_abs_rel_error, heldout_points)
     SELECT hardware, kernel, phase, compute_efficiency, memory_efficiency, fixed_us, key_ns, points, fit_mape, source,
-    created, catalog_hash FROM src.calibrations
+    created, catalog_hash, heldout_mape, heldout_p90_abs_rel_error, heldout_points FROM src.calibrations
     EXCEPT SELECT hardware, kernel, phase, compute_efficiency, memory_efficiency, fixed_us, key_ns, points, fit_mape,
-    source, created, catalog_hash FROM main.calibrations;
+    source, created, catalog_hash, heldout_mape, heldout_p90_abs_rel_error, heldout_points FROM main.calibrations;
   INSERT INTO main.overhead_fits (hardware, kernel_launch_us, graph_replay_base_us, graph_node_us, points, source,
     created, catalog_hash)
     SELECT hardware, kernel_launch_us, graph_replay_base_us, graph_node_us, points, source, created, catalog_hash
@@ -53,7 +55,9 @@ void mergeStores(const std::string& out, const std::vector<std::string>& inputs)
     attach.run();
     try {
       WriteTransaction t(db, out);
-      execSql(db, kMergeSql, fmt::format("{} (merging {})", out, in));
+      const std::string label = fmt::format("{} (merging {})", out, in);
+      execSql(db, kMergeSql, label);
+      mergeCapacityTables(db, label);
       t.commit();
     } catch (...) {
       execSql(db, "DETACH DATABASE src;", out);

@@ -1,11 +1,31 @@
 // The store's schema (docs/STORE.md), its migrations, and the statement helpers.
 #include <fmt/format.h>
 
+#include <array>
+
 #include "core/Error.hpp"
+#include "study/CapacityStore.hpp"
 #include "study/Store.hpp"
 #include "study/StoreStatement.hpp"
 
 namespace attnsim {
+
+namespace {
+
+std::string sqliteError(sqlite3* db) {
+  std::string msg = sqlite3_errmsg(db);
+  // A full disk or a file-size limit (ulimit -f) shows as SQLITE_FULL or as a failed write: say so,
+  // and that the open transaction is rolled back, so the store keeps what was committed before.
+  const int code = sqlite3_errcode(db);
+  if (code == SQLITE_FULL || code == SQLITE_IOERR) {
+    msg +=
+        ": could not write the store (is the disk full, or the file size limited?); it keeps what was committed "
+        "before, and the same command resumes once there is room";
+  }
+  return msg;
+}
+
+}  // namespace
 
 Statement::Statement(sqlite3* db, const char* sql) : db_(db) {
   if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) {
@@ -17,7 +37,7 @@ bool Statement::step() {
   const int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
   if (rc != SQLITE_DONE) {
-    const std::string msg = sqlite3_errmsg(db_);
+    const std::string msg = sqliteError(db_);
     sqlite3_reset(stmt_);
     throw InputError(fmt::format("SQLite: {}", msg));
   }
@@ -27,7 +47,8 @@ bool Statement::step() {
 void execSql(sqlite3* db, const char* sql, const std::string& path) {
   char* error = nullptr;
   if (sqlite3_exec(db, sql, nullptr, nullptr, &error) != SQLITE_OK) {
-    const std::string msg = error ? error : sqlite3_errmsg(db);
+    const std::string msg =
+        error && sqlite3_errcode(db) != SQLITE_FULL && sqlite3_errcode(db) != SQLITE_IOERR ? error : sqliteError(db);
     sqlite3_free(error);
     throw InputError(fmt::format("SQLite ({}): {}", path, msg));
   }
@@ -59,7 +80,8 @@ constexpr const char* kStudyTables = R"(
     page_size INTEGER NOT NULL DEFAULT 0, UNIQUE (source, line));
   CREATE TABLE IF NOT EXISTS calibrations (
     id INTEGER PRIMARY KEY, hardware TEXT, kernel TEXT, phase TEXT, compute_efficiency REAL, memory_efficiency REAL,
-    fixed_us REAL, key_ns REAL, points INTEGER, fit_mape REAL, source TEXT, created TEXT, catalog_hash TEXT);
+    fixed_us REAL, key_ns REAL, points INTEGER, fit_mape REAL, source TEXT, created TEXT, catalog_hash TEXT,
+    heldout_mape REAL, heldout_p90_abs_rel_error REAL, heldout_points INTEGER);
   CREATE TABLE IF NOT EXISTS overhead_fits (
     id INTEGER PRIMARY KEY, hardware TEXT, kernel_launch_us REAL, graph_replay_base_us REAL,
     graph_node_us REAL, points INTEGER, source TEXT, created TEXT, catalog_hash TEXT);)";
@@ -89,10 +111,40 @@ constexpr const char* kSweepTables = R"(
   CREATE TABLE IF NOT EXISTS points (sweep INTEGER, id INTEGER, grp INTEGER NOT NULL, key TEXT NOT NULL,
     phase TEXT NOT NULL, batch INTEGER NOT NULL, q_len INTEGER NOT NULL, context INTEGER NOT NULL,
     tokens INTEGER NOT NULL, workload TEXT NOT NULL, valid INTEGER NOT NULL, best_slot INTEGER,
-    default_slot INTEGER, default_rank INTEGER, regret REAL, regret_us REAL, PRIMARY KEY (sweep, id)) WITHOUT ROWID;
+    default_slot INTEGER, default_rank INTEGER, regret REAL, regret_us REAL, default_within_band INTEGER,
+    PRIMARY KEY (sweep, id)) WITHOUT ROWID;
   CREATE TABLE IF NOT EXISTS predictions (sweep INTEGER, point INTEGER, slot INTEGER, attention_us REAL NOT NULL,
     eager_us REAL NOT NULL, graph_us REAL NOT NULL, step_us REAL NOT NULL, bound TEXT NOT NULL,
-    graph_mode TEXT NOT NULL, rank INTEGER NOT NULL, PRIMARY KEY (sweep, point, slot)) WITHOUT ROWID;)";
+    graph_mode TEXT NOT NULL, rank INTEGER NOT NULL, band REAL, tie_band REAL, provenance TEXT,
+    PRIMARY KEY (sweep, point, slot)) WITHOUT ROWID;)";
+
+// Version 4: provenance and uncertainty bands (docs/STORE.md). Columns a version-4 store has that
+// an older one lacks, added at the end of their table (so SELECT * orders agree for merges); rows
+// written before the migration hold NULL in them.
+struct AddedColumn {
+  const char* table;
+  const char* column;
+  const char* type;
+};
+constexpr std::array<AddedColumn, 7> kVersion4Columns{{
+    {"calibrations", "heldout_mape", "REAL"},
+    {"calibrations", "heldout_p90_abs_rel_error", "REAL"},
+    {"calibrations", "heldout_points", "INTEGER"},
+    {"points", "default_within_band", "INTEGER"},
+    {"predictions", "band", "REAL"},
+    {"predictions", "tie_band", "REAL"},
+    {"predictions", "provenance", "TEXT"},
+}};
+
+void addMissingColumns(sqlite3* db, const std::string& path) {
+  for (const auto& c : kVersion4Columns) {
+    Statement has(db, "SELECT 1 FROM pragma_table_info(?) WHERE name = ?");
+    has.bind(1, std::string(c.table));
+    has.bind(2, std::string(c.column));
+    if (has.step()) continue;
+    execSql(db, fmt::format("ALTER TABLE {} ADD COLUMN {} {};", c.table, c.column, c.type).c_str(), path);
+  }
+}
 
 std::optional<std::string> schemaVersion(sqlite3* db) {
   Statement has(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'");
@@ -109,15 +161,18 @@ void createOrMigrateSchema(sqlite3* db, const std::string& path) {
   const auto found = schemaVersion(db);
   const std::string current = std::to_string(kStoreSchemaVersion);
   // Version 1 measured without page sizes: its rows cannot be told apart, so it is refused.
-  if (found && *found != "2" && *found != current) {
+  if (found && *found != "2" && *found != "3" && *found != current) {
     throw UsageError(fmt::format(
-        "--db {}: a store of schema version {}, this attnsim reads versions 2 and {}; import the measurements "
+        "--db {}: a store of schema version {}, this attnsim reads versions 2 to {}; import the measurements "
         "into a new store (or use the attnsim that wrote it)",
         path, *found, kStoreSchemaVersion));
   }
   // 2 -> 3: the sweep tables, added alongside; nothing of version 2 changes.
   execSql(db, kStudyTables, path);
   execSql(db, kSweepTables, path);
+  // 3 -> 4: band and provenance columns (NULL on the rows already there).
+  addMissingColumns(db, path);
+  createCapacityTables(db, path);  // versionless: CREATE TABLE IF NOT EXISTS (study/CapacityStore)
   Statement set(db, "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)");
   set.bind(1, current);
   set.run();

@@ -39,6 +39,13 @@ class Statement {
       sqlite3_bind_null(stmt_, i);
     }
   }
+  void bind(int i, const std::optional<double>& v) {
+    if (v) {
+      bind(i, *v);
+    } else {
+      sqlite3_bind_null(stmt_, i);
+    }
+  }
   // Runs one step: true while it yields rows.
   bool step();
   // Runs an insert or update to completion and makes the statement ready for the next bindings.

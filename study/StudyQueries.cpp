@@ -26,7 +26,8 @@ std::optional<double> optionalReal(const Statement& s, int i) {
 constexpr const char* kPointsSql = R"(
   SELECT p.id, p.grp, g.hardware, g.model, g.engine, g.kv_dtype, g.page_size, g.tp, g.cuda_graphs,
          g.workload_class, p.phase, p.workload, p.batch, p.q_len, p.context, p.tokens, p.valid,
-         s.refusal, s.kv_dtype, p.best_slot, p.default_slot, p.default_rank, p.regret, p.regret_us
+         s.refusal, s.kv_dtype, p.best_slot, p.default_slot, p.default_rank, p.regret, p.regret_us,
+         p.default_within_band
   FROM points p JOIN sweep_groups g ON g.sweep = p.sweep AND g.id = p.grp
   LEFT JOIN selections s ON s.sweep = p.sweep AND s.grp = p.grp
   WHERE p.sweep = ? ORDER BY p.id)";
@@ -57,12 +58,14 @@ StudyPoint readPoint(const Statement& s) {
   p.default_rank = optionalInteger(s, 21);
   p.regret = optionalReal(s, 22);
   p.regret_us = optionalReal(s, 23);
+  if (!s.isNull(24)) p.default_within_band = s.integer(24) != 0;
   return p;
 }
 
 constexpr const char* kCandidatesSql = R"(
   SELECT p.id, c.slot, c.engine, c.backend, c.variant, c.valid, c.engine_default, c.reason,
-         r.point IS NOT NULL, r.attention_us, r.eager_us, r.graph_us, r.step_us, r.bound, r.graph_mode, r.rank
+         r.point IS NOT NULL, r.attention_us, r.eager_us, r.graph_us, r.step_us, r.bound, r.graph_mode, r.rank,
+         r.band, r.tie_band, r.provenance
   FROM points p JOIN candidates c ON c.sweep = p.sweep AND c.grp = p.grp
   LEFT JOIN predictions r ON r.sweep = p.sweep AND r.point = p.id AND r.slot = c.slot
   WHERE p.sweep = ? ORDER BY p.id, c.slot)";
@@ -86,6 +89,9 @@ StudyCandidate readCandidate(const Statement& s) {
     c.bound = s.text(13);
     c.graph_mode = s.text(14);
     c.rank = s.integer(15);
+    c.band = s.real(16);  // NULL reads as 0
+    c.tie_band = s.real(17);
+    c.provenance = s.text(18);
   }
   return c;
 }

@@ -42,6 +42,9 @@ struct StudyPoint {
   std::string selected_kv_dtype;  // after the engine's rules ("" when refused)
   std::optional<std::int64_t> best_slot, default_slot, default_rank;
   std::optional<double> regret, regret_us;
+  // The default is tied with the fastest within their tie bands (nullopt: no default, or a
+  // point written before schema 4).
+  std::optional<bool> default_within_band;
 };
 // Every point of the sweep with its group and the engine's selection, by point id.
 std::vector<StudyPoint> studyPoints(const Store& store, std::int64_t sweep);
@@ -55,6 +58,9 @@ struct StudyCandidate {
   double attention_us = 0, eager_us = 0, graph_us = 0, step_us = 0;
   std::string bound, graph_mode;
   std::int64_t rank = 0;
+  double band = 0;         // relative band of step_us (0 for a row written before schema 4)
+  double tie_band = 0;     // the attention part's alone, for comparing backends at one point
+  std::string provenance;  // measured, published, default ("" before schema 4)
 };
 // Every candidate at every point, with its prediction where there is one, by point and slot.
 std::vector<StudyCandidate> studyCandidates(const Store& store, std::int64_t sweep);

@@ -27,15 +27,26 @@ double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(
 }  // namespace
 
 void evaluateSweepPoint(const SweepGroup& g, const SweepWorkload& w, PointRow& row, std::vector<PredictionRow>& out) {
+  thread_local std::vector<const Predictor*> predictors;
+  thread_local std::vector<std::int32_t> slots;
+  thread_local std::vector<StepPrediction> steps;
+  predictors.clear();
+  slots.clear();
+  for (std::size_t slot = 0; slot < g.candidates.size(); ++slot) {
+    if (!g.candidates[slot].predictor) continue;
+    predictors.push_back(&*g.candidates[slot].predictor);
+    slots.push_back(static_cast<std::int32_t>(slot));
+  }
+  steps.resize(predictors.size());
+  Predictor::predictSteps(predictors, w.workload, steps);
   row.valid = !g.refusal;
   row.first = static_cast<std::uint32_t>(out.size());
-  for (std::size_t slot = 0; slot < g.candidates.size(); ++slot) {
-    const auto& predictor = g.candidates[slot].predictor;
-    if (!predictor) continue;
-    const Prediction p = predictor->predict(w.workload);
-    const double step = g.scenario.cuda_graphs ? p.graph.step_us : p.eager.step_us;
-    out.push_back({static_cast<std::int32_t>(slot), 0, p.attention_us, p.eager.step_us, p.graph.step_us, step,
-                   boundName(p.attention.front().cost.bound), graphModeName(p.graph_decision.mode)});
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const StepPrediction& p = steps[i];
+    const bool graphs = g.scenario.cuda_graphs;
+    out.push_back({slots[i], 0, p.attention_us, p.eager_us, p.graph_us, graphs ? p.graph_us : p.eager_us,
+                   boundName(p.bound), graphModeName(p.graph_mode), graphs ? p.graph_band : p.eager_band,
+                   graphs ? p.graph_tie_band : p.eager_tie_band, p.provenance});
   }
   row.count = static_cast<std::uint32_t>(out.size()) - row.first;
   const auto begin = out.begin() + row.first;
@@ -52,6 +63,7 @@ void evaluateSweepPoint(const SweepGroup& g, const SweepWorkload& w, PointRow& r
       row.default_rank = it->rank;
       row.regret = it->step_us / begin->step_us - 1;
       row.regret_us = it->step_us - begin->step_us;
+      row.default_within_band = withinBands(begin->step_us, begin->tie_band, it->step_us, it->tie_band);
     }
   }
 }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "hardware/KernelEfficiency.hpp"
 #include "study/Sweep.hpp"
 #include "study/SweepSpec.hpp"
 
@@ -40,6 +41,9 @@ struct PredictionRow {
   double attention_us = 0, eager_us = 0, graph_us = 0, step_us = 0;
   const char* bound = "";
   const char* graph_mode = "";
+  double band = 0;      // relative band of step_us
+  double tie_band = 0;  // the attention part's alone (PredictionUncertainty)
+  Provenance provenance = Provenance::Default;
 };
 
 struct PointRow {
@@ -48,6 +52,7 @@ struct PointRow {
   bool valid = false;  // the engine's own selection accepts the point
   std::int32_t best_slot = -1, default_slot = -1, default_rank = 0;
   double regret = 0, regret_us = 0;
+  bool default_within_band = false;    // the default's band overlaps the fastest one's (withinBands)
   std::uint32_t first = 0, count = 0;  // its rows in SweepBatch::predictions
 };
 

@@ -4,12 +4,12 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "catalog/Catalog.hpp"
+#include "core/Files.hpp"
 #include "core/Strings.hpp"
 #include "core/YamlReader.hpp"
+#include "study/CapacitySpec.hpp"
 
 namespace attnsim {
 
@@ -45,30 +45,56 @@ std::vector<std::int64_t> intAxis(const YamlReader& r, std::string_view key, std
   return out;
 }
 
+// A spec's workloads are held in memory: more than this is a typo in a range, not a study.
+constexpr std::size_t kMaxWorkloads = std::size_t{1} << 20;
+
+// Refuses an item whose axes multiply past kMaxWorkloads before any of it is expanded.
+void checkCount(const YamlReader& r, const std::vector<SweepWorkload>& out, std::initializer_list<std::size_t> axes) {
+  std::size_t n = 1;
+  for (const auto a : axes) {
+    if (a != 0 && n > kMaxWorkloads / a) n = kMaxWorkloads + 1;
+    n = n > kMaxWorkloads ? n : n * a;
+  }
+  if (n > kMaxWorkloads - std::min(out.size(), kMaxWorkloads)) {
+    throw CatalogError(r.location(), r.path(),
+                       fmt::format("the axes make more than {} workloads; narrow a range", kMaxWorkloads));
+  }
+}
+
 SweepWorkload uniform(Phase phase, std::int64_t batch, std::int64_t q_len, std::int64_t context, std::string label) {
   return {Workload::uniform(phase, batch, q_len, context), std::nullopt, std::move(label)};
 }
 
 void readDecode(const YamlReader& d, std::vector<SweepWorkload>& out) {
-  for (const auto b : intAxis(d, "batch", 1, 1 << 20)) {
-    for (const auto c : intAxis(d, "context", 1, kMaxTokens)) {
+  const auto batches = intAxis(d, "batch", 1, 1 << 20);
+  const auto contexts = intAxis(d, "context", 1, kMaxTokens);
+  checkCount(d, out, {batches.size(), contexts.size()});
+  for (const auto b : batches) {
+    for (const auto c : contexts) {
       out.push_back(uniform(Phase::Decode, b, 1, c, fmt::format("decode b={} c={}", b, c)));
     }
   }
 }
 
 void readPrefill(const YamlReader& p, std::vector<SweepWorkload>& out) {
-  for (const auto b : intAxis(p, "batch", 1, 1 << 20, {1})) {
-    for (const auto n : intAxis(p, "length", 1, kMaxTokens)) {
+  const auto batches = intAxis(p, "batch", 1, 1 << 20, {1});
+  const auto lengths = intAxis(p, "length", 1, kMaxTokens);
+  checkCount(p, out, {batches.size(), lengths.size()});
+  for (const auto b : batches) {
+    for (const auto n : lengths) {
       out.push_back(uniform(Phase::Prefill, b, n, n, fmt::format("prefill b={} n={}", b, n)));
     }
   }
 }
 
 void readExtend(const YamlReader& x, std::vector<SweepWorkload>& out) {
-  for (const auto b : intAxis(x, "batch", 1, 1 << 20, {1})) {
-    for (const auto chunk : intAxis(x, "chunk", 1, kMaxTokens)) {
-      for (const auto prefix : intAxis(x, "prefix", 1, kMaxTokens)) {
+  const auto batches = intAxis(x, "batch", 1, 1 << 20, {1});
+  const auto chunks = intAxis(x, "chunk", 1, kMaxTokens);
+  const auto prefixes = intAxis(x, "prefix", 1, kMaxTokens);
+  checkCount(x, out, {batches.size(), chunks.size(), prefixes.size()});
+  for (const auto b : batches) {
+    for (const auto chunk : chunks) {
+      for (const auto prefix : prefixes) {
         out.push_back(uniform(Phase::Extend, b, chunk, prefix + chunk,
                               fmt::format("extend b={} chunk={} prefix={}", b, chunk, prefix)));
       }
@@ -79,9 +105,13 @@ void readExtend(const YamlReader& x, std::vector<SweepWorkload>& out) {
 void readVerify(const YamlReader& v, std::vector<SweepWorkload>& out) {
   const auto algorithm = v.get<std::string>("algorithm", "eagle");
   const std::int64_t topk = v.findInt("topk", 1, 64).value_or(1);
-  for (const auto b : intAxis(v, "batch", 1, 1 << 20)) {
-    for (const auto c : intAxis(v, "context", 1, kMaxTokens)) {
-      for (const auto n : intAxis(v, "draft_tokens", 1, 64)) {
+  const auto batches = intAxis(v, "batch", 1, 1 << 20);
+  const auto contexts = intAxis(v, "context", 1, kMaxTokens);
+  const auto drafts = intAxis(v, "draft_tokens", 1, 64);
+  checkCount(v, out, {batches.size(), contexts.size(), drafts.size()});
+  for (const auto b : batches) {
+    for (const auto c : contexts) {
+      for (const auto n : drafts) {
         SweepWorkload w{Workload::uniform(Phase::Verify, b, n, std::max(c, n), topk), algorithm,
                         fmt::format("verify b={} c={} draft={} topk={} {}", b, std::max(c, n), n, topk, algorithm)};
         out.push_back(std::move(w));
@@ -153,8 +183,16 @@ void readEngines(const YamlReader& r, const Catalog& c, SweepSpec& spec) {
   if (spec.engines.empty()) r.failMissing("engines");
 }
 
-void readServing(const YamlReader& r, SweepSpec& spec) {
-  for (const auto& kv : r.get<std::vector<std::string>>("kv_dtypes", {"default"})) {
+void readServing(const YamlReader& r, const Catalog& c, SweepSpec& spec) {
+  // A KV dtype no engine of the spec knows would only make every point a refusal.
+  std::vector<std::string> kv_dtypes{"default"};
+  for (const auto& e : spec.engines) {
+    for (const auto& kv : c.engine(e.engine).policy.kv_dtypes) {
+      if (std::find(kv_dtypes.begin(), kv_dtypes.end(), kv) == kv_dtypes.end()) kv_dtypes.push_back(kv);
+    }
+  }
+  const auto kvs = r.has("kv_dtypes") ? r.getListOf("kv_dtypes", kv_dtypes) : std::vector<std::string>{"default"};
+  for (const auto& kv : kvs) {
     spec.kv_dtypes.push_back(kv == "default" ? std::nullopt : std::optional<std::string>(kv));
   }
   const auto pages = r.raw("page_sizes");
@@ -181,6 +219,11 @@ void readCalibration(const YamlReader& r, SweepSpec& spec) {
   if (study.is_relative() && !spec.file.starts_with("sweeps/")) {
     study = std::filesystem::path(spec.file).parent_path() / study;
   }
+  // Opening a missing study would create an empty one and quietly use the catalog's figures.
+  if (!std::filesystem::is_regular_file(study)) {
+    c.failAt(*c.raw("study"), "study",
+             fmt::format("no study file '{}' (attnsim calibrate --db FILE writes one)", study.string()));
+  }
   spec.calibration_study = study.string();
 }
 
@@ -198,14 +241,6 @@ void readDrops(const YamlReader& r, SweepSpec& spec) {
   }
 }
 
-std::string readText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(fmt::format("sweep spec {}: cannot read", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 }  // namespace
 
 SweepSpec parseSweepSpec(std::string_view text, const std::string& file, const Catalog& catalog) {
@@ -221,7 +256,7 @@ SweepSpec parseSweepSpec(std::string_view text, const std::string& file, const C
   spec.hardware = r.getListOf("hardware", hw_ids);
   spec.models = r.getListOf("models", model_ids);
   readEngines(r, catalog, spec);
-  readServing(r, spec);
+  readServing(r, catalog, spec);
   spec.workloads = readWorkloads(r);
   readDrops(r, spec);
   readCalibration(r, spec);
@@ -235,6 +270,7 @@ SweepSpec parseSweepSpec(std::string_view text, const std::string& file, const C
 std::vector<std::string> builtinSweepNames() {
   std::vector<std::string> names;
   for (const auto& f : embeddedSweepFiles()) {
+    if (isCapacitySpecFile(f.path)) continue;  // sweeps/capacity*.yaml are capacity studies (study/CapacitySpec)
     names.push_back(std::filesystem::path(std::string(f.path)).stem().string());
   }
   return names;
@@ -242,7 +278,7 @@ std::vector<std::string> builtinSweepNames() {
 
 SweepSpec loadSweepSpec(const std::string& name_or_path, const Catalog& catalog) {
   for (const auto& f : embeddedSweepFiles()) {
-    if (std::filesystem::path(std::string(f.path)).stem().string() == name_or_path) {
+    if (!isCapacitySpecFile(f.path) && std::filesystem::path(std::string(f.path)).stem().string() == name_or_path) {
       return parseSweepSpec(f.content, std::string(f.path), catalog);
     }
   }
@@ -251,7 +287,7 @@ SweepSpec loadSweepSpec(const std::string& name_or_path, const Catalog& catalog)
     throw UsageError(fmt::format("sweep '{}': neither a built-in spec ({}) nor a file{}", name_or_path,
                                  join(names, ", "), didYouMean(name_or_path, names)));
   }
-  return parseSweepSpec(readText(name_or_path), name_or_path, catalog);
+  return parseSweepSpec(readTextFile(name_or_path, "sweep spec"), name_or_path, catalog);
 }
 
 }  // namespace attnsim

@@ -55,7 +55,16 @@ std::vector<std::int64_t> parseIntRange(std::string_view text, std::int64_t min,
     const std::int64_t first = *a, last = *b, by = *step;
     const bool geometric = rest[op] == 'x';
     if (first > last || (geometric ? by < 2 || first < 1 : by < 1)) throw bad("empty or endless range");
-    for (std::int64_t v = first; v <= last; v = geometric ? v * by : v + by) out.push_back(v);
+    // Each value is checked as it is made, so a range past `max` or the int64 range (found by
+    // fuzz_sweep_spec: 1..9223372036854775807x2 wrapped around and never ended) stops at once.
+    constexpr std::size_t kMaxValues = std::size_t{1} << 16;
+    for (std::int64_t v = first;;) {
+      if (v < min || v > max) throw bad(fmt::format("{} is out of range", v));
+      if (out.size() == kMaxValues) throw bad(fmt::format("more than {} values", kMaxValues));
+      out.push_back(v);
+      const bool overflow = geometric ? __builtin_mul_overflow(v, by, &v) : __builtin_add_overflow(v, by, &v);
+      if (overflow || v > last) break;
+    }
   }
   for (const auto v : out) {
     if (v < min || v > max) throw bad(fmt::format("{} is out of range", v));

@@ -163,11 +163,11 @@ SweepWriter::SweepWriter(Store& store, std::int64_t sweep, const SweepSpec& spec
       plan_(plan),
       point_(store.handle(),
              "INSERT OR IGNORE INTO points (sweep, id, grp, key, phase, batch, q_len, context, tokens, workload, "
-             "valid, best_slot, default_slot, default_rank, regret, regret_us) "
-             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
+             "valid, best_slot, default_slot, default_rank, regret, regret_us, default_within_band) "
+             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
       prediction_(store.handle(),
                   "INSERT OR IGNORE INTO predictions (sweep, point, slot, attention_us, eager_us, graph_us, step_us, "
-                  "bound, graph_mode, rank) VALUES (?,?,?,?,?,?,?,?,?,?)") {
+                  "bound, graph_mode, rank, band, tie_band, provenance) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)") {
   // WAL with NORMAL sync survives a killed process (kill -9); only an OS crash can lose the last commits.
   execSql(store.handle(), "PRAGMA synchronous=NORMAL; PRAGMA cache_size=-65536;", store.path());
 }
@@ -216,11 +216,12 @@ void SweepWriter::write(const SweepBatch& batch) {
     bindSlot(point_, 12, p.best_slot);
     bindSlot(point_, 13, p.default_slot);
     if (p.default_slot < 0) {
-      for (int i = 14; i <= 16; ++i) point_.bind(i, std::optional<std::int64_t>{});
+      for (int i = 14; i <= 17; ++i) point_.bind(i, std::optional<std::int64_t>{});
     } else {
       point_.bind(14, static_cast<std::int64_t>(p.default_rank));
       point_.bind(15, p.regret);
       point_.bind(16, p.regret_us);
+      point_.bind(17, static_cast<std::int64_t>(p.default_within_band));
     }
     point_.run();
     for (std::uint32_t i = p.first; i < p.first + p.count; ++i) {
@@ -235,6 +236,9 @@ void SweepWriter::write(const SweepBatch& batch) {
       prediction_.bindStatic(8, r.bound);
       prediction_.bindStatic(9, r.graph_mode);
       prediction_.bind(10, static_cast<std::int64_t>(r.rank));
+      prediction_.bind(11, r.band);
+      prediction_.bind(12, r.tie_band);
+      prediction_.bindStatic(13, provenanceName(r.provenance));
       prediction_.run();
     }
   }

@@ -23,9 +23,14 @@ FitParams defaultsOf(const Catalog& c, const std::string& kernel, const std::str
   return {e.compute_efficiency, e.memory_efficiency, e.fixed_us, e.key_ns};
 }
 
-std::string shapeKey(const MeasurementRow& r) {
+// The attention problem a row solves: phase, batch, lengths, heads, head size and KV dtype.
+std::string problemKey(const MeasurementRow& r) {
   return fmt::format("{} b{} q{} kv{} h{}/{} d{}{}", r.phase, r.batch, r.q_len, r.kv_len, r.heads, r.kv_heads,
-                     r.head_dim, r.page_size > 0 ? fmt::format(" paged/{}", r.page_size) : std::string{});
+                     r.head_dim, r.dtype == "bf16" ? std::string{} : " " + r.dtype);
+}
+
+std::string shapeKey(const MeasurementRow& r) {
+  return problemKey(r) + (r.page_size > 0 ? fmt::format(" paged/{}", r.page_size) : std::string{});
 }
 
 // Kendall's tau between two orderings of the same items (ties count as neither).
@@ -53,19 +58,20 @@ std::vector<ScoredPoint> scoreHeldOut(const Catalog& c, const std::vector<Measur
   std::map<FitKey, const FamilyFit*> fit_of;
   for (const auto& f : fits) fit_of[{f.hardware, f.kernel, f.phase}] = &f;
   std::vector<ScoredPoint> out;
+  const HoldoutRule holdout(rows, o.holdout_contexts);
   for (const auto& r : rows) {
-    if (r.kind != "attention" || !isHeldOut(r, o.holdout_contexts)) continue;
+    if (r.kind != "attention" || !holdout.heldOut(r)) continue;
     // Scored with what predict would use: the phase class's fit, an extend's prefill fit, else the
     // family's own figures (no fit for this point at all).
     const std::string phase_class = phaseClassOf(r);
     auto it = fit_of.find({r.hardware, r.kernel, phase_class});
     if (it == fit_of.end() && phase_class == "extend") it = fit_of.find({r.hardware, r.kernel, "prefill"});
-    const FitPoint p = fitPointFrom(r);
     const KernelModel base = measuredKernelModel(c, r.kernel, r.hardware, phaseOf(r));
+    const FitPoint p = fitPointFrom(r, &base);
     const DeviceModel device = resolveDevice(c.hardware(r.hardware), DType::BF16);
     const FitParams defaults = defaultsOf(c, r.kernel, r.hardware);
     const FitParams& fitted = it == fit_of.end() ? defaults : it->second->fit.params;
-    out.push_back({r.hardware, r.kernel, r.impl, r.phase, shapeKey(r), r.median_us,
+    out.push_back({r.hardware, r.kernel, r.impl, r.phase, phase_class, shapeKey(r), problemKey(r), r.median_us,
                    predictPoint(p, base, device, defaults), predictPoint(p, base, device, fitted)});
   }
   return out;
@@ -104,7 +110,7 @@ std::vector<ScoredPoint> worstPoints(const std::vector<ScoredPoint>& points, std
 // Per shape: which implementation is fastest, and the order of all.
 RankingAgreement rankingAgreement(const std::vector<ScoredPoint>& points) {
   std::map<std::pair<std::string, std::string>, std::vector<const ScoredPoint*>> by_shape;
-  for (const auto& s : points) by_shape[{s.hardware, s.shape}].push_back(&s);
+  for (const auto& s : points) by_shape[{s.hardware, s.problem}].push_back(&s);
   RankingAgreement out;
   int top1 = 0;
   double tau_sum = 0;
@@ -133,14 +139,14 @@ std::vector<CrossDeviceRow> crossDevice(const Catalog& c, const std::vector<Meas
   for (const auto& from : fits) {
     for (const auto& to : fits) {
       if (from.kernel != to.kernel || from.phase != to.phase || from.hardware == to.hardware) continue;
+      const KernelModel base = measuredKernelModel(c, to.kernel, to.hardware, phaseOfClass(to.phase));
       std::vector<FitPoint> points;
       for (const auto& r : rows) {
         if (r.kind == "attention" && r.hardware == to.hardware && r.kernel == to.kernel &&
-            phaseClassOf(r) == to.phase) {
-          points.push_back(fitPointFrom(r));
+            phaseClassOf(r) == to.phase && r.phase != "mixed") {
+          points.push_back(fitPointFrom(r, &base));
         }
       }
-      const KernelModel base = measuredKernelModel(c, to.kernel, to.hardware, phaseOfClass(to.phase));
       const DeviceModel device = resolveDevice(c.hardware(to.hardware), DType::BF16);
       out.push_back({from.hardware, to.hardware, to.kernel, to.phase, points.size(),
                      meanAbsolutePercentageError(points, base, device, from.fit.params),
@@ -153,25 +159,29 @@ std::vector<CrossDeviceRow> crossDevice(const Catalog& c, const std::vector<Meas
 }  // namespace
 
 std::vector<FamilyFit> fitAll(const Catalog& c, const std::vector<MeasurementRow>& rows, const ValidationOptions& o) {
-  std::map<FitKey, std::vector<FitPoint>> train;
+  std::map<FitKey, std::vector<const MeasurementRow*>> train;
   std::map<FitKey, int> test;
+  const HoldoutRule holdout(rows, o.holdout_contexts);
   for (const auto& r : rows) {
     if (r.kind != "attention") continue;
     const FitKey key{r.hardware, r.kernel, phaseClassOf(r)};
-    if (isHeldOut(r, o.holdout_contexts)) {
+    if (holdout.heldOut(r)) {
       ++test[key];
     } else {
-      train[key].push_back(fitPointFrom(r));
+      train[key].push_back(&r);
     }
   }
   std::vector<FamilyFit> fits;
-  for (const auto& [key, points] : train) {
+  for (const auto& [key, train_rows] : train) {
     FamilyFit f;
     f.hardware = std::get<0>(key);
     f.kernel = std::get<1>(key);
     f.phase = std::get<2>(key);
     f.defaults = defaultsOf(c, f.kernel, f.hardware);
     const KernelModel base = measuredKernelModel(c, f.kernel, f.hardware, phaseOfClass(f.phase));
+    std::vector<FitPoint> points;
+    points.reserve(train_rows.size());
+    for (const MeasurementRow* r : train_rows) points.push_back(fitPointFrom(*r, &base));
     f.fit = fitKernel(points, base, resolveDevice(c.hardware(f.hardware), DType::BF16), f.defaults);
     f.train = static_cast<int>(points.size());
     f.test = test[key];

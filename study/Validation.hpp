@@ -27,7 +27,9 @@ struct FamilyFit {
 // A held-out point, predicted with the family's own figures (before) and with its fit (after).
 struct ScoredPoint {
   std::string hardware, kernel, impl, phase;
-  std::string shape;  // phase, batch, lengths, heads, head size and paging, as one label
+  std::string phase_class;  // the calibration class the point is predicted with (prefill, extend, decode)
+  std::string shape;    // phase, batch, lengths, heads, head size, KV dtype (when not bf16) and paging, as one label
+  std::string problem;  // the same without the KV layout: implementations ranked against each other share it
   double measured_us = 0, before_us = 0, after_us = 0;
 };
 

@@ -1,11 +1,13 @@
 #include "tests/TestSupport.hpp"
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <sstream>
 
@@ -25,6 +27,30 @@ OverlayDir::OverlayDir() {
 OverlayDir::~OverlayDir() {
   std::error_code ec;
   std::filesystem::remove_all(dir_, ec);
+}
+
+const std::filesystem::path& suiteScratchDir(const std::string& suite) {
+  // Each folder is removed by its entry's destructor when the program exits.
+  struct Folder {
+    std::filesystem::path path;
+    explicit Folder(std::filesystem::path p) : path(std::move(p)) {
+      std::filesystem::remove_all(path);
+      std::filesystem::create_directories(path);
+    }
+    ~Folder() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+    Folder(const Folder&) = delete;
+    Folder& operator=(const Folder&) = delete;
+  };
+  static std::map<std::string, std::unique_ptr<Folder>> folders;
+  auto& folder = folders[suite];
+  if (!folder) {
+    folder = std::make_unique<Folder>(std::filesystem::temp_directory_path() /
+                                      ("attnsim-" + suite + "-" + std::to_string(::getpid())));
+  }
+  return folder->path;
 }
 
 void OverlayDir::write(const std::string& relative_path, const std::string& content) const {
@@ -113,10 +139,9 @@ bool ranksBackend(const Scenario& s, const std::string& backend) {
   return std::any_of(r.ranked.begin(), r.ranked.end(), [&](const RankedBackend& b) { return b.backend == backend; });
 }
 
-CommandResult runAttnsim(const std::string& arguments) {
-  const std::string command = std::string(ATTNSIM_BINARY) + " " + arguments + " 2>&1";
+CommandResult runShell(const std::string& command) {
   CommandResult result;
-  FILE* pipe = popen(command.c_str(), "r");
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
   if (!pipe) return result;
   std::array<char, 4096> buffer{};
   std::size_t n = 0;
@@ -124,6 +149,10 @@ CommandResult runAttnsim(const std::string& arguments) {
   const int status = pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
+}
+
+CommandResult runAttnsim(const std::string& arguments) {
+  return runShell(std::string(ATTNSIM_BINARY) + " " + arguments);
 }
 
 }  // namespace attnsim::test

@@ -29,6 +29,10 @@ class OverlayDir {
   std::filesystem::path dir_;
 };
 
+// A folder for one suite's files ("attnsim-<suite>-<pid>" under the temporary directory), made empty on
+// first use and removed when the test program exits.
+const std::filesystem::path& suiteScratchDir(const std::string& suite);
+
 // The embedded text of one catalog file.
 std::string embeddedFile(const std::string& relative_path);
 
@@ -52,6 +56,9 @@ struct CommandResult {
   int exit_code = -1;
   std::string output;  // stdout and stderr together
 };
+// A shell command line's exit code and output (stdout and stderr together).
+CommandResult runShell(const std::string& command);
+// The attnsim program under test with these arguments.
 CommandResult runAttnsim(const std::string& arguments);
 
 }  // namespace attnsim::test

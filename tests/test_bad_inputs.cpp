@@ -1,5 +1,6 @@
-// unit: the bad-input suite (tests/data/bad_inputs/targets.txt): every malformed catalog file or
-// measurements CSV gives exit 2 and a JSON error located at its file and line, never a crash.
+// unit: the bad-input suite (tests/data/bad_inputs/targets.txt): every malformed catalog file,
+// sweep spec, measurements CSV, serving trace or command line gives exit 2 and a JSON error (located
+// at its file and line for files), never a crash, and leaves no store behind.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -17,7 +18,7 @@ const fs::path kDir = fs::path(ATTNSIM_TEST_DATA) / "bad_inputs";
 
 struct BadInput {
   std::string file, target, fragment;
-  int line = 0;
+  int line = 0;  // 0: a command line, whose errors name the flag rather than a file
 };
 
 std::string trimmed(const std::string& s) {
@@ -38,33 +39,54 @@ std::vector<BadInput> readTargets() {
       ADD_FAILURE() << "targets.txt: " << row;
       continue;
     }
-    out.push_back({cells[0], cells[1], cells[3], std::stoi(cells[2])});
+    out.push_back({cells[0], cells[1], cells[3], cells[2] == "-" ? 0 : std::stoi(cells[2])});
   }
   return out;
 }
 
+// One argument per line, each shell-quoted (the files hold no quote characters).
+std::string argumentsOf(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::string arguments;
+  for (std::string arg; std::getline(in, arg);) arguments += " '" + arg + "'";
+  return arguments;
+}
+
+// Runs attnsim on one case the way a user would meet it; `store` is where a study would appear.
+CommandResult runCase(const BadInput& c, const OverlayDir& dir, const fs::path& store) {
+  const fs::path input = kDir / c.file;
+  if (c.target == "csv") return runAttnsim("--json measurements import " + input.string() + " --db " + store.string());
+  if (c.target == "sweep") return runAttnsim("--json sweep " + input.string() + " --db " + store.string());
+  if (c.target == "trace") {
+    return runAttnsim("--json serve-sim --engine vllm --hardware h100-sxm --model llama-3.1-8b --trace " +
+                      input.string());
+  }
+  if (c.target == "args") return runAttnsim("--json" + argumentsOf(input));
+  dir.write(c.target, readFile(input));
+  return runAttnsim("--json list hardware --catalog " + dir.path().string());
+}
+
 TEST(BadInputs, EachIsRefusedWithExitTwoAndItsLocation) {
   const auto cases = readTargets();
-  EXPECT_GE(cases.size(), 40U);
+  EXPECT_GE(cases.size(), 150U);
   for (const auto& c : cases) {
     OverlayDir dir;
-    const fs::path input = kDir / c.file;
-    CommandResult r;
-    if (c.target == "csv") {
-      r = runAttnsim("--json measurements import " + input.string() + " --db " + (dir.path() / "s.db").string());
-      EXPECT_FALSE(fs::exists(dir.path() / "s.db")) << c.file << ": a bad file must leave no study behind";
-    } else {
-      dir.write(c.target, readFile(input));
-      r = runAttnsim("--json list hardware --catalog " + dir.path().string());
-    }
+    const fs::path store = dir.path() / "s.db";
+    const CommandResult r = runCase(c, dir, store);
     ASSERT_EQ(r.exit_code, 2) << c.file << "\n" << r.output;
+    EXPECT_FALSE(fs::exists(store)) << c.file << ": a bad input must leave no study behind";
     const auto error = nlohmann::json::parse(r.output).at("error");
+    EXPECT_NE(error.at("message").get<std::string>().find(c.fragment), std::string::npos) << c.file << ": " << error;
+    if (c.line == 0) {
+      EXPECT_TRUE(error.at("kind") == "usage" || error.at("kind") == "input") << c.file << ": " << error;
+      continue;
+    }
     const auto& where = error.at("location");
-    const std::string expected_file = c.target == "csv" ? c.file : fs::path(c.target).filename().string();
+    const bool own_file = c.target == "csv" || c.target == "sweep" || c.target == "trace";
+    const std::string expected_file = own_file ? c.file : fs::path(c.target).filename().string();
     EXPECT_NE(where.at("file").get<std::string>().find(expected_file), std::string::npos) << c.file << " " << where;
     EXPECT_EQ(where.at("line"), c.line) << c.file << ": " << error;
     EXPECT_GE(where.at("column").get<int>(), 1) << c.file;
-    EXPECT_NE(error.at("message").get<std::string>().find(c.fragment), std::string::npos) << c.file << ": " << error;
   }
 }
 
@@ -74,13 +96,26 @@ TEST(BadInputs, EachIsRefusedWithExitTwoAndItsLocation) {
 namespace attnsim::test {
 namespace {
 
+// A what-if copy of a profile may keep its device names, but measurements of that device then
+// belong to no one profile: the import refuses them, naming both.
+TEST(BadInputs, AMeasuredDeviceClaimedByTwoProfilesIsRefused) {
+  OverlayDir overlay;
+  const std::string h100 = readFile(fs::path(ATTNSIM_SOURCE_DIR) / "hardware/profiles/h100-sxm.yaml");
+  overlay.write("hardware/profiles/h100-copy.yaml", "id: h100-copy" + h100.substr(h100.find('\n')));
+  const fs::path store = overlay.path() / "s.db";
+  const auto r =
+      runAttnsim("--json --catalog " + overlay.path().string() + " measurements import " +
+                 (fs::path(ATTNSIM_TEST_DATA) / "measurements_sample.csv").string() + " --db " + store.string());
+  ASSERT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("is a device name of two hardware profiles (h100-copy and h100-sxm)"), std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(store));
+}
+
 // Command lines the fuzzer (fuzz_cli) found answered with exit 3: one argument per line.
 TEST(BadInputs, FuzzedCommandLinesAreUsageErrors) {
   for (const char* name : {"cli_invalid_utf8.args"}) {
-    std::ifstream in(kDir / name, std::ios::binary);
-    std::string arguments;
-    for (std::string arg; std::getline(in, arg);) arguments += " '" + arg + "'";
-    const auto r = runAttnsim(arguments);
+    const auto r = runAttnsim(argumentsOf(kDir / name));
     EXPECT_EQ(r.exit_code, 2) << name << "\n" << r.output;
     const auto error = nlohmann::json::parse(r.output).at("error");  // --json is among the arguments
     EXPECT_EQ(error.at("kind"), "usage") << name;

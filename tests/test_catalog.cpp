@@ -53,7 +53,7 @@ TEST(Catalog, ModelGeometryIsRead) {
 
 TEST(Catalog, EveryEngineHasItsSeedBackends) {
   const Catalog& c = defaultCatalog();
-  EXPECT_EQ(backendNames(c.engine("rtp-llm")).size(), 12U);  // the seed's 11 and NONE (unfused fallback)
+  EXPECT_EQ(backendNames(c.engine("rtp-llm")).size(), 13U);  // the seed's 11, NONE (unfused fallback), ROCmTorchMLA
   EXPECT_EQ(backendNames(c.engine("vllm")).size(), 19U);     // 10 standard (FA2/FA3 are variants) + 9 MLA
   for (const auto& e : c.engines()) {
     for (const auto& b : e.backends) {

@@ -99,15 +99,27 @@ TEST(StepLaws, GraphReplayBeatsEagerForSmallDecodeBatches) {
 // More requests or more context never make a step faster, eager or replayed. Batches run densely
 // to 64 (capture sizes and kernel tiles change there) and then by steps; the graph step may jump
 // where padding or the end of the captured sizes changes the mode, but never downwards.
+//
+// One exception, kept on purpose: a decode kernel with a split rule (the engines' Triton kernels:
+// vLLM's 3D/2D switch at 128 / KV heads sequences, SGLang's get_num_kv_splits_triton) launches the
+// split count its engine's heuristic picks, not the fastest, so where that count changes with the
+// batch the step may get faster. Only such a change of split count is exempt.
 TEST(StepLaws, StepTimeNeverDecreasesWithBatch) {
   forEveryScenario([](const Predictor& p) {
     double eager = 0, graph = 0;
+    std::vector<int> splits;
     for (std::int64_t batch = 1; batch <= 600; batch += batch < 64 ? 1 : 24) {
       const Prediction r = p.predict(Workload::uniform(Phase::Decode, batch, 1, 2048));
-      EXPECT_GE(r.eager.step_us, eager) << "eager, batch " << batch;
-      EXPECT_GE(r.graph.step_us, graph) << "graph, batch " << batch << ": " << r.graph_decision.why;
+      const bool ruled = p.input().decode_kernel->split_policy.rule != SplitRule::Search;
+      std::vector<int> now;
+      for (const auto& a : r.attention) now.push_back(a.cost.splits);
+      if (!(ruled && !splits.empty() && now != splits)) {
+        EXPECT_GE(r.eager.step_us, eager) << "eager, batch " << batch;
+        EXPECT_GE(r.graph.step_us, graph) << "graph, batch " << batch << ": " << r.graph_decision.why;
+      }
       eager = r.eager.step_us;
       graph = r.graph.step_us;
+      splits = now;
     }
   });
 }

@@ -146,8 +146,8 @@ TEST(DocsDiff, CommandPrintsTheDiffInTextAndJson) {
   const auto text = runAttnsim("docs --engine rtp-llm --diff");
   EXPECT_EQ(text.exit_code, 0);
   EXPECT_NE(text.output.find("| TRT_V2 | Spec Decoding | ❌ |"), std::string::npos) << text.output;
-  const auto json = runAttnsim("--json docs --engine sglang --diff");
-  const auto j = nlohmann::json::parse(json.output);
+  const auto answer = runAttnsim("--json docs --engine sglang --diff");
+  const auto j = nlohmann::json::parse(answer.output);
   ASSERT_TRUE(j.is_array());
   EXPECT_EQ(j.front()["engine"], "sglang");
   EXPECT_FALSE(j.front()["decided_by"].get<std::string>().empty());

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "core/Error.hpp"
 #include "core/Value.hpp"
 #include "simulator/Evaluation.hpp"
 #include "tests/TestSupport.hpp"
@@ -279,6 +280,109 @@ TEST(RtpLlmRank, RankNeverListsUnreachableFlashInfer) {
   EXPECT_FALSE(ranksBackend(rtp("b200", "deepseek-v3"), "FlashInfer"));
   EXPECT_FALSE(ranksBackend(rtp("mi300x", "llama-3.1-8b"), "FlashInfer"));
   EXPECT_TRUE(ranksBackend(rtp("a100-sxm-80g", "deepseek-v3"), "FlashInfer"));
+}
+
+//---------------------------------------------------------------------------------------------
+// D9a. CudaFlashInfer.cc:FlashInferAttnParams::check @ 44027b7e: an MHA model needs RoPE style Base or
+// No. Llama-3.1 loads as Llama3 (models/llama.py:Llama._from_hf), so its decode falls past FlashInfer
+// to MMHA; Qwen3 (Base) keeps FlashInfer.
+TEST(RtpLlmRope, Llama3RopeDisablesFlashInfer) {
+  for (const char* hw : {"a100-sxm-80g", "b200"}) {
+    const Selection llama = selectionOf(rtp(hw, "llama-3.1-8b"));
+    ASSERT_FALSE(llama.refusal) << *llama.refusal;
+    EXPECT_EQ(nameOf(llama.decode), "MMHA") << hw;
+    EXPECT_TRUE(anyReasonMentions(llama, "RoPE style must be Base or No")) << hw;
+    EXPECT_FALSE(ranksBackend(rtp(hw, "llama-3.1-8b"), "FlashInfer")) << hw;
+    EXPECT_EQ(nameOf(selectionOf(rtp(hw, "qwen3-8b")).decode), "FlashInfer") << hw;
+  }
+}
+
+// D9a. rtp_llm/models/qwen2_vl/qwen2_vl.py @ 44027b7e (l. 287): Qwen2-VL's RoPE is Mrope, which
+// FlashInferAttnParams::check rejects.
+TEST(RtpLlmRope, MropeDisablesFlashInfer) {
+  const Selection sel = selectionOf(rtp("a100-sxm-80g", "qwen2.5-vl-7b"));
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.decode), "MMHA");
+}
+
+// D9a on H100 (SM 9.0): neither XQA (CudaXqa.cc:supportXqa) nor the context FMHAs (prepareModelRun,
+// TrtV2FmhaRunner) read the RoPE style, so Llama-3.1 prefills on TRT_V2 (PAGED_TRT_V2 over a prefix)
+// and decodes on XQA. The spec-verify batch with a BASE KV cache skips FlashInfer (C3) and takes the
+// paged branch; with enable_xqa=false the decode is MMHA, not FlashInfer.
+TEST(RtpLlmRope, Llama31OnH100RunsTrtV2AndXqaNeverFlashInfer) {
+  Scenario s = rtp("h100-sxm", "llama-3.1-8b");
+  Selection sel = selectionOf(s);
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "TRT_V2");
+  EXPECT_EQ(nameOf(sel.decode), "XQA");
+  s.has_prefix = true;
+  EXPECT_EQ(nameOf(selectionOf(s).prefill), "PAGED_TRT_V2");
+  s.spec.algorithm = "eagle";
+  sel = selectionOf(s);
+  EXPECT_EQ(nameOf(sel.prefill), "PAGED_TRT_V2");
+  EXPECT_EQ(nameOf(sel.decode), "XQA");
+  s.kv_dtype = "fp8";
+  EXPECT_EQ(nameOf(selectionOf(s).prefill), "XQA");
+  s = rtp("h100-sxm", "llama-3.1-8b");
+  s.engine_options["enable_xqa"] = "false";
+  EXPECT_EQ(nameOf(selectionOf(s).decode), "MMHA");
+}
+
+// M2. rtp_llm/models/deepseek_v2.py @ 44027b7e (l. 631-634): DeepSeek MLA loads with RoPE style No,
+// and Yarn only when mla_ops_type is MHA; config.json's yarn stays the model's attribute.
+TEST(RtpLlmRope, DeepSeekMlaRopeIsNoUnlessMlaOpsTypeIsMha) {
+  Scenario s = rtp("h100-sxm", "deepseek-v3");
+  EXPECT_EQ(toDisplay(selectionOf(s).env.at("rope_style")), "no");
+  s.engine_options["mla_ops_type"] = "mha";
+  EXPECT_EQ(toDisplay(selectionOf(s).env.at("rope_style")), "yarn");
+  EXPECT_EQ(toDisplay(selectionOf(rtp("h100-sxm", "llama-3.1-8b")).env.at("rope_style")), "llama3");
+}
+
+// M1. The model attribute takes RopeStyle's names only (rtp_llm/cpp/model_utils/RopeConfig.h @ 44027b7e):
+// a misspelt style is a load error at its key, listing the allowed values.
+TEST(RtpLlmRope, UnknownRopeStyleIsALoadErrorListingTheStyles) {
+  OverlayDir overlay;
+  std::string yaml = embeddedFile("model/configs/llama-3.1-8b.yaml");
+  const std::string from = "rope_style: llama3";
+  yaml.replace(yaml.find(from), from.size(), "rope_style: llama31");
+  overlay.write("model/configs/llama-3.1-8b.yaml", yaml);
+  try {
+    (void)overlay.load();
+    FAIL() << "an unknown rope_style loads";
+  } catch (const CatalogError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("rope_style"), std::string::npos) << what;
+    EXPECT_NE(what.find("no, base, glm2, dynamicntk, qwendynamicntk, yarn, llama3, mrope"), std::string::npos) << what;
+  }
+}
+
+// M3. deepseek_v2.py @ 44027b7e (l. 625): size_per_head = qk_nope + qk_rope (192), the head the context
+// FMHA of mlaContextAttention runs at; head_size stays the latent width the MLA kernels validate.
+TEST(RtpLlmMla, MlaContextFmhaSeesNopePlusRopeHead) {
+  const Selection sel = selectionOf(rtp("a100-sxm-80g", "deepseek-v3"));
+  EXPECT_EQ(toDisplay(sel.env.at("qk_head_size")), "192");
+  EXPECT_EQ(toDisplay(sel.env.at("head_size")), "576");
+  Scenario s = rtp("a100-sxm-80g", "deepseek-v3");
+  s.engine_options["enable_trt_fmha"] = "false";
+  const Selection open_source = selectionOf(s);
+  EXPECT_EQ(nameOf(open_source.prefill), "OPEN_SOURCE");
+  EXPECT_FALSE(anyReasonMentions(open_source, "head size not in 64, 96, 128, 192"));
+}
+
+// D8 (2). ROCmMlaAttentionOp.cc:ROCmDevice::mlaAbsorbAttention @ 44027b7e: ROCm MLA decode is a torch
+// reference loop over prepareDecodeFlashInferAttnParams' page arrays, never FlashInfer; those params
+// need a BASE KV cache, so an FP8 KV cache leaves no decode ("flash_infer_attn must be setting").
+TEST(RtpLlmRocm, RocmMlaDecodeIsTorchReference) {
+  Scenario s = rtp("mi300x", "deepseek-v3");
+  const Selection sel = selectionOf(s);
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "CKFMHA");
+  EXPECT_EQ(nameOf(sel.decode), "ROCmTorchMLA");
+  EXPECT_FALSE(ranksBackend(s, "FlashInfer"));
+  EXPECT_FALSE(ranksBackend(rtp("mi300x", "llama-3.1-8b"), "ROCmTorchMLA"));
+  s.kv_dtype = "fp8";
+  const Selection fp8 = selectionOf(s);
+  EXPECT_NE(refusalOf(fp8).find("KV cache must be BASE"), std::string::npos) << refusalOf(fp8);
 }
 
 }  // namespace

@@ -130,6 +130,48 @@ TEST(SglangXpu, GptOssOverridePicksIntelXpu) {
   EXPECT_EQ(sel.env.at("page_size"), Value{std::int64_t{128}});
 }
 
+// C10. attention_hook.py:handle_attention_backend_compatibility @ 03a70bf3: intel_xpu may decode an
+// MLA model, but as its prefill backend (own flag or --attention-backend) it raises.
+TEST(SglangXpu, IntelXpuDecodesMlaButDoesNotPrefillIt) {
+  Scenario s = sglang("intel-max-1550", "deepseek-v3");
+  s.decode_backend = "intel_xpu";
+  const Selection sel = selectionOf(s);
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "triton");
+  EXPECT_EQ(nameOf(sel.decode), "intel_xpu");
+  const std::string raise =
+      "intel_xpu backend is only supported on decode for MLA models, please set --decode-attention-backend to "
+      "intel_xpu and do not set --attention-backend or --prefill-attention-backend to intel_xpu for prefill "
+      "instead use triton.";
+  Scenario prefill = sglang("intel-max-1550", "deepseek-v3");
+  prefill.prefill_backend = "intel_xpu";
+  EXPECT_EQ(refusalOf(selectionOf(prefill)), raise);
+  Scenario both = sglang("intel-max-1550", "deepseek-v3");
+  both.backend = "intel_xpu";
+  EXPECT_EQ(refusalOf(selectionOf(both)), raise);
+  EXPECT_FALSE(ranksBackend(sglang("intel-max-1550", "deepseek-v3"), "intel_xpu"));
+}
+
+// C11. overrides.py:_intel_xpu_page_constraint @ 003bbaf9: intel_xpu in either phase keeps pages
+// 64/128 (MHA) or 16/32/64/128 (MLA); any other page becomes 128.
+TEST(SglangXpu, IntelXpuPageSnapsInEitherPhase) {
+  const auto pageOf = [](const std::string& model, std::optional<std::int64_t> page, bool prefill) {
+    Scenario s = sglang("intel-max-1550", model);
+    (prefill ? s.prefill_backend : s.decode_backend) = "intel_xpu";
+    s.page_size = page;
+    const Selection sel = selectionOf(s);
+    EXPECT_FALSE(sel.refusal) << model;
+    return sel.env.at("page_size");
+  };
+  EXPECT_EQ(pageOf("qwen3-8b", std::nullopt, true), Value{std::int64_t{128}});
+  EXPECT_EQ(pageOf("qwen3-8b", 32, false), Value{std::int64_t{128}});
+  EXPECT_EQ(pageOf("qwen3-8b", 64, true), Value{std::int64_t{64}});
+  EXPECT_EQ(pageOf("deepseek-v3", std::nullopt, false), Value{std::int64_t{128}});
+  EXPECT_EQ(pageOf("deepseek-v3", 16, false), Value{std::int64_t{16}});
+  EXPECT_EQ(pageOf("deepseek-v3", 32, false), Value{std::int64_t{32}});
+  EXPECT_EQ(pageOf("deepseek-v3", 8, false), Value{std::int64_t{128}});
+}
+
 // D8. gpt_oss.py @ 16ac180d runs only when all three flags are unset (is_attention_backend_not_set).
 TEST(SglangGptOss, OverrideNeedsAllThreeFlagsUnset) {
   Scenario s = sglang("intel-max-1550", "gpt-oss-20b");
@@ -166,7 +208,7 @@ TEST(SglangCpu, IntelAmxIsNotAChoiceOffTheCpu) {
 }
 
 // D12, F3. DualChunkFlashAttentionBackend.__init__ (index id 803149873) asserts the model's
-// dual_chunk_attention_config; no catalog model has one.
+// dual_chunk_attention_config, which no catalog model has.
 TEST(SglangDualChunk, NeedsADualChunkConfig) {
   for (const char* hw : {"h100-sxm", "b200", "a100-sxm-80g"}) {
     EXPECT_FALSE(ranksBackend(sglang(hw, "llama-3.1-8b"), "dual_chunk_flash_attn")) << hw;
@@ -174,6 +216,37 @@ TEST(SglangDualChunk, NeedsADualChunkConfig) {
   Scenario s = sglang("h100-sxm", "llama-3.1-8b");
   s.backend = "dual_chunk_flash_attn";
   EXPECT_NE(refusalOf(selectionOf(s)).find("dual_chunk_attention_config"), std::string::npos);
+}
+
+// C12. server_args.py _handle_attention_backend_compatibility (monolithic, index id 271536807): a model
+// with dual_chunk_attention_config runs dual_chunk_flash_attn and any other backend raises. The check runs
+// after the default pick, so the default (fa3 on H100) raises too and only the explicit name serves.
+TEST(SglangDualChunk, DualChunkModelRunsOnlyDualChunkFlashAttn) {
+  OverlayDir overlay;
+  std::string yaml = embeddedFile("model/configs/qwen3-8b.yaml");
+  const std::string id = "id: qwen3-8b";
+  yaml.replace(yaml.find(id), id.size(), "id: dual-chunk-test");
+  yaml +=
+      "dual_chunk_attention_config: {chunk_size: 262144, local_size: 8192, original_max_position_embeddings: 262144}\n";
+  overlay.write("model/configs/dual-chunk-test.yaml", yaml);
+  const Catalog c = overlay.load();
+  Scenario s = sglang("h100-sxm", "dual-chunk-test");
+  const std::string by_default = refusalOf(selectBackends(c, s).selection);
+  EXPECT_NE(by_default.find("Dual chunk attention is enabled, but attention backend is set to fa3. Please set it to "
+                            "'dual_chunk_flash_attn'."),
+            std::string::npos)
+      << by_default;
+  s.backend = "flashinfer";
+  EXPECT_NE(refusalOf(selectBackends(c, s).selection).find("attention backend is set to flashinfer"),
+            std::string::npos);
+  s.backend = "dual_chunk_flash_attn";
+  const Selection sel = selectBackends(c, s).selection;
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "dual_chunk_flash_attn");
+  EXPECT_EQ(nameOf(sel.decode), "dual_chunk_flash_attn");
+  const Ranking r = rankBackends(c, sglang("h100-sxm", "dual-chunk-test"), {"sglang"});
+  ASSERT_FALSE(r.ranked.empty());
+  for (const auto& b : r.ranked) EXPECT_EQ(b.backend, "dual_chunk_flash_attn");
 }
 
 // D9. hardware_backend/npu/utils.py:set_default_server_args (index id 886924877) overwrites the

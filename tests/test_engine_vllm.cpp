@@ -265,5 +265,26 @@ TEST(VllmB200, UseTrtllmAttentionFalseSendsGptOssToTritonAttn) {
   EXPECT_EQ(nameOf(selectionOf(s).decode), "TRITON_ATTN");
 }
 
+// M9, D4.4. vllm/model_executor/models/config.py GptOssForCausalLMConfig.verify_and_update_config
+// @ 2d5be1dd: GPT-OSS raises max_cudagraph_capture_size to 1024 unless the user set it ("from 67 to 83"
+// graphs in vLLM's comment: [1, 2, 4], 8..248 by 8, 256..1024 by 16 is 83 sizes); other models keep 512.
+TEST(VllmGptOss, RaisesMaxCudaGraphCaptureSizeTo1024) {
+  const CudaGraphPolicy& graphs = *defaultCatalog().engine("vllm").policy.cuda_graph;
+  const Selection oss = selectionOf(vllm("h100-sxm", "gpt-oss-20b"));
+  ASSERT_FALSE(oss.refusal) << *oss.refusal;
+  EXPECT_TRUE(std::any_of(oss.notes.begin(), oss.notes.end(), [](const std::string& n) {
+    return n.find("Overriding max cuda graph capture size to 1024") != std::string::npos;
+  }));
+  const auto sizes = graphs.captureSizes(oss.env);
+  EXPECT_EQ(sizes.size(), 83U);
+  EXPECT_EQ(sizes.back(), 1024);
+  EXPECT_EQ(graphs.prefillCaptureSizes(oss.env).back(), 1024);
+  const Selection llama = selectionOf(vllm("h100-sxm", "llama-3.1-8b"));
+  EXPECT_EQ(graphs.captureSizes(llama.env).back(), 512);
+  Scenario user = vllm("h100-sxm", "gpt-oss-20b");
+  user.engine_options["max_cudagraph_capture_size"] = "256";
+  EXPECT_EQ(graphs.captureSizes(selectionOf(user).env).back(), 256);
+}
+
 }  // namespace
 }  // namespace attnsim::test

@@ -90,8 +90,8 @@ TEST(Explain, CommandShowsRuleAndSourceInTextAndJson) {
   EXPECT_EQ(text.exit_code, 0) << text.output;
   EXPECT_NE(text.output.find("rule:   rule when"), std::string::npos) << text.output;
   EXPECT_NE(text.output.find("source: arg_groups/model_override_base.py"), std::string::npos);
-  const auto json = runAttnsim("--json select --engine sglang --hardware h100-sxm --model llama-3.1-8b --explain");
-  const auto j = nlohmann::json::parse(json.output);
+  const auto answer = runAttnsim("--json select --engine sglang --hardware h100-sxm --model llama-3.1-8b --explain");
+  const auto j = nlohmann::json::parse(answer.output);
   EXPECT_NE(j["explain"]["chosen"]["decode"]["decided_by"]["source"].get<std::string>().find("get_default_attn"),
             std::string::npos);
   EXPECT_FALSE(j["explain"]["rejected"]["aiter"][0]["source"].get<std::string>().empty());

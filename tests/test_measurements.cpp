@@ -192,13 +192,13 @@ TEST(Calibration, RelativeLineFitWeighsSmallAndLargeAlike) {
   EXPECT_GT(std::fabs(fitLine(xy, false).intercept - 5.0), 3 * std::fabs(fitLine(xy, true).intercept - 5.0));
 }
 
-const std::string kHeader =
+const std::string kMeasurementsHeader =
     "device,date,torch,triton,cuda,kind,impl,phase,batch,q_len,kv_len,heads,kv_heads,head_dim,causal,dtype,"
     "median_us,p20_us,p80_us,runs,flops,bytes,page_size,note\n";
 
 TEST(Measurements, PagedRowsAndGraphNodeGapsImport) {
   const std::string text =
-      kHeader +
+      kMeasurementsHeader +
       "NVIDIA H100 80GB HBM3,2026-11-22,2.11,3.6,13.0,attention,flex_decoding_paged,decode,8,1,4096,32,8,128,0,bf16,"
       "230,229,231,100,1,1,128,paged\n"
       "NVIDIA H100 80GB HBM3,2026-11-22,2.11,3.6,13.0,attention,flex_decoding,decode,8,1,4096,32,8,128,0,bf16,"
@@ -210,8 +210,8 @@ TEST(Measurements, PagedRowsAndGraphNodeGapsImport) {
   EXPECT_EQ(rows[0].page_size, 128);
   EXPECT_EQ(rows[1].page_size, 0) << "an empty page_size is contiguous KV";
   // Paged rows are never fitted: they test how a contiguous fit carries over to paged KV.
-  EXPECT_TRUE(isHeldOut(rows[0], {}));
-  EXPECT_FALSE(isHeldOut(rows[1], {}));
+  EXPECT_TRUE(HoldoutRule(rows, {}).heldOut(rows[0]));
+  EXPECT_FALSE(HoldoutRule(rows, {}).heldOut(rows[1]));
   // The model reads a paged point's page table; the same call contiguous reads none.
   const KernelModel base = measuredKernelModel(defaultCatalog(), "flex-decoding", "h100-sxm", Phase::Decode);
   const DeviceModel device = resolveDevice(defaultCatalog().hardware("h100-sxm"), DType::BF16);

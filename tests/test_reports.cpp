@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
-#include <unistd.h>
 
 #include <array>
 #include <cmath>
@@ -28,33 +27,18 @@ using nlohmann::json;
 using test::readFile;
 using test::runAttnsim;
 
-const fs::path kData = fs::path(ATTNSIM_TEST_DATA) / "reports";
+const fs::path kReportsData = fs::path(ATTNSIM_TEST_DATA) / "reports";
+
+// This suite's scratch folder (a name of its own: the tests build as unity batches).
+fs::path reportsScratch() { return test::suiteScratchDir("reports"); }
 
 // A folder for this test process, removed when it exits.
-struct Scratch {
-  fs::path dir = fs::temp_directory_path() / ("attnsim-reports-" + std::to_string(getpid()));
-  Scratch() {
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~Scratch() {
-    std::error_code ignored;
-    fs::remove_all(dir, ignored);
-  }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-};
-
-fs::path scratch() {
-  static const Scratch s;
-  return s.dir;
-}
 
 // The small study: tests/data/reports/small.yaml swept, with the committed H100 measurements.
 const fs::path& smallStudy() {
   static const fs::path db = [] {
-    fs::path path = scratch() / "small.db";
-    const auto sweep = runAttnsim("sweep " + (kData / "small.yaml").string() + " --db " + path.string());
+    fs::path path = reportsScratch() / "small.db";
+    const auto sweep = runAttnsim("sweep " + (kReportsData / "small.yaml").string() + " --db " + path.string());
     EXPECT_EQ(sweep.exit_code, 0) << sweep.output;
     const fs::path m = fs::path(ATTNSIM_SOURCE_DIR) / "measurements/data/h100";
     const auto import = runAttnsim("measurements import " + (m / "measurements.csv").string() + " " +
@@ -149,7 +133,7 @@ void checkGolden(const fs::path& dir, const std::string& kind, const std::string
   got.erase("provenance");
   const std::string markdown = normalized(readFile(dir / (kind + ".md")), smallStudy(), provenance);
   if (kind == "matrix") got.erase("support_tables");  // the catalog's own tables: tests/test_docs.cpp
-  const fs::path json_file = kData / (name + ".json"), md_file = kData / (name + ".md");
+  const fs::path json_file = kReportsData / (name + ".json"), md_file = kReportsData / (name + ".md");
   if (std::getenv("ATTNSIM_UPDATE_GOLDEN")) {
     std::ofstream(json_file) << got.dump(1) << "\n";
     if (kind != "matrix") std::ofstream(md_file) << markdown;
@@ -160,14 +144,14 @@ void checkGolden(const fs::path& dir, const std::string& kind, const std::string
 }
 
 TEST(StudyReports, PrioritiesMatchTheGolden) {
-  const fs::path out = scratch() / "golden";
+  const fs::path out = reportsScratch() / "golden";
   const auto r = report("priorities", smallStudy(), out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   checkGolden(out, "priorities", "priorities");
 }
 
 TEST(StudyReports, WhatIfMatchesTheGolden) {
-  const fs::path out = scratch() / "golden";
+  const fs::path out = reportsScratch() / "golden";
   auto r = report("whatif", smallStudy(), out, "--compare vllm:FLASH_ATTN,vllm:FLASHINFER,vllm:TRITON_ATTN");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   checkGolden(out, "whatif", "whatif-backends");
@@ -180,7 +164,7 @@ TEST(StudyReports, WhatIfMatchesTheGolden) {
 }
 
 TEST(StudyReports, MatrixMatchesTheGolden) {
-  const fs::path out = scratch() / "golden";
+  const fs::path out = reportsScratch() / "golden";
   const auto r = report("matrix", smallStudy(), out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   checkGolden(out, "matrix", "matrix");
@@ -192,7 +176,7 @@ TEST(StudyReports, MatrixMatchesTheGolden) {
 }
 
 TEST(StudyReports, SameStoreSameReport) {
-  const fs::path a = scratch() / "same-a", b = scratch() / "same-b";
+  const fs::path a = reportsScratch() / "same-a", b = reportsScratch() / "same-b";
   for (const auto& kind : {"priorities", "matrix"}) {
     ASSERT_EQ(report(kind, smallStudy(), a).exit_code, 0);
     ASSERT_EQ(report(kind, smallStudy(), b).exit_code, 0);
@@ -222,14 +206,14 @@ void expectWellFormedTables(const std::string& markdown, const std::string& name
 }
 
 TEST(StudyReports, HostileNamesFromTheStorePrintAsText) {
-  const fs::path db = scratch() / "hostile.db";
+  const fs::path db = reportsScratch() / "hostile.db";
   fs::copy_file(smallStudy(), db, fs::copy_options::overwrite_existing);
   sql(db, R"(
     UPDATE sweep_groups SET model = '<script>alert(1)</script>|m' WHERE model = 'llama-3.1-8b';
     UPDATE candidates SET backend = '<b>x</b>|`y`*_z_' WHERE backend = 'TRITON_ATTN';
     UPDATE candidates SET reason = '<img src=x onerror=alert(2)>|r' WHERE valid = 0;
     UPDATE sweeps SET name = '<i>n</i>|s';)");
-  const fs::path out = scratch() / "hostile";
+  const fs::path out = reportsScratch() / "hostile";
   ASSERT_EQ(report("priorities", db, out).exit_code, 0);
   ASSERT_EQ(report("matrix", db, out).exit_code, 0);
   const auto w = report("whatif", db, out, "--compare 'vllm:<b>x</b>|`y`*_z_,vllm:FLASH_ATTN'");
@@ -255,7 +239,7 @@ TEST(StudyReports, HostileNamesFromTheStorePrintAsText) {
 }
 
 TEST(StudyReports, BadRequestsExitTwo) {
-  const fs::path out = scratch() / "bad";
+  const fs::path out = reportsScratch() / "bad";
   auto r = report("whatif", smallStudy(), out);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--compare-engines"), std::string::npos) << r.output;
@@ -265,9 +249,9 @@ TEST(StudyReports, BadRequestsExitTwo) {
   r = report("priorities", smallStudy(), out, "--sweep nope");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("reports-small"), std::string::npos) << r.output;
-  r = report("priorities", scratch() / "missing.db", out);
+  r = report("priorities", reportsScratch() / "missing.db", out);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_FALSE(fs::exists(scratch() / "missing.db"));
+  EXPECT_FALSE(fs::exists(reportsScratch() / "missing.db"));
 }
 
 TEST(ReportText, EscapesForEachOutput) {
@@ -288,7 +272,7 @@ TEST(ReportText, EscapesForEachOutput) {
 bool haveChromium() { return std::system("command -v chromium > /dev/null 2>&1") == 0; }
 
 std::string chromium(const std::string& args) {
-  const std::string profile = (scratch() / "chromium-profile").string();
+  const std::string profile = (reportsScratch() / "chromium-profile").string();
   return "chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
          "--disable-background-networking --disable-component-update --disable-sync --user-data-dir=" +
          profile + " " + args + " 2>/dev/null";
@@ -312,7 +296,7 @@ std::size_t count(const std::string& text, const std::string& what) {
 
 TEST(ReportRender, ChromiumDrawsThePlots) {
   if (!haveChromium()) GTEST_SKIP() << "chromium is not installed (apt-get install chromium): render test skipped";
-  const fs::path out = scratch() / "render";
+  const fs::path out = reportsScratch() / "render";
   ASSERT_EQ(report("priorities", smallStudy(), out).exit_code, 0);
   ASSERT_EQ(report("matrix", smallStudy(), out).exit_code, 0);
   ASSERT_EQ(report("whatif", smallStudy(), out, "--compare-engines").exit_code, 0);

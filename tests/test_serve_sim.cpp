@@ -132,13 +132,13 @@ TEST(Traces, BadRowsAreReportedByFileAndLine) {
   };
   EXPECT_NE(message("arrival_s,prompt_tokens,output_tokens\n0,10,2\n1,x,2\n", "t.csv").find("t.csv:3"),
             std::string::npos);
-  EXPECT_NE(message("arrival_s,prompt_tokens,output_tokens\n0,10\n", "t.csv").find("t.csv:2: expected 3 columns"),
+  EXPECT_NE(message("arrival_s,prompt_tokens,output_tokens\n0,10\n", "t.csv").find("t.csv:2:1: expected 3 columns"),
             std::string::npos);
-  EXPECT_NE(message("{\"timestamp\": 1}\n", "t.jsonl").find("t.jsonl:1: needs a number 'input_length'"),
+  EXPECT_NE(message("{\"timestamp\": 1}\n", "t.jsonl").find("t.jsonl:1:1: needs a number 'input_length'"),
             std::string::npos);
   EXPECT_NE(message("TIMESTAMP,ContextTokens,GeneratedTokens\nyesterday,1,2\n", "a.csv").find("a.csv:2"),
             std::string::npos);
-  EXPECT_NE(message("a,b,c\n", "x.csv").find("x.csv:1: unknown header"), std::string::npos);
+  EXPECT_NE(message("a,b,c\n", "x.csv").find("x.csv:1:1: unknown header"), std::string::npos);
   EXPECT_NE(message("arrival_s,prompt_tokens,output_tokens\n2,1,1\n1,1,1\n", "t.csv").find("back in time"),
             std::string::npos);
   const auto cli = test::runAttnsim("serve-sim --engine vllm --hardware h100-sxm --model llama-3.1-8b --trace " +

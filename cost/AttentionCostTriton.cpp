@@ -1,0 +1,78 @@
+#include "cost/AttentionCostTriton.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "cost/AttentionCostInternal.hpp"
+
+namespace attnsim::attention_cost {
+
+namespace {
+
+// vLLM TRITON_ATTN (v1/attention/backends/triton_attn.py, dc6908ac): seq_threshold_3D =
+// MIN_LAUNCH_GRID_SIZE_2D // num_kv_heads; a batch of decodes (max_seqlen_q 1) of at most that many
+// sequences runs kernel_unified_attention_3d with NUM_PAR_SOFTMAX_SEGMENTS segments per sequence,
+// anything else the 2D kernel, one program per query block and KV head over all its keys
+// (v1/attention/ops/triton_unified_attention.py, unified_attention).
+int unifiedSegments(const KernelModel& k, const AttentionShape& s, std::span<const RequestGroup> groups) {
+  std::int64_t sequences = 0;
+  std::int64_t longest_query = 0;
+  for (const auto& g : groups) {
+    sequences += g.count;
+    longest_query = std::max(longest_query, g.q_len);
+  }
+  const std::int64_t threshold = std::max(1, k.split_policy.grid_2d / std::max(1, s.num_kv_heads));
+  return longest_query == 1 && sequences <= threshold ? k.split_policy.splits : 1;
+}
+
+// SGLang's triton backend (srt/layers/attention/triton_backend.py, get_num_kv_splits_triton, 33e725b0):
+// two chunk sizes, one from the spread of sequence lengths, one that grows the grid towards the SM
+// count times log2(longest / 64); each sequence takes the larger split count of the two, at most
+// max_kv_splits. The call's split count here is its longest sequence's.
+int sglangSplits(const KernelModel& k, const AttentionShape& s, std::span<const RequestGroup> groups,
+                 int compute_units) {
+  std::int64_t longest = 0;
+  std::int64_t shortest = kNoCap;
+  std::int64_t sequences = 0;
+  for (const auto& g : groups) {
+    const std::int64_t len = uniqueKvTokens(g, s);
+    longest = std::max(longest, len);
+    shortest = std::min(shortest, len);
+    sequences += g.count;
+  }
+  if (longest <= 0) return 1;
+  if (longest * 8 < shortest * 10) shortest = longest;
+  const std::int64_t cap = k.split_policy.splits;
+  const std::int64_t splits_1 = std::min(ceilDiv(longest, shortest), cap);
+  const std::int64_t chunk_1 = ceilDiv(longest, splits_1);
+  const double log_len = std::log2(static_cast<double>(longest) / 64.0);
+  const auto cores = static_cast<std::int64_t>(compute_units * std::max(log_len, 1.0));
+  const int group = s.groupSize();
+  // The grouped decode kernel packs up to 16 query heads of one KV head (BLOCK_H).
+  const std::int64_t token_grid =
+      group == 1 ? sequences * s.num_heads : sequences * ceilDiv(s.num_heads, std::min(16, group));
+  const std::int64_t splits_2 = std::min(ceilDiv(cores, std::max<std::int64_t>(1, token_grid)), cap);
+  const std::int64_t chunk_2 = ceilDiv(longest, std::max<std::int64_t>(1, splits_2));
+  return static_cast<int>(std::max(ceilDiv(longest, chunk_1), ceilDiv(longest, chunk_2)));
+}
+
+}  // namespace
+
+int ruledSplits(const KernelModel& kernel, const AttentionShape& shape, std::span<const RequestGroup> groups,
+                int compute_units) {
+  switch (kernel.split_policy.rule) {
+    case SplitRule::Search:
+    case SplitRule::Occupancy:
+      return 0;
+    case SplitRule::Fixed:
+      return kernel.split_policy.splits;
+    case SplitRule::Segments:
+      return unifiedSegments(kernel, shape, groups);
+    case SplitRule::Sglang:
+      return sglangSplits(kernel, shape, groups, compute_units);
+  }
+  return 0;
+}
+
+}  // namespace attnsim::attention_cost
