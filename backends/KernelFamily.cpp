@@ -26,13 +26,21 @@ const std::vector<std::string> kArchitectures{"ampere", "ada",   "hopper",  "bla
 
 SplitPolicy parseSplitPolicy(const YamlReader& r) {
   SplitPolicy p;
-  const std::string kind = r.getOneOf("kind", {"search", "fixed", "segments", "sglang", "occupancy"});
+  const std::string kind = r.getOneOf("kind", {"search", "fixed", "segments", "sglang", "occupancy", "partition"});
   p.rule = kind == "fixed"       ? SplitRule::Fixed
            : kind == "segments"  ? SplitRule::Segments
            : kind == "sglang"    ? SplitRule::Sglang
            : kind == "occupancy" ? SplitRule::Occupancy
+           : kind == "partition" ? SplitRule::Partition
                                  : SplitRule::Search;
-  if (p.rule != SplitRule::Search && p.rule != SplitRule::Occupancy) p.splits = static_cast<int>(r.getInt("splits", 1, 1024));
+  if (p.rule == SplitRule::Partition) {
+    p.tokens = static_cast<int>(r.getInt("tokens", 1, 1 << 20));
+    if (r.has("wide_tokens")) {
+      p.wide_tokens = static_cast<int>(r.getInt("wide_tokens", 1, 1 << 20));
+      p.wide_max_context = static_cast<int>(r.getInt("wide_max_context", 1, 1 << 30));
+      p.wide_max_head_dim = static_cast<int>(r.getInt("wide_max_head_dim", 1, 4096));
+    }
+  } else if (p.rule != SplitRule::Search && p.rule != SplitRule::Occupancy) p.splits = static_cast<int>(r.getInt("splits", 1, 1024));
   if (p.rule == SplitRule::Segments) p.grid_2d = static_cast<int>(r.getInt("grid_2d", 1, 1 << 20));
   r.finish();
   return p;

@@ -28,11 +28,15 @@ struct HeadDimTiles {
 // most `splits`; occupancy: FlashAttention's num_splits_heuristic (no split once the work fills 80% of
 // the SMs, none for at most 4 KV blocks, else the fewest splits within 85% of the best wave
 // efficiency). The Triton rules live in cost/AttentionCostTriton.cpp, occupancy in cost/AttentionCost.cpp.
-enum class SplitRule { Search, Fixed, Segments, Sglang, Occupancy };
+// partition: the ROCm paged-attention kernels, one split per `tokens` keys of the longest sequence
+// (wide_tokens instead up to wide_max_context keys, unquantized KV and head dim <= wide_max_head_dim).
+enum class SplitRule { Search, Fixed, Segments, Sglang, Occupancy, Partition };
 struct SplitPolicy {
   SplitRule rule = SplitRule::Search;
   int splits = 0;
   int grid_2d = 0;  // segments: the 2D launch's minimum grid (vLLM MIN_LAUNCH_GRID_SIZE_2D)
+  int tokens = 0;   // partition: keys per split
+  int wide_tokens = 0, wide_max_context = 0, wide_max_head_dim = 0;  // partition: the wider split's limits
 };
 
 struct KernelFamily {

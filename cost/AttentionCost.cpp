@@ -97,8 +97,11 @@ struct PrefillTiles {
   }
 };
 
-void prefillWaves(Waves& w, const AttentionShape& s, const KernelModel& k, const Rates& r,
-                  std::span<const RequestGroup> groups, double reread, std::int64_t page_size) {
+// A mixed call's single-token rows run at `single` (the kernel's decode-only efficiencies): the same
+// program over the same bytes, so a row costs what it costs in a decode-only call of this kernel.
+void prefillWaves(Waves& w, const AttentionShape& s, const KernelModel& k, const Rates& call_rates,
+                  const Rates& single, std::span<const RequestGroup> groups, double reread,
+                  std::int64_t page_size) {
   const bool packed = k.family && k.family->packsQueryHeadsInPrefill();
   const PrefillTiles tiles{capOf(s), std::max(1, k.tile_q), packed ? s.groupSize() : 1, s, k};
   const double heads = packed ? s.num_kv_heads : s.num_heads;
@@ -106,6 +109,8 @@ void prefillWaves(Waves& w, const AttentionShape& s, const KernelModel& k, const
   for (const auto& g : groups) {
     const Traffic t = attention_cost::countTraffic(s, k, std::span<const RequestGroup>(&g, 1), page_size);
     const double dram = t.q_bytes + t.o_bytes + t.kv_read * reread + t.page_tables;
+    const Rates& r = g.q_len == 1 ? single : call_rates;
+    w.stream_extra_bytes += dram * (call_rates.byte_per_slot / r.byte_per_slot - 1);
     const std::int64_t n = tiles.count(g);
     double keys = 0;
     for (std::int64_t i = 0; i < n; ++i) keys += static_cast<double>(tiles.keys(g, i));
@@ -155,6 +160,7 @@ struct Call {
   std::span<const RequestGroup> groups;
   bool decode_like;
   std::int64_t page_size;
+  const KernelModel* single_token_rows = nullptr;  // a mixed call's decode rows' efficiencies
 };
 
 // What every split count shares: the machine's slots and per-slot rates, and the bytes that do not
@@ -164,26 +170,37 @@ struct CallTerms {
   double peak = 0;
   double dequant = 1;
   Rates rates;
+  Rates single_token_rates;  // a mixed call's decode rows (the same kernel's decode calibration)
   double reread = 1;  // KV reads per stored byte
   double sinks = 0;   // sink logits' bytes
   double base_bytes = 0;
   double index_bytes_per_key = 0;
 };
 
+Rates slotRates(const CallTerms& c, const KernelModel& kernel, const DeviceModel& device) {
+  return Rates{c.peak * kernel.compute_efficiency / c.dequant / c.slots,
+               device.bytes_per_us * kernel.memory_efficiency / c.slots, c.slots, kernel.key_us,
+               kernel.slot_bandwidth_share};
+}
+
 CallTerms callTerms(const AttentionShape& shape, const KernelModel& kernel, const DeviceModel& device, const Traffic& t,
-                    std::int64_t page_size) {
+                    std::int64_t page_size, bool decode_like, const KernelModel* single_token_rows) {
   CallTerms c;
   c.slots = std::max(1, device.compute_units * kernel.ctas_per_sm);
   c.peak = kernel.tensor_math ? device.tensor_flops_per_us : device.vector_flops_per_us;
   c.dequant = shape.kv_quantized ? 1.0 + kernel.quantized_kv_overhead : 1.0;
-  c.rates = Rates{c.peak * kernel.compute_efficiency / c.dequant / c.slots,
-                  device.bytes_per_us * kernel.memory_efficiency / c.slots, c.slots, kernel.key_us,
-                  kernel.slot_bandwidth_share};
+  c.rates = slotRates(c, kernel, device);
+  c.single_token_rates = single_token_rows ? slotRates(c, *single_token_rows, device) : c.rates;
   const int group = shape.groupSize();
-  const double miss = t.kv_read > 0 ? std::clamp(1.0 - device.l2_bytes / t.kv_read, 0.0, 1.0) : 0.0;
   // A kernel that does not pack GQA heads re-reads KV per query head, less what L2 keeps. (Unfused
-  // paths count their own K/V reads.)
-  c.reread = kernel.gqa_packing ? 1.0 : 1.0 + (group - 1) * miss;
+  // paths count their own K/V reads.) The query head is the grid's slowest dimension (FA2's
+  // (m_block, batch, head), flex attention's, SGLang's extend and vLLM's Triton prefill grids alike):
+  // the query blocks of one head share its keys in L2, and a sibling query head comes back after one
+  // KV head's keys over the whole batch. Single long prompts stay in L2; long decode rows do not.
+  const bool packed = decode_like || !kernel.family ? kernel.gqa_packing : kernel.family->packsQueryHeadsInPrefill();
+  const double reuse_bytes = t.kv_read / std::max(1, shape.num_kv_heads);
+  const double miss = reuse_bytes > 0 ? std::clamp(1.0 - device.l2_bytes / reuse_bytes, 0.0, 1.0) : 0.0;
+  c.reread = packed ? 1.0 : 1.0 + (group - 1) * miss;
   c.sinks = shape.sinks ? shape.num_heads * 4.0 : 0.0;
   c.base_bytes = t.q_bytes + t.o_bytes + t.kv_read * c.reread + t.page_tables + c.sinks;
   c.index_bytes_per_key = kernel.paged_emulated ? kBytesPerIndex
@@ -263,7 +280,7 @@ void addSplitUnits(Waves& w, const Call& call, const CallTerms& c, const std::op
   } else if (call.decode_like) {
     decodeWaves(w, call.shape, call.kernel, c.rates, call.groups, splits, c.reread, c.index_bytes_per_key);
   } else {
-    prefillWaves(w, call.shape, call.kernel, c.rates, call.groups, c.reread, call.page_size);
+    prefillWaves(w, call.shape, call.kernel, c.rates, c.single_token_rates, call.groups, c.reread, call.page_size);
   }
 }
 
@@ -381,15 +398,17 @@ AttentionCost sequentialCalls(const AttentionCost& first, const AttentionCost& s
 }
 
 AttentionCost predictAttention(const AttentionShape& shape, const KernelModel& kernel, const DeviceModel& device,
-                               Phase phase, std::span<const RequestGroup> groups, std::int64_t page_size) {
+                               Phase phase, std::span<const RequestGroup> groups, std::int64_t page_size,
+                               const KernelModel* single_token_rows) {
   if (const HeadDimTiles* rule = tileRuleFor(shape, kernel)) {
-    return predictAttention(shape, withTileRule(kernel, *rule), device, phase, groups, page_size);
+    return predictAttention(shape, withTileRule(kernel, *rule), device, phase, groups, page_size, single_token_rows);
   }
   const Traffic t = attention_cost::countTraffic(shape, kernel, groups, page_size);
-  const CallTerms c = callTerms(shape, kernel, device, t, page_size);
+  const bool decode_like = phase == Phase::Decode || phase == Phase::Verify;
+  const CallTerms c = callTerms(shape, kernel, device, t, page_size, decode_like, single_token_rows);
   if (kernel.unfused)
     return attention_cost::predictUnfused(shape, kernel, device, phase, groups, t, c.sinks, c.dequant);
-  const Call call{shape, kernel, device, groups, phase == Phase::Decode || phase == Phase::Verify, page_size};
+  const Call call{shape, kernel, device, groups, decode_like, page_size};
   AttentionCost out = searchSplits(call, c, t);
   out.flops = t.flops;
   out.bytes_min = t.q_bytes + t.o_bytes + t.kv_unique;

@@ -107,8 +107,11 @@ double attendedKeys(const RequestGroup& g, const AttentionShape& s);
 // Distinct KV tokens one request reads.
 std::int64_t uniqueKvTokens(const RequestGroup& g, const AttentionShape& s);
 
+// `single_token_rows`: for a one-launch mixed call, the efficiencies the same kernel reaches on a
+// decode-only call; its single-token rows run as they do there (nullptr: the call's own).
 AttentionCost predictAttention(const AttentionShape& shape, const KernelModel& kernel, const DeviceModel& device,
-                               Phase phase, std::span<const RequestGroup> groups, std::int64_t page_size);
+                               Phase phase, std::span<const RequestGroup> groups, std::int64_t page_size,
+                               const KernelModel* single_token_rows = nullptr);
 
 // Two attention calls one after another (a mixed batch whose decode rows run in their own call): their
 // times, FLOPs and bytes add; the bound is the longer call's.

@@ -55,6 +55,9 @@ struct Waves {
   double ctas = 0;
   double flops_tiled = 0;
   bool compute_dominant = false;
+  // Bytes the streaming floor adds beyond the call's DRAM bytes: a mixed call's single-token rows
+  // stream at their decode rate, expressed in bytes at the call's rate.
+  double stream_extra_bytes = 0;
   // Distinct unit kinds; reused between calls so the hot path does not allocate once warm.
   std::vector<std::pair<double, double>>* units = nullptr;  // (work, count)
 };

@@ -57,6 +57,18 @@ int sglangSplits(const KernelModel& k, const AttentionShape& s, std::span<const 
   return static_cast<int>(std::max(ceilDiv(longest, chunk_1), ceilDiv(longest, chunk_2)));
 }
 
+// The ROCm paged-attention kernels split every sequence's keys into partitions of a fixed size and
+// launch the longest sequence's count (vLLM ROCM_ATTN and RTP-LLM's aiter decode: max_num_partitions
+// = ceil(max_seq_len / _PARTITION_SIZE_ROCM)).
+int partitionSplits(const KernelModel& k, const AttentionShape& s, std::span<const RequestGroup> groups) {
+  std::int64_t longest = 0;
+  for (const auto& g : groups) longest = std::max(longest, uniqueKvTokens(g, s));
+  const SplitPolicy& p = k.split_policy;
+  const bool wide = p.wide_tokens > 0 && longest <= p.wide_max_context && !s.kv_quantized &&
+                    std::max(s.d_qk, s.d_v) <= p.wide_max_head_dim;
+  return static_cast<int>(std::max<std::int64_t>(1, ceilDiv(longest, wide ? p.wide_tokens : p.tokens)));
+}
+
 }  // namespace
 
 int ruledSplits(const KernelModel& kernel, const AttentionShape& shape, std::span<const RequestGroup> groups,
@@ -71,6 +83,8 @@ int ruledSplits(const KernelModel& kernel, const AttentionShape& shape, std::spa
       return unifiedSegments(kernel, shape, groups);
     case SplitRule::Sglang:
       return sglangSplits(kernel, shape, groups, compute_units);
+    case SplitRule::Partition:
+      return partitionSplits(kernel, shape, groups);
   }
   return 0;
 }

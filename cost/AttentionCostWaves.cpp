@@ -66,7 +66,7 @@ double waveTime(const Waves& w, double slots) {
 
 KernelTime kernelTime(const Waves& w, const Rates& r, double dram_bytes) {
   const double waves = waveTime(w, r.slots);
-  const double stream = dram_bytes / (r.byte_per_slot * r.slots);
+  const double stream = (dram_bytes + w.stream_extra_bytes) / (r.byte_per_slot * r.slots);
   return {std::max(waves, stream), stream >= waves};
 }
 

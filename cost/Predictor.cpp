@@ -125,9 +125,12 @@ void Predictor::predictAttention(const Workload& workload, std::vector<LayerAtte
     const bool other_geometry = prefill_shapes_[i].num_kv_heads != decode_shapes_[i].num_kv_heads ||
                                 prefill_shapes_[i].d_qk != decode_shapes_[i].d_qk;
     const bool mixed = workload.phase == Phase::Extend && !workload.isUniform() && (mixed_by_phase_ || other_geometry);
+    // One launch over a mixed batch: its single-token rows run as in this kernel's decode-only call.
+    const KernelModel* single_rows =
+        workload.phase == Phase::Extend && input_.prefill_kernel == input_.decode_kernel ? &decode_model_ : nullptr;
     out[i].cost = mixed ? mixedByPhase(i, workload)
                         : attnsim::predictAttention(shapes[i], kernel, device_, workload.phase, workload.groups,
-                                                    input_.page_size);
+                                                    input_.page_size, single_rows);
   }
 }
 

@@ -20,14 +20,25 @@ namespace attnsim::test {
 namespace {
 
 // Attention per layer of one backend on one workload; negative when the engine refuses it.
+// `split_launch_us`: per layer, the launch of the split merge kernel, where the call splits its KV.
 double attentionUs(const std::string& engine, const std::string& backend, const std::string& hw,
-                   const std::string& model, const Workload& w, std::string* note = nullptr) {
+                   const std::string& model, const Workload& w, std::string* note = nullptr,
+                   double* split_launch_us = nullptr) {
   Scenario s = engineScenario(engine, hw, model);
   s.backend = backend;
   s.workload = w;
   try {
     const ScenarioPrediction p = predictScenario(defaultCatalog(), s);
     if (note) *note = p.prediction.mixed_note;
+    if (split_launch_us) {
+      double launches = 0;
+      int layers = 0;
+      for (const auto& a : p.prediction.attention) {
+        if (a.cost.splits > 1) launches += a.cost.fixed_us / 2 * a.layers;
+        layers += a.layers;
+      }
+      *split_launch_us = layers > 0 ? launches / layers : 0;
+    }
     return p.prediction.attention_us;
   } catch (const EngineRefusal&) {
     return -1;
@@ -53,6 +64,12 @@ Workload mixOf(const std::vector<RequestGroup>& groups) {
 // them into 128-row tiles, Triton unified has no 3D split-KV launch for a mixed batch), which costs
 // tile padding the decode kernel does not pay, within a tenth when memory-bound.
 constexpr double kMixedMargin = 0.10;
+// Lower margin: a decode-only call that splits its KV (SGLang's triton decode at its split rule) pays
+// a merge kernel's launch and its partial outputs' traffic, which the one-launch mixed call does not;
+// where both sit on the bandwidth floor that is all that separates them. The launch is taken from the
+// prediction; 0.5% covers the partials (worst seen: -0.6%, intel-max-1550 gpt-oss-20b sglang:triton,
+// of which 3 µs of 4.3 µs is the launch).
+constexpr double kMixedSavedPartials = 0.005;
 
 struct MixCase {
   std::vector<RequestGroup> prefill, decode;
@@ -73,11 +90,13 @@ void checkMixedLaw(const std::vector<const char*>& models) {
             std::string note;
             const double combined = attentionUs(engine, backend.name, hw.id, model, mixOf(all), &note);
             const double prefill = attentionUs(engine, backend.name, hw.id, model, mixOf(mix.prefill));
-            const double decode = attentionUs(engine, backend.name, hw.id, model, mixOf(mix.decode));
+            double saved_launch = 0;
+            const double decode =
+                attentionUs(engine, backend.name, hw.id, model, mixOf(mix.decode), nullptr, &saved_launch);
             if (combined < 0 || prefill < 0 || decode < 0) continue;
             ++checked;
             const std::string what = hw.id + " " + model + " " + engine + ":" + backend.name;
-            EXPECT_GE(combined, std::max(prefill, decode) * (1 - 1e-9)) << what;
+            EXPECT_GE(combined, std::max(prefill, decode) * (1 - kMixedSavedPartials) - saved_launch) << what;
             worst_low = std::min(worst_low, combined / std::max(prefill, decode) - 1);
             const double over = combined / (prefill + decode) - 1;
             EXPECT_NE(note.find("mixed batch:"), std::string::npos) << what << ": the output says how it runs";

@@ -124,16 +124,25 @@ TEST(StepLaws, StepTimeNeverDecreasesWithBatch) {
   });
 }
 
+// The same exemption as for the batch: a split rule that cuts the keys into fixed partitions (the
+// ROCm paged-attention kernels) runs a longer context in more, shorter units, which can finish first.
 TEST(StepLaws, StepTimeNeverDecreasesWithContext) {
   forEveryScenario([](const Predictor& p) {
+    const bool ruled = p.input().decode_kernel->split_policy.rule != SplitRule::Search;
     for (const std::int64_t batch : {1, 8, 64}) {
       double eager = 0, graph = 0;
+      std::vector<int> splits;
       for (std::int64_t context = 128; context <= 32768; context += context / 4) {
         const Prediction r = p.predict(Workload::uniform(Phase::Decode, batch, 1, context));
-        EXPECT_GE(r.eager.step_us, eager) << "eager, batch " << batch << ", context " << context;
-        EXPECT_GE(r.graph.step_us, graph) << "graph, batch " << batch << ", context " << context;
+        std::vector<int> now;
+        for (const auto& a : r.attention) now.push_back(a.cost.splits);
+        if (!(ruled && !splits.empty() && now != splits)) {
+          EXPECT_GE(r.eager.step_us, eager) << "eager, batch " << batch << ", context " << context;
+          EXPECT_GE(r.graph.step_us, graph) << "graph, batch " << batch << ", context " << context;
+        }
         eager = r.eager.step_us;
         graph = r.graph.step_us;
+        splits = now;
       }
     }
   });
