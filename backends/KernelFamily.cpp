@@ -40,7 +40,8 @@ SplitPolicy parseSplitPolicy(const YamlReader& r) {
       p.wide_max_context = static_cast<int>(r.getInt("wide_max_context", 1, 1 << 30));
       p.wide_max_head_dim = static_cast<int>(r.getInt("wide_max_head_dim", 1, 4096));
     }
-  } else if (p.rule != SplitRule::Search && p.rule != SplitRule::Occupancy) p.splits = static_cast<int>(r.getInt("splits", 1, 1024));
+  } else if (p.rule != SplitRule::Search && p.rule != SplitRule::Occupancy)
+    p.splits = static_cast<int>(r.getInt("splits", 1, 1024));
   if (p.rule == SplitRule::Segments) p.grid_2d = static_cast<int>(r.getInt("grid_2d", 1, 1 << 20));
   r.finish();
   return p;

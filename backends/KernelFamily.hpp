@@ -27,7 +27,7 @@ struct HeadDimTiles {
 // grid_2d / KV heads sequences, else one (2D kernel); sglang: SGLang's get_num_kv_splits_triton, at
 // most `splits`; occupancy: FlashAttention's num_splits_heuristic (no split once the work fills 80% of
 // the SMs, none for at most 4 KV blocks, else the fewest splits within 85% of the best wave
-// efficiency). The Triton rules live in cost/AttentionCostTriton.cpp, occupancy in cost/AttentionCost.cpp.
+// efficiency). The rules live in cost/AttentionCostSplits.cpp.
 // partition: the ROCm paged-attention kernels, one split per `tokens` keys of the longest sequence
 // (wide_tokens instead up to wide_max_context keys, unquantized KV and head dim <= wide_max_head_dim).
 enum class SplitRule { Search, Fixed, Segments, Sglang, Occupancy, Partition };

@@ -9,7 +9,7 @@
 
 #include "backends/KernelFamily.hpp"
 #include "cost/AttentionCostInternal.hpp"
-#include "cost/AttentionCostTriton.hpp"
+#include "cost/AttentionCostSplits.hpp"
 
 namespace attnsim {
 
@@ -99,9 +99,8 @@ struct PrefillTiles {
 
 // A mixed call's single-token rows run at `single` (the kernel's decode-only efficiencies): the same
 // program over the same bytes, so a row costs what it costs in a decode-only call of this kernel.
-void prefillWaves(Waves& w, const AttentionShape& s, const KernelModel& k, const Rates& call_rates,
-                  const Rates& single, std::span<const RequestGroup> groups, double reread,
-                  std::int64_t page_size) {
+void prefillWaves(Waves& w, const AttentionShape& s, const KernelModel& k, const Rates& call_rates, const Rates& single,
+                  std::span<const RequestGroup> groups, double reread, std::int64_t page_size) {
   const bool packed = k.family && k.family->packsQueryHeadsInPrefill();
   const PrefillTiles tiles{capOf(s), std::max(1, k.tile_q), packed ? s.groupSize() : 1, s, k};
   const double heads = packed ? s.num_kv_heads : s.num_heads;
@@ -171,8 +170,8 @@ struct CallTerms {
   double dequant = 1;
   Rates rates;
   Rates single_token_rates;  // a mixed call's decode rows (the same kernel's decode calibration)
-  double reread = 1;  // KV reads per stored byte
-  double sinks = 0;   // sink logits' bytes
+  double reread = 1;         // KV reads per stored byte
+  double sinks = 0;          // sink logits' bytes
   double base_bytes = 0;
   double index_bytes_per_key = 0;
 };
@@ -237,38 +236,6 @@ int maxSplits(const Call& call) {
   const int max_splits = static_cast<int>(std::clamp<std::int64_t>(min_tiles, 1, kernel.max_splits));
   if (kernel.split_spans_pool && (kernel.paged_emulated || kernel.paged_native)) return poolSplits(call, max_splits);
   return max_splits;
-}
-
-// FlashAttention's num_splits_heuristic (Dao-AILab/flash-attention hopper/heuristics.h, used by
-// get_num_splits in hopper/flash_api.cpp; FA2's csrc/flash_attn/flash_api.cpp has the same rule):
-// no split when the tiles (requests × KV heads × packed query blocks) fill 80% of the SMs or the
-// KV is at most 4 blocks; else the fewest splits whose wave efficiency n/ceil(n) is within 85% of
-// the best over 1..min(cap, SMs, KV blocks).
-// short_kv_rule false: the count the heuristic gives the same work once its KV exceeds 4 blocks.
-int occupancySplits(const Call& call, int max_splits, bool short_kv_rule) {
-  const KernelModel& k = call.kernel;
-  const double sms = call.device.compute_units;
-  double mblocks = 0;
-  std::int64_t nblocks = 0;
-  for (const auto& g : call.groups) {
-    const std::int64_t rows = g.q_len * (k.gqa_packing ? call.shape.groupSize() : 1);
-    const double heads = k.gqa_packing ? call.shape.num_kv_heads : call.shape.num_heads;
-    mblocks += static_cast<double>(g.count) * heads * static_cast<double>(ceilDiv(rows, std::max(1, k.tile_q)));
-    nblocks = std::max(nblocks, ceilDiv(uniqueKvTokens(g, call.shape), k.tile_kv));
-  }
-  if (mblocks >= 0.8 * sms || (short_kv_rule && nblocks <= 4)) return 1;
-  const int cap =
-      static_cast<int>(std::min<double>({static_cast<double>(max_splits), sms, static_cast<double>(nblocks)}));
-  auto efficiency = [&](int n) {
-    const double waves = mblocks * n / sms;
-    return waves / std::ceil(waves);
-  };
-  double best = 0;
-  for (int n = 1; n <= cap; ++n) best = std::max(best, efficiency(n));
-  for (int n = 1; n <= cap; ++n) {
-    if (efficiency(n) >= 0.85 * best) return n;
-  }
-  return 1;
 }
 
 // The work units of one split count; `uniform` is set for a decode batch of one kind of unit.
@@ -366,8 +333,13 @@ AttentionCost searchSplits(const Call& call, const CallTerms& c, const Traffic& 
   if (call.kernel.split_policy.rule == SplitRule::Occupancy) {
     // Its no-split rule at <= 4 KV blocks makes a fifth block cheaper than four: the count it gives
     // one block more is costed too, so the time does not fall when the context grows past it.
-    const int chosen = max_splits > 1 ? occupancySplits(call, call.kernel.max_splits, true) : 1;
-    const int longer = max_splits > 1 ? std::min(max_splits, occupancySplits(call, call.kernel.max_splits, false)) : 1;
+    const int chosen = max_splits > 1 ? attention_cost::occupancySplits(call.kernel, call.shape, call.groups,
+                                                                        call.device.compute_units, true)
+                                      : 1;
+    const int longer = max_splits > 1
+                           ? std::min(max_splits, attention_cost::occupancySplits(call.kernel, call.shape, call.groups,
+                                                                                  call.device.compute_units, false))
+                           : 1;
     consider(1);
     if (chosen > 1) consider(chosen);
     if (longer > 1 && longer != chosen) consider(longer);

@@ -58,7 +58,7 @@ struct KernelModel {
   bool split_spans_pool = false;
   double kv_pool_tokens = 0;
   double slot_bandwidth_share = 1;  // the family's (KernelFamily::slot_bandwidth_share)
-  SplitPolicy split_policy;  // how the kernel picks its split count (search: the fastest)
+  SplitPolicy split_policy;         // how the kernel picks its split count (search: the fastest)
   double compute_efficiency = 0.5;
   double memory_efficiency = 0.75;
   double fixed_us = 3.0;

@@ -241,8 +241,8 @@ std::string Predictor::mixedNote(const Workload& workload) const {
     return fmt::format("mixed batch: a prefill call, then a decode call over the single-token rows ({})",
                        k.mixed_batch_source);
   }
-  const std::string how = fmt::format("mixed batch: one {} launch over every sequence ({})", k.id,
-                                      k.mixed_batch_source.empty() ? "attnsim default" : k.mixed_batch_source);
+  std::string how = fmt::format("mixed batch: one {} launch over every sequence ({})", k.id,
+                                k.mixed_batch_source.empty() ? "attnsim default" : k.mixed_batch_source);
   if (k.packsQueryHeadsInPrefill()) return how;
   return how +
          "; its prefill tiles hold one query head, so every single-token row computes a padded query tile "

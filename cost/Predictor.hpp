@@ -80,7 +80,7 @@ struct Prediction {
   StepTimeline graph;  // the step under the engine's CUDA graphs (eager when none applies)
   GraphDecision graph_decision;
   std::string mixed_note;  // a mixed batch: how the backend runs it, and its source ("" otherwise)
-  double tp_comm_us = 0;  // TP all-reduces (cost/Collective), included in eager and graph step times
+  double tp_comm_us = 0;   // TP all-reduces (cost/Collective), included in eager and graph step times
   PredictionUncertainty uncertainty;
 };
 

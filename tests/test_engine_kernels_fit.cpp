@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "catalog/Catalog.hpp"
-#include "cost/AttentionCostTriton.hpp"
+#include "cost/AttentionCostSplits.hpp"
 #include "study/CalibrationRun.hpp"
 #include "study/Measurements.hpp"
 #include "tests/TestSupport.hpp"

@@ -1,4 +1,4 @@
-#include "cost/AttentionCostTriton.hpp"
+#include "cost/AttentionCostSplits.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -70,6 +70,39 @@ int partitionSplits(const KernelModel& k, const AttentionShape& s, std::span<con
 }
 
 }  // namespace
+
+// FlashAttention's num_splits_heuristic (Dao-AILab/flash-attention hopper/heuristics.h, used by
+// get_num_splits in hopper/flash_api.cpp; FA2's csrc/flash_attn/flash_api.cpp has the same rule):
+// no split when the tiles (requests × KV heads × packed query blocks) fill 80% of the SMs or the
+// KV is at most 4 blocks; else the fewest splits whose wave efficiency n/ceil(n) is within 85% of
+// the best over 1..min(cap, SMs, KV blocks).
+// short_kv_rule false: the count the heuristic gives the same work once its KV exceeds 4 blocks.
+int occupancySplits(const KernelModel& k, const AttentionShape& shape, std::span<const RequestGroup> groups,
+                    int compute_units, bool short_kv_rule) {
+  const int max_splits = k.max_splits;
+  const double sms = compute_units;
+  double mblocks = 0;
+  std::int64_t nblocks = 0;
+  for (const auto& g : groups) {
+    const std::int64_t rows = g.q_len * (k.gqa_packing ? shape.groupSize() : 1);
+    const double heads = k.gqa_packing ? shape.num_kv_heads : shape.num_heads;
+    mblocks += static_cast<double>(g.count) * heads * static_cast<double>(ceilDiv(rows, std::max(1, k.tile_q)));
+    nblocks = std::max(nblocks, ceilDiv(uniqueKvTokens(g, shape), k.tile_kv));
+  }
+  if (mblocks >= 0.8 * sms || (short_kv_rule && nblocks <= 4)) return 1;
+  const int cap =
+      static_cast<int>(std::min<double>({static_cast<double>(max_splits), sms, static_cast<double>(nblocks)}));
+  auto efficiency = [&](int n) {
+    const double waves = mblocks * n / sms;
+    return waves / std::ceil(waves);
+  };
+  double best = 0;
+  for (int n = 1; n <= cap; ++n) best = std::max(best, efficiency(n));
+  for (int n = 1; n <= cap; ++n) {
+    if (efficiency(n) >= 0.85 * best) return n;
+  }
+  return 1;
+}
 
 int ruledSplits(const KernelModel& kernel, const AttentionShape& shape, std::span<const RequestGroup> groups,
                 int compute_units) {

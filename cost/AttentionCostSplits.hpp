@@ -1,0 +1,21 @@
+#pragma once
+// The split counts kernels launch by their own rules rather than the fastest split the cost model
+// would search for: the engines' Triton decode kernels, the ROCm paged-attention partitions
+// (AttentionCost.cpp asks here before its search) and FlashAttention's occupancy heuristic.
+#include <span>
+
+#include "cost/AttentionCost.hpp"
+
+namespace attnsim::attention_cost {
+
+// The split count of a decode call whose kernel has a split rule (fixed, segments, sglang, partition); 0 when the
+// kernel's rule is `search`. Allocation-free.
+int ruledSplits(const KernelModel& kernel, const AttentionShape& shape, std::span<const RequestGroup> groups,
+                int compute_units);
+
+// FlashAttention's num_splits_heuristic for the call (see AttentionCostSplits.cpp); short_kv_rule
+// false: the count the heuristic gives the same work once its KV exceeds 4 blocks.
+int occupancySplits(const KernelModel& kernel, const AttentionShape& shape, std::span<const RequestGroup> groups,
+                    int compute_units, bool short_kv_rule);
+
+}  // namespace attnsim::attention_cost
