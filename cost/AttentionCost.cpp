@@ -77,8 +77,9 @@ void decodeWaves(Waves& w, const AttentionShape& s, const KernelModel& k, const 
 
 // Prefill and extend: each unit is one query tile of one query head, or of one KV head's packed
 // query heads (the tile's rows are query positions × group); a causal tile computes its diagonal
-// block whole. Each request group's DRAM bytes are shared among its units in proportion to the keys
-// they read, so a decode row in a mixed batch carries its own KV, not the prefill's.
+// block whole. Each request group's DRAM bytes go to its units by the keys each is the first to read
+// (newKeys), so a decode row in a mixed batch carries its own KV, not the prefill's, and a longer
+// prompt never lightens a tile.
 struct PrefillTiles {
   std::int64_t cap, bm, per_position;  // packed rows per query position (the group, or 1)
   const AttentionShape& s;
@@ -94,6 +95,14 @@ struct PrefillTiles {
     const std::int64_t last = g.prefix() + (t * bm + rows(g, t) - 1) / per_position;
     const std::int64_t start = std::max<std::int64_t>(0, first + 1 - cap);
     return roundUp(last + 1 - start, k.tile_kv);
+  }
+  // The keys tile t is the first of its request's tiles to read: tiles run in order and share what
+  // an earlier tile of their head fetched (L2), so DRAM bytes go to the tile that first needs them.
+  [[nodiscard]] std::int64_t newKeys(const RequestGroup& g, std::int64_t t) const {
+    if (!s.causal) return t == 0 ? std::min(g.context, cap) : 0;
+    auto end = [&](std::int64_t i) { return g.prefix() + (i * bm + rows(g, i) - 1) / per_position + 1; };
+    if (t > 0) return end(t) - end(t - 1);
+    return end(0) - std::max<std::int64_t>(0, g.prefix() + 1 - cap);
   }
 };
 
@@ -112,7 +121,7 @@ void prefillWaves(Waves& w, const AttentionShape& s, const KernelModel& k, const
     w.stream_extra_bytes += dram * (call_rates.byte_per_slot / r.byte_per_slot - 1);
     const std::int64_t n = tiles.count(g);
     double keys = 0;
-    for (std::int64_t i = 0; i < n; ++i) keys += static_cast<double>(tiles.keys(g, i));
+    for (std::int64_t i = 0; i < n; ++i) keys += static_cast<double>(tiles.newKeys(g, i));
     const double bytes_per_key = keys > 0 ? dram / (keys * static_cast<double>(g.count) * heads) : 0;
     for (std::int64_t i = 0; i < n; ++i) {
       const auto unit_keys = static_cast<double>(tiles.keys(g, i));
@@ -125,7 +134,8 @@ void prefillWaves(Waves& w, const AttentionShape& s, const KernelModel& k, const
       // A causal tile's diagonal block is masked element by element: one more pass of per-key work.
       const double masked = s.causal ? std::min(unit_keys, static_cast<double>(tiles.bm)) : 0.0;
       addUnits(w, r, static_cast<double>(g.count) * heads, 2.0 * rows_computed * unit_keys * width,
-               unit_keys * bytes_per_key, unit_keys + masked, rows * width * s.act_bytes);
+               static_cast<double>(tiles.newKeys(g, i)) * bytes_per_key, unit_keys + masked,
+               rows * width * s.act_bytes);
     }
   }
 }
@@ -352,22 +362,6 @@ AttentionCost searchSplits(const Call& call, const CallTerms& c, const Traffic& 
 }
 
 }  // namespace
-
-AttentionCost sequentialCalls(const AttentionCost& first, const AttentionCost& second) {
-  AttentionCost out = first.time_us >= second.time_us ? first : second;
-  out.flops = first.flops + second.flops;
-  out.flops_tiled = first.flops_tiled + second.flops_tiled;
-  out.bytes = first.bytes + second.bytes;
-  out.bytes_min = first.bytes_min + second.bytes_min;
-  out.ctas = first.ctas + second.ctas;
-  out.compute_us = first.compute_us + second.compute_us;
-  out.memory_us = first.memory_us + second.memory_us;
-  out.kernel_us = first.kernel_us + second.kernel_us;
-  out.fixed_us = first.fixed_us + second.fixed_us;
-  out.time_us = first.time_us + second.time_us;
-  out.launches = first.launches + second.launches;
-  return out;
-}
 
 AttentionCost predictAttention(const AttentionShape& shape, const KernelModel& kernel, const DeviceModel& device,
                                Phase phase, std::span<const RequestGroup> groups, std::int64_t page_size,

@@ -22,6 +22,22 @@ const char* boundName(Bound b) {
   return "memory";
 }
 
+AttentionCost sequentialCalls(const AttentionCost& first, const AttentionCost& second) {
+  AttentionCost out = first.time_us >= second.time_us ? first : second;
+  out.flops = first.flops + second.flops;
+  out.flops_tiled = first.flops_tiled + second.flops_tiled;
+  out.bytes = first.bytes + second.bytes;
+  out.bytes_min = first.bytes_min + second.bytes_min;
+  out.ctas = first.ctas + second.ctas;
+  out.compute_us = first.compute_us + second.compute_us;
+  out.memory_us = first.memory_us + second.memory_us;
+  out.kernel_us = first.kernel_us + second.kernel_us;
+  out.fixed_us = first.fixed_us + second.fixed_us;
+  out.time_us = first.time_us + second.time_us;
+  out.launches = first.launches + second.launches;
+  return out;
+}
+
 }  // namespace attnsim
 
 namespace attnsim::attention_cost {

@@ -258,7 +258,11 @@ TEST(Bounds, TimeIsMonotoneInContextBatchAndHeads) {
       for (std::int64_t context = 4; context <= 65536; context = context * 5 / 4 + 1) {
         const std::int64_t q = phase == Phase::Prefill ? context : phase == Phase::Decode ? 1 : 4;
         const double t = predict(s, mha(32, 8, 128), phase, {8, q, std::max(context, q)}).time_us;
-        EXPECT_GE(t, previous) << kernel_id << " " << phaseName(phase) << " context " << context;
+        // Prefill reads whole KV pages: a prompt that fills more of its last page spreads the same
+        // page bytes over more keys, so the first query tile's share of them may fall by a little
+        // (worst here 0.7%; the catalog-wide bound and its reasons: test_cost_laws_attention.cpp).
+        const double tolerance = phase == Phase::Prefill ? 0.025 : 0.0;
+        EXPECT_GE(t, previous * (1 - tolerance)) << kernel_id << " " << phaseName(phase) << " context " << context;
         previous = t;
       }
       previous = 0;
