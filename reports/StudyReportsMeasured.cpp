@@ -11,17 +11,7 @@
 
 namespace attnsim {
 
-namespace {
-
-using nlohmann::json;
-using namespace study_report;
-
-// The shape a point's attention call has, as the harness records it; nullopt when the model is
-// not in the catalog or interleaves several layer types (its attention time is a mean over them).
-struct Shape {
-  int heads = 0, kv_heads = 0, head_dim = 0;
-  std::string kind;
-};
+namespace study_report {
 
 std::optional<Shape> shapeOf(const Catalog& catalog, const StudyPoint& p) {
   const auto& models = catalog.models();
@@ -33,8 +23,6 @@ std::optional<Shape> shapeOf(const Catalog& catalog, const StudyPoint& p) {
   return Shape{l.num_heads / tp, l.isMla() ? 1 : std::max(1, l.num_kv_heads / tp), l.validatedHeadSize(), l.kind};
 }
 
-// The measurement names of the kernel families a backend runs for a phase ("": both phases), as
-// the variant it resolved to at the point (its base capabilities when it has none).
 std::set<std::string> measuredNames(const Catalog& catalog, const StudyCandidate& cand, const std::string& kind,
                                     const std::string& phase) {
   std::set<std::string> names;
@@ -56,14 +44,6 @@ std::set<std::string> measuredNames(const Catalog& catalog, const StudyCandidate
   return names;
 }
 
-struct Match {
-  std::size_t point = 0;
-  std::string backend;
-  bool is_default = false;
-  double predicted_us = 0, measured_us = 0, p20_us = 0, p80_us = 0;
-  std::string impl;
-};
-
 const MeasurementRow* measuredAt(const StudyData& data, const StudyPoint& p, const Shape& s,
                                  const std::set<std::string>& names) {
   const std::string dtype = p.selected_kv_dtype.find("fp8") != std::string::npos ? "fp8_e4m3" : "bf16";
@@ -76,6 +56,21 @@ const MeasurementRow* measuredAt(const StudyData& data, const StudyPoint& p, con
   }
   return nullptr;
 }
+
+}  // namespace study_report
+
+namespace {
+
+using nlohmann::json;
+using namespace study_report;
+
+struct Match {
+  std::size_t point = 0;
+  std::string backend;
+  bool is_default = false;
+  double predicted_us = 0, measured_us = 0, p20_us = 0, p80_us = 0;
+  std::string impl;
+};
 
 std::vector<Match> matches(const StudyData& data) {
   std::vector<Match> out;

@@ -243,6 +243,7 @@ StudyReport prioritiesReport(const StudyData& data) {
   doc.table(summaryTable(rows));
   report.json = {{"kind", "priorities"}, {"provenance", provenanceJson(data)}, {"rows", rowsJson(rows)}};
   report.json["measured"] = measuredSection(doc, data);
+  report.json["priority_lists"] = priorityCheckSection(doc, data);
   return report;
 }
 
