@@ -205,6 +205,16 @@ TEST(VllmAscend, IsStillAnOutOfTreePlugin) {
   EXPECT_TRUE(refusedWith(selectionOf(vllm("ascend-910b", "llama-3.1-8b")), "out-of-tree plugin (vllm-ascend)"));
 }
 
+TEST(VllmAscend, AnExplicitBackendIsRefusedTooAndRankListsNone) {
+  for (const char* backend : {"FLASHMLA", "ROCM_ATTN", "TRITON_ATTN", "CPU_ATTN"}) {
+    EXPECT_TRUE(refusedWith(selectionOf(withBackend(vllm("ascend-910b", "llama-3.1-8b"), backend)),
+                            "out-of-tree plugin (vllm-ascend)"))
+        << backend;
+  }
+  const auto r = runAttnsim("rank --engine vllm --hardware ascend-910b --model llama-3.1-8b --context 4096 --json");
+  EXPECT_EQ(r.output.find("\"step_us\""), std::string::npos) << r.output;
+}
+
 // ---- D7, D4.2: CPU runs CPU_ATTN whatever was asked, unvalidated ----
 // vllm/platforms/cpu.py CpuPlatform.get_attn_backend_cls and check_and_update_config @ 2d5be1dd.
 TEST(VllmCpu, SubstitutesCpuAttnForExplicitBackend) {
