@@ -28,6 +28,26 @@ TEST(SglangFa4, ServesDecode) {
   EXPECT_EQ(sel.env.at("page_size"), Value{std::int64_t{128}});
 }
 
+// S2. arg_groups/speculative_hook.py _handle_speculative_decoding @ 6c69756f: topk > 1 with pages
+// checks only attention_backend (its default when unset), never the per-phase backends.
+TEST(SglangSpec, TopkAboveOneWithPagesChecksOnlyTheAttentionBackend) {
+  Scenario s = sglang("h100-sxm", "llama-3.1-8b");
+  s.spec.algorithm = "eagle";
+  s.spec.topk = 4;
+  s.spec.draft_tokens = 8;
+  s.page_size = 16;
+  s.prefill_backend = "flashinfer";
+  s.decode_backend = "triton";
+  const Selection mixed = selectionOf(s);
+  ASSERT_FALSE(mixed.refusal) << *mixed.refusal;
+  EXPECT_EQ(nameOf(mixed.decode), "triton");
+  s.prefill_backend.reset();
+  s.decode_backend.reset();
+  s.backend = "triton";
+  EXPECT_NE(refusalOf(selectionOf(s)).find("speculative_eagle_topk > 1 with page_size > 1 is unstable"),
+            std::string::npos);
+}
+
 // D1b. kv_cache_hook.py:handle_kv4_compatibility @ 003c5589: FA4 prefill restricts the decode
 // backend only for an FP4 KV cache.
 TEST(SglangFa4, TrtllmMhaDecodeIsRefusedOnlyWithKv4) {
