@@ -133,6 +133,17 @@ TEST(SglangRocm, FlashinferIsNotBuiltOnRocm) {
 
 // D4. model_override_base.py:get_default_attn_backend @ 00d56e2c has no XPU arm: MHA models fall
 // through to triton (no flashinfer off CUDA).
+// P4. arg_groups/platform_hook.py handle_xpu_backends @ 01057c01: the decode graph is opt-in on XPU.
+TEST(SglangXpu, DecodeCudaGraphIsOffByDefault) {
+  const Selection sel = selectionOf(sglang("intel-max-1550", "qwen3-8b"));
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(sel.env.at("cuda_graph_disabled"), Value{true});
+  const auto r = runAttnsim("predict --engine sglang --hardware intel-max-1550 --model qwen3-8b --context 4096 --json");
+  EXPECT_NE(r.output.find("\"graph_mode\": \"eager\""), std::string::npos) << r.output;
+  const Selection cuda = selectionOf(sglang("h100-sxm", "qwen3-8b"));
+  EXPECT_NE(cuda.env.at("cuda_graph_disabled"), Value{true});
+}
+
 TEST(SglangXpu, MhaModelsDefaultToTriton) {
   const Selection sel = selectionOf(sglang("intel-max-1550", "qwen3-8b"));
   ASSERT_FALSE(sel.refusal) << *sel.refusal;
