@@ -201,6 +201,31 @@ TEST(VllmXpu, SparseNotImplemented) {
       refusedWith(selectionOf(vllm("intel-max-1550", "deepseek-v3.2")), "Sparse Attention is not supported on XPU."));
 }
 
+// V11. mla/flashmla.py supports_combination @ 2d5be1dd: a sparse model gets the sparse reason.
+TEST(VllmFlashMla, SparseModelGetsTheSparseReasonOffHopperAndBlackwell) {
+  const Selection s = selectionOf(vllm("a100-sxm-80g", "deepseek-v3.2"));
+  std::string reasons;
+  for (const auto& [name, why] : s.rejected) {
+    if (name == "FLASHMLA") {
+      for (const auto& r : why) reasons += r + ";";
+    }
+  }
+  EXPECT_NE(reasons.find("FlashMLA Sparse is only supported on Hopper and Blackwell devices."), std::string::npos)
+      << reasons;
+  EXPECT_EQ(reasons.find("FlashMLA Dense"), std::string::npos) << reasons;
+}
+
+// C5. cuda.py check_and_update_config @ v0.16.0: the page is forced to 64 only where dense FlashMLA
+// is supported (Hopper).
+TEST(VllmFlashMla, ExplicitBackendForcesPage64OnlyOnHopper) {
+  const Selection hopper = selectionOf(withBackend(vllm("h100-sxm", "deepseek-v3"), "FLASHMLA"));
+  ASSERT_FALSE(hopper.refusal) << *hopper.refusal;
+  EXPECT_EQ(hopper.env.at("page_size"), Value{std::int64_t{64}});
+  const Selection blackwell = selectionOf(withBackend(vllm("b200", "deepseek-v3"), "FLASHMLA"));
+  EXPECT_TRUE(refusedWith(blackwell, "FlashMLA Dense is only supported on Hopper devices."));
+  EXPECT_EQ(blackwell.env.at("page_size"), Value{std::int64_t{16}});
+}
+
 TEST(VllmAscend, IsStillAnOutOfTreePlugin) {
   EXPECT_TRUE(refusedWith(selectionOf(vllm("ascend-910b", "llama-3.1-8b")), "out-of-tree plugin (vllm-ascend)"));
 }
