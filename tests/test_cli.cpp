@@ -38,7 +38,9 @@ TEST(Cli, PerStageEnginesHaveNoCommonBackend) {
 TEST(Cli, InvalidExplicitBackendExitsOneWithTheEnginesMessage) {
   const auto r = runAttnsim("select --engine vllm --hardware a100-sxm-80g --model deepseek-v3 --backend vllm:FLASHMLA");
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find("Selected backend FLASHMLA is not valid for this configuration. Reason: "), std::string::npos)
+  EXPECT_NE(
+      r.output.find("Selected backend AttentionBackendEnum.FLASHMLA is not valid for this configuration. Reason: "),
+      std::string::npos)
       << r.output;
   const auto j =
       runAttnsim("--json select --engine vllm --hardware a100-sxm-80g --model deepseek-v3 --backend FLASHMLA");

@@ -65,8 +65,9 @@ TEST(VllmGemma3, MultimodalPrefixLmPicksTritonOnB200A100AndL40S) {
 
 TEST(VllmGemma3, PrefixLmRefusesExplicitFlashAttn) {
   const Selection s = selectionOf(withBackend(vllm("h100-sxm", "gemma-3-27b"), "FLASH_ATTN"));
-  EXPECT_TRUE(refusedWith(s, "Selected backend FLASH_ATTN is not valid for this configuration. Reason: ['" +
-                                 std::string(kMmPrefixReason) + "']"))
+  EXPECT_TRUE(refusedWith(
+      s, "Selected backend AttentionBackendEnum.FLASH_ATTN is not valid for this configuration. Reason: ['" +
+             std::string(kMmPrefixReason) + "']"))
       << chosen(s);
 }
 

@@ -121,7 +121,8 @@ std::vector<Case> cases() {  // NOLINT(readability-function-size): data, not log
        opts([](ServingOptions& o) { o.kv_dtype = "fp8_e5m2"; }), "FLASHINFER"},
       {"§1.6.2 explicit backend validated alone, no fallback", "vllm", "h100-sxm", "llama-3.1-8b", backend("FLASHMLA"),
        "", "",
-       "Selected backend FLASHMLA is not valid for this configuration. Reason: ['head_size not supported', 'non-MLA "
+       "Selected backend AttentionBackendEnum.FLASHMLA is not valid for this configuration. Reason: ['head_size not "
+       "supported', 'non-MLA "
        "not supported']"},
       {"§1.4 dense FlashMLA is Hopper only (supports_combination)", "vllm", "a100-sxm-80g", "deepseek-v3",
        backend("FLASHMLA"), "", "",
