@@ -181,6 +181,25 @@ TEST(RtpLlmMla, MlaPrefillWithoutPrefixOnSm100IsUnfused) {
 
 // D5. MlaAttentionLayer.cc:mlaAttentionLayer (C9): with a prefix, mlaAbsorbAttention runs on the
 // prefill FlashInfer params.
+// C9. CudaFlashInfer.cc:FlashInferAttnParams::prepare @ 44027b7e: with FLASH_MLA (SM >= 9) an absorbed
+// prefill of equal input lengths <= 32 (the MTP verify batch) stays on FlashMLA.
+TEST(RtpLlmMla, MtpVerifyOverAPrefixRunsFlashMlaOnSm9) {
+  Scenario s = rtp("h100-sxm", "deepseek-v3");
+  s.has_prefix = true;
+  s.spec.algorithm = "mtp";
+  s.spec.draft_tokens = 3;
+  const Selection sel = selectionOf(s);
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "FlashMLA");
+  s.spec.draft_tokens = 40;  // 41 tokens per request: above FlashMLA's 32
+  EXPECT_EQ(nameOf(selectionOf(s).prefill), "FlashInfer");
+  Scenario a100 = rtp("a100-sxm-80g", "deepseek-v3");  // FLASH_INFER ops below SM 9
+  a100.has_prefix = true;
+  a100.spec.algorithm = "mtp";
+  a100.spec.draft_tokens = 3;
+  EXPECT_EQ(nameOf(selectionOf(a100).prefill), "FlashInfer");
+}
+
 TEST(RtpLlmMla, MlaPrefillWithPrefixRunsFlashInferAbsorb) {
   Scenario s = rtp("h100-sxm", "deepseek-v3");
   s.has_prefix = true;
