@@ -37,7 +37,7 @@ def test_select_takes_a_scenario_object():
 def test_a_refused_selection_is_an_answer_not_an_exception():
     answer = attnsim.select(engine="vllm", hardware="a100-sxm-80g", model="deepseek-v3", backend="FLASHMLA")
     assert answer["backend"] is None
-    assert answer["error"].startswith("Selected backend FLASHMLA is not valid")
+    assert answer["error"].startswith("Selected backend AttentionBackendEnum.FLASHMLA is not valid")
 
 
 def test_predict_answers_as_the_cli():
