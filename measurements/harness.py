@@ -215,6 +215,37 @@ def measure_attention(rec, quick):
         torch.cuda.empty_cache()
 
 
+def measure_wave_edges(rec):
+    """Decode just below and just past whole waves of CTAs (batch x KV heads around 1x and 2x the SM
+    count, where FlashAttention's heuristic does not split): does one unit more than a full wave cost
+    a wave, or only its bytes? Written to a file of its own; the calibration does not read it."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    heads, kv_heads, d = 32, 8, 128
+    full = sms // kv_heads
+    batches = sorted({full - 1, full, full + 1, full + 2, 2 * full, 2 * full + 1, 2 * full + 2, 2 * full + 3})
+    for ctx in (8192, 16384):
+        for b in batches:
+            q, k, v = make_qkv(b, 1, ctx, heads, kv_heads, d)
+            flops, nbytes = attention_work(b, 1, ctx, heads, kv_heads, d, "decode")
+            for impl, backend in SDPA_BACKENDS.items():
+                if impl == "sdpa_math":
+                    continue
+                fn = sdpa_call(backend, q, k, v, "decode")
+                try:
+                    fn()
+                    torch.cuda.synchronize()
+                except Exception as e:  # the backend does not take this shape
+                    print(f"skip {impl} decode b{b} kv{ctx}: {type(e).__name__}", file=sys.stderr)
+                    continue
+                med, p20, p80, runs, how = timed(fn)
+                rec.add(kind="attention", impl=impl, phase="decode", batch=b, q_len=1, kv_len=ctx, heads=heads,
+                        kv_heads=kv_heads, head_dim=d, causal=0, dtype="bf16", median_us=f"{med:.3f}",
+                        p20_us=f"{p20:.3f}", p80_us=f"{p80:.3f}", runs=runs, flops=f"{flops:.6g}",
+                        bytes=f"{nbytes:.6g}", note=f"{how}; wave edge: {b * kv_heads} units on {sms} SMs")
+            del q, k, v
+            torch.cuda.empty_cache()
+
+
 def allow_recompiles():
     """Let torch.compile build one kernel per shape. Past dynamo's recompile limit (8 by default) a
     compiled function silently falls back to eager FlexAttention, which materialises the scores:
@@ -502,7 +533,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
     parser.add_argument("--quick", action="store_true", help="a small subset (for a smoke run)")
-    parser.add_argument("--skip", default="", help="comma list of: attention, flex, engine, device, nodes, step")
+    parser.add_argument("--skip", default="", help="comma list of: attention, flex, engine, device, nodes, step, waves")
     parser.add_argument("--eager-timing", action="store_true", help="time eager calls, not CUDA-graph replays")
     parser.add_argument("--kernels", help="also write the kernels each SDPA backend runs to this text file")
     parser.add_argument("--vllm-src", help="a vLLM source tree: measure its Triton attention kernels")
@@ -529,6 +560,7 @@ def main():
     # launch costs more, which would inflate the timings of short kernels and of launches.
     sections = [("device", lambda: measure_device(rec)), ("attention", lambda: measure_attention(rec, args.quick)),
                 ("flex", lambda: measure_flex(rec, args.quick)),
+                ("waves", lambda: measure_wave_edges(rec)),
                 ("engine", lambda: measure_engines(engines, rec, args)),
                 ("step", lambda: measure_step(rec, args.quick)),
                 ("nodes", lambda: measure_graph_nodes(rec))]

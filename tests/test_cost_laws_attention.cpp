@@ -234,8 +234,10 @@ constexpr double kLinearBelow = 0.15;
 // batch 20 -> 22). These are whole waves: families whose measured fit prefers a slot share of 1 (fa2,
 // flex-decoding, mem-efficient: their decode training MAPE is lowest at 1, see their YAML) cannot
 // draw more than an even share of bandwidth in a partial last wave, so one unit more than a full wave
-// costs a wave. The measurements and this law disagree at those steps; a finer measured batch sweep
-// (one batch either side of a full wave) decides which is right.
+// costs a wave. Measured wave edges (measurements/data/*/wave_edges.csv) show real steps for FA2:
+// 33 -> 34 requests of 8 KV heads (264 -> 272 units on 132 SMs) take 1.46-1.57x the time for 1.03x
+// the bytes. So the law needs the kernel's own waves (2 CTAs per SM for FA2 decode), not a straight
+// line (docs/COST_MODEL.md, "Open laws").
 TEST(CostLawsAttention, DISABLED_MemoryBoundDecodeGrowsWithTheBytesItReads) {
   double worst_above = 0, worst_below = 0;
   std::string above_case, below_case;
