@@ -266,6 +266,16 @@ TEST(RtpLlmRocm, RocmPrefixPrefillStaysOnCk) {
   EXPECT_EQ(nameOf(sel.prefill), "CKFMHA");
 }
 
+// C12. base_impl/MlaAttentionLayer.cc @ 44027b7e: MLA prefill over a prefix runs mlaAbsorbAttention; on
+// ROCm it needs the decode FlashInfer params, which a prefill batch does not have, and throws.
+TEST(RtpLlmRocm, MlaPrefillOverAPrefixThrowsForMissingDecodeParams) {
+  Scenario s = rtp("mi300x", "deepseek-v3");
+  s.has_prefix = true;
+  EXPECT_EQ(refusalOf(selectionOf(s)), "flash_infer_attn must be setting when using mla");
+  s.has_prefix = false;
+  EXPECT_FALSE(selectionOf(s).refusal);
+}
+
 //---------------------------------------------------------------------------------------------
 // D10. CudaDevice.cc:CudaDevice::CudaDevice @ 44027b7e: use_xqa is set inside the enable_fmha
 // branch, so enable_fmha=false leaves decode to FlashInfer and prefill to NONE.
