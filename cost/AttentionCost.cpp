@@ -169,7 +169,6 @@ struct Call {
   std::span<const RequestGroup> groups;
   bool decode_like;
   std::int64_t page_size;
-  const KernelModel* single_token_rows = nullptr;  // a mixed call's decode rows' efficiencies
 };
 
 // What every split count shares: the machine's slots and per-slot rates, and the bytes that do not

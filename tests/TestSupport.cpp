@@ -134,6 +134,23 @@ std::string nameOf(const std::optional<BackendChoice>& c) { return c ? c->name :
 
 std::string refusalOf(const Selection& s) { return s.refusal.value_or(""); }
 
+bool mentions(const std::vector<std::string>& lines, const std::string& text) {
+  for (const auto& l : lines) {
+    if (l.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+bool anyReasonMentions(const Selection& s, const std::string& text) {
+  for (const auto& [backend, reasons] : s.rejected) {
+    if (mentions(reasons, text)) return true;
+  }
+  for (const auto& [backend, reasons] : s.considered) {
+    if (mentions(reasons, text)) return true;
+  }
+  return false;
+}
+
 bool ranksBackend(const Scenario& s, const std::string& backend) {
   const Ranking r = rankBackends(defaultCatalog(), s, {s.engine});
   return std::any_of(r.ranked.begin(), r.ranked.end(), [&](const RankedBackend& b) { return b.backend == backend; });

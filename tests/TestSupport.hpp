@@ -49,6 +49,10 @@ Selection selectionOf(const Scenario& s);
 // A stage's backend name; "" when the engine refused.
 std::string nameOf(const std::optional<BackendChoice>& c);
 std::string refusalOf(const Selection& s);
+// Whether any line contains `text`.
+bool mentions(const std::vector<std::string>& lines, const std::string& text);
+// Whether a rejected or a passed-over backend's reasons mention `text`.
+bool anyReasonMentions(const Selection& s, const std::string& text);
 // Whether `rank` lists `backend` of the scenario's engine as valid.
 bool ranksBackend(const Scenario& s, const std::string& backend);
 

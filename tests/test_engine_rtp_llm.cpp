@@ -18,23 +18,6 @@ Scenario rtp(const std::string& hardware, const std::string& model) {
   return engineScenario("rtp-llm", hardware, model);
 }
 
-bool mentions(const std::vector<std::string>& lines, const std::string& text) {
-  for (const auto& l : lines) {
-    if (l.find(text) != std::string::npos) return true;
-  }
-  return false;
-}
-
-bool anyReasonMentions(const Selection& s, const std::string& text) {
-  for (const auto& [backend, reasons] : s.rejected) {
-    if (mentions(reasons, text)) return true;
-  }
-  for (const auto& [backend, reasons] : s.considered) {
-    if (mentions(reasons, text)) return true;
-  }
-  return false;
-}
-
 //---------------------------------------------------------------------------------------------
 // D1. CudaDevice.cc:prepareModelRun, checkSpecDecode; CudaAttentionOp.cc:decoderSelfAttention
 // @ 44027b7e: no speculative condition anywhere in the selection. The first prefill has no
@@ -155,80 +138,6 @@ TEST(RtpLlmInt8Kv, Int8KvPrefixPrefillIsUnfused) {
   ASSERT_FALSE(sel.refusal) << *sel.refusal;
   EXPECT_EQ(nameOf(sel.prefill), "NONE");
   EXPECT_EQ(nameOf(sel.decode), "MMHA");
-}
-
-//---------------------------------------------------------------------------------------------
-// D5. MlaAttentionLayer.cc:mlaAttentionLayer; CudaMlaAttentionOp.cc:CudaDevice::mlaContextAttention
-// @ 44027b7e: MLA prefill without a prefix runs the context FMHA of C5 at head nope + rope (192).
-TEST(RtpLlmMla, MlaPrefillWithoutPrefixRunsContextFmha) {
-  for (const char* hw : {"h100-sxm", "a100-sxm-80g"}) {
-    const Selection sel = selectionOf(rtp(hw, "deepseek-v3"));
-    ASSERT_FALSE(sel.refusal) << *sel.refusal;
-    EXPECT_EQ(nameOf(sel.prefill), "TRT_V2") << hw;
-  }
-  // OPEN_SOURCE checks the expanded head (192 is in its list), not the latent 576.
-  Scenario s = rtp("a100-sxm-80g", "deepseek-v3");
-  s.engine_options["enable_trt_fmha"] = "false";
-  EXPECT_EQ(nameOf(selectionOf(s).prefill), "OPEN_SOURCE");
-}
-
-// D5. mlaContextAttention on SM 10.x: no fused context FMHA (C5), so NONE.
-TEST(RtpLlmMla, MlaPrefillWithoutPrefixOnSm100IsUnfused) {
-  const Selection sel = selectionOf(rtp("b200", "deepseek-v3"));
-  ASSERT_FALSE(sel.refusal) << *sel.refusal;
-  EXPECT_EQ(nameOf(sel.prefill), "NONE");
-}
-
-// D5. MlaAttentionLayer.cc:mlaAttentionLayer (C9): with a prefix, mlaAbsorbAttention runs on the
-// prefill FlashInfer params.
-// C9. CudaFlashInfer.cc:FlashInferAttnParams::prepare @ 44027b7e: with FLASH_MLA (SM >= 9) an absorbed
-// prefill of equal input lengths <= 32 (the MTP verify batch) stays on FlashMLA.
-TEST(RtpLlmMla, MtpVerifyOverAPrefixRunsFlashMlaOnSm9) {
-  Scenario s = rtp("h100-sxm", "deepseek-v3");
-  s.has_prefix = true;
-  s.spec.algorithm = "mtp";
-  s.spec.draft_tokens = 3;
-  const Selection sel = selectionOf(s);
-  ASSERT_FALSE(sel.refusal) << *sel.refusal;
-  EXPECT_EQ(nameOf(sel.prefill), "FlashMLA");
-  s.spec.draft_tokens = 40;  // 41 tokens per request: above FlashMLA's 32
-  EXPECT_EQ(nameOf(selectionOf(s).prefill), "FlashInfer");
-  Scenario a100 = rtp("a100-sxm-80g", "deepseek-v3");  // FLASH_INFER ops below SM 9
-  a100.has_prefix = true;
-  a100.spec.algorithm = "mtp";
-  a100.spec.draft_tokens = 3;
-  EXPECT_EQ(nameOf(selectionOf(a100).prefill), "FlashInfer");
-}
-
-TEST(RtpLlmMla, MlaPrefillWithPrefixRunsFlashInferAbsorb) {
-  Scenario s = rtp("h100-sxm", "deepseek-v3");
-  s.has_prefix = true;
-  const Selection sel = selectionOf(s);
-  ASSERT_FALSE(sel.refusal) << *sel.refusal;
-  EXPECT_EQ(nameOf(sel.prefill), "FlashInfer");
-}
-
-//---------------------------------------------------------------------------------------------
-// D6. CudaDevice.cc:CudaDevice::CudaDevice @ 44027b7e: mla_ops_type AUTO resolves to FLASH_MLA on
-// SM major >= 9; the bundled FlashMLA is built for sm_90/sm_90a only (flashmla.BUILD), hence the note.
-TEST(RtpLlmMla, MlaDecodeAutoPicksFlashMlaOnSm9AndUp) {
-  Scenario s = rtp("b200", "deepseek-v3");
-  Selection sel = selectionOf(s);
-  ASSERT_FALSE(sel.refusal) << *sel.refusal;
-  EXPECT_EQ(nameOf(sel.decode), "FlashMLA");
-  EXPECT_TRUE(mentions(sel.notes, "sm_90/sm_90a only"));
-  s.engine_options["mla_ops_type"] = "flash_infer";
-  sel = selectionOf(s);
-  ASSERT_FALSE(sel.refusal) << *sel.refusal;
-  EXPECT_EQ(nameOf(sel.decode), "FlashInfer");
-  EXPECT_EQ(nameOf(selectionOf(rtp("h100-sxm", "deepseek-v3")).decode), "FlashMLA");
-}
-
-// D6. CudaDevice::CudaDevice @ 44027b7e: AUTO is FLASH_INFER below SM 9.
-TEST(RtpLlmMla, MlaDecodeOnSm8xIsFlashInfer) {
-  const Selection sel = selectionOf(rtp("a100-sxm-80g", "deepseek-v3"));
-  ASSERT_FALSE(sel.refusal) << *sel.refusal;
-  EXPECT_EQ(nameOf(sel.decode), "FlashInfer");
 }
 
 //---------------------------------------------------------------------------------------------
@@ -383,19 +292,6 @@ TEST(RtpLlmRope, UnknownRopeStyleIsALoadErrorListingTheStyles) {
     EXPECT_NE(what.find("rope_style"), std::string::npos) << what;
     EXPECT_NE(what.find("no, base, glm2, dynamicntk, qwendynamicntk, yarn, llama3, mrope"), std::string::npos) << what;
   }
-}
-
-// M3. deepseek_v2.py @ 44027b7e (l. 625): size_per_head = qk_nope + qk_rope (192), the head the context
-// FMHA of mlaContextAttention runs at; head_size stays the latent width the MLA kernels validate.
-TEST(RtpLlmMla, MlaContextFmhaSeesNopePlusRopeHead) {
-  const Selection sel = selectionOf(rtp("a100-sxm-80g", "deepseek-v3"));
-  EXPECT_EQ(toDisplay(sel.env.at("qk_head_size")), "192");
-  EXPECT_EQ(toDisplay(sel.env.at("head_size")), "576");
-  Scenario s = rtp("a100-sxm-80g", "deepseek-v3");
-  s.engine_options["enable_trt_fmha"] = "false";
-  const Selection open_source = selectionOf(s);
-  EXPECT_EQ(nameOf(open_source.prefill), "OPEN_SOURCE");
-  EXPECT_FALSE(anyReasonMentions(open_source, "head size not in 64, 96, 128, 192"));
 }
 
 // D8 (2). ROCmMlaAttentionOp.cc:ROCmDevice::mlaAbsorbAttention @ 44027b7e: ROCm MLA decode is a torch
