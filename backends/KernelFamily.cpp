@@ -69,6 +69,7 @@ void parsePerformance(const YamlReader& r, KernelFamily& k) {
   k.ctas_per_sm = static_cast<int>(r.getInt("ctas_per_sm", 1, 64));
   k.max_splits = static_cast<int>(r.getInt("max_splits", 1, 1024));
   k.split_spans_pool = r.get<bool>("split_spans_pool", false);
+  k.row_tiles_reread_keys = r.get<bool>("row_tiles_reread_keys", false);
   // Families with no measurement or published table keep attnsim's Little's-law estimate: a CTA
   // keeping two K/V tiles in flight (2 × 128 keys × 256 B = 64 KiB at d 128) over ~600 ns of DRAM
   // latency streams ~100 GB/s, about 4× its even share of an H100 (3350 / 132 ≈ 25 GB/s).
@@ -79,6 +80,12 @@ void parsePerformance(const YamlReader& r, KernelFamily& k) {
     k.slot_bandwidth_share = share->getNumber("value", 1, 64);
     k.slot_bandwidth_share_source = share->get<std::string>("source");
     share->finish();
+  }
+  if (auto decode = r.findMap("decode_occupancy")) {
+    k.decode_ctas_per_sm = static_cast<int>(decode->getInt("ctas_per_sm", 1, 64));
+    k.decode_slot_bandwidth_share = decode->getNumber("slot_bandwidth_share", 1, 64);
+    k.decode_occupancy_source = decode->get<std::string>("source");
+    decode->finish();
   }
   if (auto rule = r.findMap("split_rule")) k.split_policy = parseSplitPolicy(*rule);
   k.efficiency = parseEfficiency(r.map("default"));

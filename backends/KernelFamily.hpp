@@ -63,12 +63,22 @@ struct KernelFamily {
   int ctas_per_sm = 1;                   // resident work units per SM / CU
   int max_splits = 32;                   // split-KV cap (vLLM caps FA3 at 32 for CUDA graphs)
   bool split_spans_pool = false;         // a paged call's KV splits are cut over the whole page pool
+  // Decode with more packed query rows than a tile (MLA's 128 heads): the row tiles of one request run
+  // apart in the grid (vLLM's Triton MLA decode: batch is the fastest grid dimension), so each reads the
+  // keys from DRAM; false: they run together and share them through L2 (FlashMLA's scheduler).
+  bool row_tiles_reread_keys = false;
   // How many times its even share of the device's bandwidth (bandwidth / resident units) one work
   // unit may draw while fewer units than slots run (the partial last wave of a memory-bound call).
   // 1: a unit streams no faster than a full machine's share; more: it keeps more K/V tiles in flight
   // (cost/AttentionCostWaves.cpp). Fitted on measurements or derived from a published table.
   double slot_bandwidth_share = 1;
   std::string slot_bandwidth_share_source;
+  // Decode and verify calls may run another kernel variant of the family, with other resident CTAs
+  // per SM and another bandwidth per unit (FA2's decode: two CTAs per SM, measured at its wave
+  // edges). 0: the family's values above.
+  int decode_ctas_per_sm = 0;
+  double decode_slot_bandwidth_share = 0;
+  std::string decode_occupancy_source;
   // Prefill/extend tiles pack the query heads of one KV head into the query tile (FA3 varlen
   // PackGQA, FlashInfer's packed qo rows, vLLM Triton unified BLOCK_M), so a short or single-token
   // row shares one KV read across its group.

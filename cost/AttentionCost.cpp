@@ -34,6 +34,7 @@ struct DecodeUnit {
   std::int64_t kv_tiles = 0;
   double rows_padded = 0;
   double rows_in_unit = 0;
+  double row_tiles = 1;  // tiles of one request's packed query rows, which share its keys
   double kv_bytes_per_key = 0;
   double qo_bytes = 0;
 
@@ -44,25 +45,30 @@ struct DecodeUnit {
     const int group = s.groupSize();
     const std::int64_t rows = k.gqa_packing ? group * g.q_len : g.q_len;
     const std::int64_t padded = k.tensor_math ? std::min<std::int64_t>(k.tile_q, roundUp(rows, 16)) : rows;
-    const std::int64_t row_tiles = ceilDiv(rows, padded);
-    count = static_cast<double>(g.count * (k.gqa_packing ? s.num_kv_heads : s.num_heads) * row_tiles);
+    const std::int64_t tiles = ceilDiv(rows, padded);
+    count = static_cast<double>(g.count * (k.gqa_packing ? s.num_kv_heads : s.num_heads) * tiles);
     kv_tiles = ceilDiv(uniqueKvTokens(g, s), k.tile_kv);
     rows_padded = static_cast<double>(padded);
-    rows_in_unit = static_cast<double>(rows) / static_cast<double>(row_tiles);
+    row_tiles = static_cast<double>(tiles);
+    rows_in_unit = static_cast<double>(rows) / row_tiles;
     kv_bytes_per_key =
         s.kv_token_width * s.kv_elem_bytes * (k.gqa_packing ? 1.0 : reread / group) + index_bytes_per_key;
     qo_bytes = rows_in_unit * (s.d_qk + s.d_v) * s.act_bytes;
   }
 
   struct Work {
-    double flops, bytes, keys, qo_bytes;
+    double flops, bytes, keys, qo_bytes, dram_bytes;
   };
   // One unit's work when the KV is cut into `splits` pieces.
   [[nodiscard]] Work work(const AttentionShape& s, const KernelModel& k, int splits) const {
     const auto keys = static_cast<double>(ceilDiv(kv_tiles, splits) * k.tile_kv);
-    double bytes = keys * kv_bytes_per_key + qo_bytes;
+    const double kv = keys * kv_bytes_per_key;
+    double bytes = kv + qo_bytes;
     if (splits > 1) bytes += rows_in_unit * (s.d_v + 1) * kPartialBytes;
-    return {2.0 * rows_padded * keys * (s.d_qk + s.d_v), bytes, keys, qo_bytes};
+    // The row tiles of one request and KV head read the same keys at once and DRAM delivers them once,
+    // unless the grid runs them apart.
+    const double dram = k.row_tiles_reread_keys ? bytes : bytes - kv * (1.0 - 1.0 / row_tiles);
+    return {2.0 * rows_padded * keys * (s.d_qk + s.d_v), bytes, keys, qo_bytes, dram};
   }
 };
 
@@ -71,7 +77,7 @@ void decodeWaves(Waves& w, const AttentionShape& s, const KernelModel& k, const 
   for (const auto& g : groups) {
     const DecodeUnit unit(g, s, k, reread, index_bytes_per_key);
     const auto work = unit.work(s, k, splits);
-    addUnits(w, r, unit.count * splits, work.flops, work.bytes, work.keys, work.qo_bytes);
+    addUnits(w, r, unit.count * splits, work.flops, work.bytes, work.keys, work.qo_bytes, work.dram_bytes);
   }
 }
 
@@ -133,9 +139,9 @@ void prefillWaves(Waves& w, const AttentionShape& s, const KernelModel& k, const
           k.tensor_math ? static_cast<double>(std::min(tiles.bm, roundUp(tiles.rows(g, i), 16))) : rows;
       // A causal tile's diagonal block is masked element by element: one more pass of per-key work.
       const double masked = s.causal ? std::min(unit_keys, static_cast<double>(tiles.bm)) : 0.0;
-      addUnits(w, r, static_cast<double>(g.count) * heads, 2.0 * rows_computed * unit_keys * width,
-               static_cast<double>(tiles.newKeys(g, i)) * bytes_per_key, unit_keys + masked,
-               rows * width * s.act_bytes);
+      const double unit_bytes = static_cast<double>(tiles.newKeys(g, i)) * bytes_per_key;
+      addUnits(w, r, static_cast<double>(g.count) * heads, 2.0 * rows_computed * unit_keys * width, unit_bytes,
+               unit_keys + masked, rows * width * s.act_bytes, g.q_len == 1 ? unit_bytes : 0.0);
     }
   }
 }
@@ -252,7 +258,7 @@ void addSplitUnits(Waves& w, const Call& call, const CallTerms& c, const std::op
                    int splits) {
   if (uniform) {
     const auto work = uniform->work(call.shape, call.kernel, splits);
-    addUnits(w, c.rates, uniform->count * splits, work.flops, work.bytes, work.keys, work.qo_bytes);
+    addUnits(w, c.rates, uniform->count * splits, work.flops, work.bytes, work.keys, work.qo_bytes, work.dram_bytes);
   } else if (call.decode_like) {
     decodeWaves(w, call.shape, call.kernel, c.rates, call.groups, splits, c.reread, c.index_bytes_per_key);
   } else {
@@ -288,6 +294,7 @@ void recordSplit(AttentionCost& out, const CallTerms& c, const Waves& w, const S
   out.splits = s;
   out.launches = s > 1 ? 2 : 1;
   out.ctas = w.ctas;
+  out.slots = c.slots;
   out.flops_tiled = w.flops_tiled * c.dequant;
   out.bytes = c.base_bytes + st.partial_bytes;
   out.kernel_us = st.kernel_us + st.merge_us;
@@ -310,7 +317,7 @@ void recordSplit(AttentionCost& out, const CallTerms& c, const Waves& w, const S
 AttentionCost searchSplits(const Call& call, const CallTerms& c, const Traffic& t) {
   AttentionCost out;
   double best = std::numeric_limits<double>::infinity();
-  thread_local std::vector<std::pair<double, double>> units;
+  thread_local std::vector<attention_cost::UnitKind> units;
   // A uniform decode batch has one kind of unit: its per-split-invariant part is computed once.
   const bool one_kind = call.decode_like && call.groups.size() == 1;
   const std::optional<DecodeUnit> uniform =

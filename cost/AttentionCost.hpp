@@ -56,6 +56,7 @@ struct KernelModel {
   // Paged calls split over the page pool (FlexAttention under PagedAttention): the pool's tokens,
   // 0 for a serving pool far larger than any one sequence (then a paged call never splits).
   bool split_spans_pool = false;
+  bool row_tiles_reread_keys = false;  // KernelFamily::row_tiles_reread_keys
   double kv_pool_tokens = 0;
   double slot_bandwidth_share = 1;  // the family's (KernelFamily::slot_bandwidth_share)
   SplitPolicy split_policy;         // how the kernel picks its split count (search: the fastest)
@@ -88,6 +89,7 @@ struct AttentionCost {
   double bytes = 0;        // DRAM traffic: Q, O, KV (page granular, re-reads), page tables, scales, split partials
   double bytes_min = 0;    // Q + O + each needed KV byte once
   double ctas = 0;
+  double slots = 0;  // work units the machine holds at once: SMs × the kernel's CTAs per SM (0: unfused)
   int splits = 1;
   int launches = 1;       // kernels launched: the attention kernel, its split merge, a second call
   double compute_us = 0;  // whole-machine roofline terms

@@ -48,10 +48,21 @@ struct Rates {
   double slot_share = 1;
 };
 
-// Work units spread over the machine: equal-work kinds (time on one slot, count).
+// One kind of equal work units: time on one slot (its math or bytes, overlapped, then its serial
+// per-key and Q/O work), time to stream its DRAM bytes at the whole device's bandwidth, and how many.
+struct UnitKind {
+  double work_us = 0;
+  double serial_us = 0;  // the part of work_us that does not overlap the bytes
+  double stream_us = 0;
+  double count = 0;
+};
+
+// Work units spread over the machine.
 struct Waves {
   double sum_work_us = 0;  // Σ over units of their time on one slot
   double max_work_us = 0;
+  double unit_stream_us = 0;  // one kind of unit: its bytes at the whole device's bandwidth
+  double unit_serial_us = 0;  // one kind of unit: its per-key and Q/O work
   double ctas = 0;
   double flops_tiled = 0;
   bool compute_dominant = false;
@@ -59,16 +70,22 @@ struct Waves {
   // stream at their decode rate, expressed in bytes at the call's rate.
   double stream_extra_bytes = 0;
   // Distinct unit kinds; reused between calls so the hot path does not allocate once warm.
-  std::vector<std::pair<double, double>>* units = nullptr;  // (work, count)
+  std::vector<UnitKind>* units = nullptr;
 };
 
 // A unit's time on one slot: its math or its bytes at the bandwidth one unit can draw, the per-key
 // loop and softmax work, and its Q load and O store, which bracket the KV loop and are not hidden.
+// `own_dram_bytes`: what the unit alone must bring from DRAM, so its wave cannot finish before the
+// device has delivered them: a decode unit's share of its request's and KV head's keys (row tiles of
+// one group share them through L2); 0 for a prefill tile, whose DRAM bytes are the keys it is first to
+// read and which its request's later tiles share, so only the call as a whole is held to them.
 void addUnits(Waves& w, const Rates& r, double count, double unit_flops, double unit_bytes, double unit_keys,
-              double unit_qo_bytes);
-// The longest-first wave schedule, but never faster than the machine streams the call's DRAM bytes
-// (units that read the same KV at once, such as the row tiles of one request, share it through L2);
-// `bandwidth` says which of the two set the time.
+              double unit_qo_bytes, double own_dram_bytes);
+
+// The longest-first wave schedule, each wave lasting as long as its longest unit or as the device
+// takes to stream the wave's bytes, whichever is longer; and the call never faster than the machine
+// streams its DRAM bytes (units that read the same KV at once, such as the row tiles of one request,
+// share it through L2). `bandwidth` says whether the bytes, not the longest units, set the time.
 struct KernelTime {
   double us = 0;
   bool bandwidth = false;

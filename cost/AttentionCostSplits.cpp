@@ -77,10 +77,12 @@ int partitionSplits(const KernelModel& k, const AttentionShape& s, std::span<con
 // KV is at most 4 blocks; else the fewest splits whose wave efficiency n/ceil(n) is within 85% of
 // the best over 1..min(cap, SMs, KV blocks).
 // short_kv_rule false: the count the heuristic gives the same work once its KV exceeds 4 blocks.
+// The heuristic counts resident CTAs, not SMs: FA2 passes multiProcessorCount * 2 ("128 threads per
+// block", csrc/flash_attn/flash_api.cpp set_params_splitkv), which is its decode occupancy here.
 int occupancySplits(const KernelModel& k, const AttentionShape& shape, std::span<const RequestGroup> groups,
                     int compute_units, bool short_kv_rule) {
   const int max_splits = k.max_splits;
-  const double sms = compute_units;
+  const double sms = static_cast<double>(compute_units) * std::max(1, k.ctas_per_sm);
   double mblocks = 0;
   std::int64_t nblocks = 0;
   for (const auto& g : groups) {

@@ -43,47 +43,96 @@ AttentionCost sequentialCalls(const AttentionCost& first, const AttentionCost& s
 namespace attnsim::attention_cost {
 
 void addUnits(Waves& w, const Rates& r, double count, double unit_flops, double unit_bytes, double unit_keys,
-              double unit_qo_bytes) {
+              double unit_qo_bytes, double own_dram_bytes) {
   const double c = unit_flops / r.flop_per_slot;
   const double m = unit_bytes / (r.byte_per_slot * r.slot_share);
-  const double work = std::max(c, m) + unit_keys * r.key_us + unit_qo_bytes / r.byte_per_slot;
+  const double serial = unit_keys * r.key_us + unit_qo_bytes / r.byte_per_slot;
+  const double work = std::max(c, m) + serial;
+  const double stream = own_dram_bytes / (r.byte_per_slot * r.slots);
   w.sum_work_us += count * work;
   if (work > w.max_work_us) {
     w.max_work_us = work;
     w.compute_dominant = c >= m;
   }
+  w.unit_serial_us = std::max(w.unit_serial_us, serial);
+  w.unit_stream_us = std::max(w.unit_stream_us, stream);
   w.ctas += count;
   w.flops_tiled += count * unit_flops;
-  if (w.units) w.units->emplace_back(work, count);
+  if (w.units) w.units->push_back({work, serial, stream, count});
 }
 
 namespace {
 
-// Longest-first scheduling in waves of `slots` units: each wave lasts as long as its longest
-// (first) unit. Adding a unit or lengthening one never shortens the schedule.
-double waveTime(const Waves& w, double slots) {
-  if (!w.units) return std::ceil(w.ctas / slots - 1e-9) * w.max_work_us;  // one kind of unit
+constexpr double kWhole = 1e-9;  // counts are whole numbers held in doubles
+
+// The schedule's time, and the part of it that the waves' bytes rather than their longest units set.
+// A wave lasts as long as its longest unit, or as the device takes to stream the bytes of all its
+// units plus the serial per-key and Q/O work of the unit with the most of it, whichever is longer:
+// a unit's own bytes overlap its math, but no unit finishes before the bandwidth has delivered them.
+struct Schedule {
+  double us = 0;
+  double streamed_us = 0;
+  void wave(double longest_us, double serial_us, double bytes_us, double times = 1) {
+    const double streamed = bytes_us + serial_us;
+    us += times * std::max(longest_us, streamed);
+    if (streamed > longest_us) streamed_us += times * streamed;
+  }
+};
+
+// Longest-first scheduling in waves of `slots` units: the next wave's units start when slots free,
+// and the slots of a bandwidth-bound wave free together. So a unit past a full wave costs its own
+// time at its slot share of bandwidth (FA2 decode, 264 -> 272 units on 264 slots: 1.5x, measured
+// 1.46-1.57x on the H100, measurements/data/h100/wave_edges.csv), not a share of the call's bytes.
+// Adding a unit or lengthening one never shortens the schedule.
+Schedule waveSchedule(const Waves& w, double slots) {
+  Schedule out;
+  if (!w.units) {  // one kind of unit
+    const double full = std::floor(w.ctas / slots + kWhole);
+    out.wave(w.max_work_us, w.unit_serial_us, slots * w.unit_stream_us, full);
+    const double rest = w.ctas - full * slots;
+    if (rest > kWhole) out.wave(w.max_work_us, w.unit_serial_us, rest * w.unit_stream_us);
+    return out;
+  }
   auto& units = *w.units;
   if (units.size() > 1) {
-    std::sort(units.begin(), units.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::sort(units.begin(), units.end(), [](const auto& a, const auto& b) { return a.work_us > b.work_us; });
   }
-  double time = 0;
-  double position = 0;  // units scheduled so far
-  for (const auto& [work, count] : units) {
-    // Waves that start inside [position, position + count): multiples of slots in that range.
-    const double starts = std::floor((position + count - 1) / slots) - std::floor((position - 1) / slots);
-    time += starts * work;
-    position += count;
+  double filled = 0;  // units in the open wave
+  double longest = 0;
+  double serial = 0;
+  double bytes_us = 0;
+  for (const auto& kind : units) {
+    double remaining = kind.count;
+    if (filled > 0) {  // complete the open wave
+      const double take = std::min(remaining, slots - filled);
+      filled += take;
+      serial = std::max(serial, kind.serial_us);
+      bytes_us += take * kind.stream_us;
+      remaining -= take;
+      if (filled + kWhole < slots) continue;
+      out.wave(longest, serial, bytes_us);
+      filled = 0;
+    }
+    const double full = std::floor(remaining / slots + kWhole);
+    if (full > 0) out.wave(kind.work_us, kind.serial_us, slots * kind.stream_us, full);
+    remaining -= full * slots;
+    if (remaining > kWhole) {
+      filled = remaining;
+      longest = kind.work_us;
+      serial = kind.serial_us;
+      bytes_us = remaining * kind.stream_us;
+    }
   }
-  return time;
+  if (filled > 0) out.wave(longest, serial, bytes_us);
+  return out;
 }
 
 }  // namespace
 
 KernelTime kernelTime(const Waves& w, const Rates& r, double dram_bytes) {
-  const double waves = waveTime(w, r.slots);
+  const Schedule waves = waveSchedule(w, r.slots);
   const double stream = (dram_bytes + w.stream_extra_bytes) / (r.byte_per_slot * r.slots);
-  return {std::max(waves, stream), stream >= waves};
+  return {std::max(waves.us, stream), stream >= waves.us || 2 * waves.streamed_us >= waves.us};
 }
 
 }  // namespace attnsim::attention_cost

@@ -70,10 +70,13 @@ KernelModel resolveKernel(const KernelFamily& kernel, const HardwareProfile& hw,
   k.unfused = kernel.algorithm == "unfused";
   k.working_bytes = kernel.working_precision == "fp32" ? 4.0 : 0.0;
   k.tensor_math = kernel.math == "tensor";
-  k.ctas_per_sm = kernel.ctas_per_sm;
+  const bool decode_like = phase == Phase::Decode || phase == Phase::Verify;
+  k.ctas_per_sm = decode_like && kernel.decode_ctas_per_sm > 0 ? kernel.decode_ctas_per_sm : kernel.ctas_per_sm;
   k.max_splits = kernel.max_splits;
   k.split_spans_pool = kernel.split_spans_pool;
-  k.slot_bandwidth_share = kernel.slot_bandwidth_share;
+  k.row_tiles_reread_keys = kernel.row_tiles_reread_keys;
+  k.slot_bandwidth_share = decode_like && kernel.decode_slot_bandwidth_share > 0 ? kernel.decode_slot_bandwidth_share
+                                                                                 : kernel.slot_bandwidth_share;
   k.split_policy = kernel.split_policy;
   // The device's fit for the phase class; an extend without its own fit uses the prefill fit.
   auto found = hw.calibrations.find({kernel.id, calibrationClass(phase)});

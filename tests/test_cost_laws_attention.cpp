@@ -70,6 +70,12 @@ constexpr double kMixedMargin = 0.10;
 // prediction; 0.5% covers the partials (worst seen: -0.6%, intel-max-1550 gpt-oss-20b sglang:triton,
 // of which 3 µs of 4.3 µs is the launch).
 constexpr double kMixedSavedPartials = 0.005;
+// And the decode part's wave tail: the decode-only call runs the decode kernel, whose last partial
+// wave of units streams at their slot share of bandwidth (the per-wave schedule), while the one-launch
+// call runs the decode rows unsplit among the prefill tiles, which fill that wave. Worst seen: -2.6%
+// below the decode part (intel-max-1550 llama-3.1-8b sglang:flex_attention, flex-attention's one
+// launch against flex-decoding's decode call).
+constexpr double kMixedDecodeTail = 0.025;
 
 struct MixCase {
   std::vector<RequestGroup> prefill, decode;
@@ -96,7 +102,8 @@ void checkMixedLaw(const std::vector<const char*>& models) {
             if (combined < 0 || prefill < 0 || decode < 0) continue;
             ++checked;
             const std::string what = hw.id + " " + model + " " + engine + ":" + backend.name;
-            EXPECT_GE(combined, std::max(prefill, decode) * (1 - kMixedSavedPartials) - saved_launch) << what;
+            EXPECT_GE(combined, std::max(prefill, decode) * (1 - kMixedSavedPartials - kMixedDecodeTail) - saved_launch)
+                << what;
             worst_low = std::min(worst_low, combined / std::max(prefill, decode) - 1);
             const double over = combined / (prefill + decode) - 1;
             EXPECT_NE(note.find("mixed batch:"), std::string::npos) << what << ": the output says how it runs";
@@ -121,11 +128,11 @@ TEST(CostLawsAttention, MixedBatchCostsBetweenItsLargestPartAndTheSum) {
   checkMixedLaw({"llama-3.1-8b", "gpt-oss-20b"});
 }
 
-// Open (issue 12): with MLA models 8 checks of 308 cases fail, all SGLang: its aiter backend
-// predicts a mixed call below its decode part on MI300X/MI325X/MI355X (the extend path's packed
-// latent tiles fill the machine better than the decode kernel's units), and flashinfer (A100) and
-// trtllm_mla (B200/GB200) come out 22% above the sum. vLLM's MLA backends hold it: they run a mixed
-// batch by phase (MLACommonImpl).
+// Open (issue 12): with MLA models 6 checks of 270 cases fail, all SGLang: its aiter backend predicts
+// a mixed call 12% below its decode part on MI355X (the extend path's packed latent tiles fill the
+// machine better than the decode kernel's units), and trtllm_mla (B200/GB200) and flashinfer (A100)
+// come out 22% and 10.3% above the sum. vLLM's MLA backends hold it: they run a mixed batch by phase
+// (MLACommonImpl).
 TEST(CostLawsAttention, DISABLED_MixedBatchLawForMla) { checkMixedLaw({"deepseek-v3"}); }
 
 // The attention kernels of the catalog, each with a shape it runs: MLA families on DeepSeek-V3's
@@ -171,8 +178,9 @@ std::int64_t nextStep(std::int64_t v) { return v + std::max<std::int64_t>(1, v /
 //   tile that first reads each key, and the traffic reads whole KV pages: a prompt that fills more
 //   of its last page spreads the same page bytes over more keys, so the first tile's share falls a
 //   little; the last tile's rounding (rows to 16, keys to the key tile) moves the longest unit too.
-//   Worst seen: 2.3% (short prompts, triton-unified on L40S).
-constexpr double kPrefillDrop = 0.025;
+//   Worst seen: 2.8% (prompts of 18 -> 20 tokens, triton-unified at 4 CTAs per SM on A10G, L40S and the
+//   Xeon: one 16-row tile whose keys round to the key tile).
+constexpr double kPrefillDrop = 0.03;
 
 struct MonotoneCheck {
   const std::string& what;
@@ -223,56 +231,80 @@ TEST(CostLawsAttention, TimeNeverFallsWhenBatchOrContextGrows) {
   std::printf("monotone: %d sweeps; largest drop %.4f\n", sweeps, worst);
 }
 
-// Memory-bound decode: between two batches whose calls are both memory-bound, time grows no faster
-// than the bytes read (plus 5%) and, once the machine is full (batch ≥ 64 at 4k context), no slower
-// than 85% of them. The 5% allows a partial wave of units that cannot draw the whole bandwidth; the
-// 15% allows the launch and merge costs that do not grow with the batch.
+// Memory-bound decode grows with the bytes it reads, in the kernel's own waves. Between two batches
+// whose calls run the same split count and fill the same number of waves (units / slots, rounded up),
+// time grows no faster than the bytes (plus 5%: launch and merge shares, page rounding). Where a new
+// wave starts, it may step, but by at most one wave: its units run at their slot share of the
+// bandwidth, never below an even share of it (measured: FA2 decode steps 1.46-1.57x at 264 -> 272
+// units on 264 slots, measurements/data/h100/wave_edges.csv; WaveEdges below checks the model there).
+// Once the machine is full (batch >= 64 at 4k context), time grows no slower than 85% of the bytes:
+// the launch and merge costs do not grow with the batch. A kernel whose split count follows its
+// engine's rule (vLLM's unified attention leaves its 3D split launch past 16 sequences of 8 KV heads,
+// SGLang's get_num_kv_splits_triton, the ROCm partitions) launches what the rule says: where the count
+// changes, both bounds are the rule's, not the waves' (the monotone law has the same exemption).
 constexpr double kLinearAbove = 0.05;
 constexpr double kLinearBelow = 0.15;
 
-// Open (issue 12): 656 steps fail, up to +81% between neighbouring batches (flex-decoding on A10G,
-// batch 20 -> 22). These are whole waves: families whose measured fit prefers a slot share of 1 (fa2,
-// flex-decoding, mem-efficient: their decode training MAPE is lowest at 1, see their YAML) cannot
-// draw more than an even share of bandwidth in a partial last wave, so one unit more than a full wave
-// costs a wave. Measured wave edges (measurements/data/*/wave_edges.csv) show real steps for FA2:
-// 33 -> 34 requests of 8 KV heads (264 -> 272 units on 132 SMs) take 1.46-1.57x the time for 1.03x
-// the bytes. So the law needs the kernel's own waves (2 CTAs per SM for FA2 decode), not a straight
-// line (docs/COST_MODEL.md, "Open laws").
-TEST(CostLawsAttention, DISABLED_MemoryBoundDecodeGrowsWithTheBytesItReads) {
-  double worst_above = 0, worst_below = 0;
-  std::string above_case, below_case;
+TEST(CostLawsAttention, MemoryBoundDecodeGrowsWithTheBytesItReadsInTheKernelsWaves) {
+  double worst_above = 0, worst_below = 0, worst_edge = 0;
+  std::string above_case, below_case, edge_case;
+  int steps = 0, edges = 0, ruled_changes = 0;
   for (const auto& hw : defaultCatalog().hardwareProfiles()) {
     const DeviceModel device = resolveDevice(hw, DType::BF16);
     for (const auto& family : defaultCatalog().kernels()) {
       if (!attentionKernel(family) || family.algorithm == "unfused") continue;
       const KernelModel kernel = resolveKernel(family, hw, Phase::Decode);
+      const bool ruled = kernel.split_policy.rule != SplitRule::Search;
       for (const auto& shape : shapesFor(family)) {
         const Sweep sweep{kernel, device, shape, Phase::Decode};
         for (std::int64_t b = 16; b < 512; b = nextStep(b)) {
           const AttentionCost x = sweep.at(b, 4096);
           const AttentionCost y = sweep.at(nextStep(b), 4096);
           if (x.bound != Bound::Memory || y.bound != Bound::Memory) continue;
-          const double growth = (y.time_us / x.time_us) / (y.bytes / x.bytes) - 1;
+          ++steps;
+          if (ruled && x.splits != y.splits) {
+            ++ruled_changes;
+            continue;
+          }
+          const double bytes = y.bytes / x.bytes;
+          const double growth = (y.time_us / x.time_us) / bytes - 1;
+          const double waves_x = std::ceil(x.ctas / x.slots - 1e-9);
+          const bool edge = std::ceil(y.ctas / y.slots - 1e-9) != waves_x;
           const std::string what = family.id + " " + hw.id + " d" + std::to_string(shape.d_qk) + " batch " +
                                    std::to_string(b) + "→" + std::to_string(nextStep(b));
-          EXPECT_LE(growth, kLinearAbove) << what;
+          if (edge) {
+            ++edges;
+            // One more wave at most: time_x spreads over waves_x waves.
+            const double step = y.time_us / x.time_us - bytes;
+            EXPECT_LE(step, 1.0 / waves_x + kLinearAbove) << what;
+            if (step * waves_x > worst_edge) {
+              worst_edge = step * waves_x;
+              edge_case = what;
+            }
+          } else {
+            EXPECT_LE(growth, kLinearAbove) << what;
+            if (growth > worst_above) {
+              worst_above = growth;
+              above_case = what;
+            }
+          }
           if (b >= 64) {
             EXPECT_GE(growth, -kLinearBelow) << what;
-          }
-          if (growth > worst_above) {
-            worst_above = growth;
-            above_case = what;
-          }
-          if (b >= 64 && growth < worst_below) {
-            worst_below = growth;
-            below_case = what;
+            if (growth < worst_below) {
+              worst_below = growth;
+              below_case = what;
+            }
           }
         }
       }
     }
   }
-  std::printf("linear: worst above %+.3f (%s), worst below %+.3f (%s)\n", worst_above, above_case.c_str(), worst_below,
-              below_case.c_str());
+  EXPECT_GT(steps, 1000);
+  std::printf(
+      "linear: %d steps, %d at wave edges, %d at a split rule's change; within a wave worst %+.3f (%s); at an edge "
+      "worst %.2f of a wave (%s); full machine worst %+.3f (%s)\n",
+      steps, edges, ruled_changes, worst_above, above_case.c_str(), worst_edge, edge_case.c_str(), worst_below,
+      below_case.c_str());
 }
 
 }  // namespace
