@@ -10,7 +10,8 @@ synthetic decoder step eager versus graph replay. One CSV row per measurement.
 Timing: triton.testing.do_bench (CUDA events, L2 flushed before every run, warm-up first),
 median and 20th/80th percentiles of at least 20 runs. Usage:
     python3 measurements/harness.py --out FILE.csv [--quick] [--vllm-src DIR] [--sglang-src DIR]
-With an engine's source tree, the engine's own Triton attention kernels too (engine_kernels.py).
+With an engine's source tree, the engine's own Triton attention kernels too (engine_kernels.py);
+section vllm_flex: FlexAttention as vLLM's FLEX_ATTENTION backend calls it (vllm_flex.py).
 """
 import argparse
 import csv
@@ -26,6 +27,7 @@ import torch
 import triton
 
 import engine_kernels
+import vllm_flex
 import triton.testing
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.attention.bias import causal_lower_right
@@ -286,30 +288,58 @@ def measure_flex(rec, quick):
     except ImportError as e:
         print(f"skip flex_paged: {e}", file=sys.stderr)
         return
-    page = 128  # PagedAttention needs the block mask's KV block size to equal the page size
+    page = PAGED_FLEX_PAGE
     for b in ([8] if quick else [1, 8, 32]):
         for kv_len in decode_contexts:
             for heads, kv_heads in [(32, 32), (32, 8)]:
-                d = 128
-                pages = b * kv_len // page
-                paged = PagedAttention(pages, page, b, device="cuda")
-                order = torch.randperm(pages).tolist()  # pages scattered over the pool, as after serving a while
-                paged.empty_pages = order
-                for i in range(b):
-                    paged.reserve(torch.tensor(i, device="cuda"), torch.tensor(kv_len, device="cuda"))
-                k_cache = torch.randn(1, kv_heads, pages * page, d, device="cuda", dtype=torch.bfloat16)
-                v_cache = torch.randn(1, kv_heads, pages * page, d, device="cuda", dtype=torch.bfloat16)
-                q = torch.randn(b, heads, 1, d, device="cuda", dtype=torch.bfloat16)
-                logical = create_block_mask(lambda bi, h, qi, ki: ki >= 0, b, None, 1, kv_len, device="cuda",
-                                            BLOCK_SIZE=page)
-                physical = paged.convert_logical_block_mask(logical)
-                score_mod = paged.get_score_mod(None)
-                fn = lambda: compiled(q, k_cache, v_cache, block_mask=physical, score_mod=score_mod,
-                                      enable_gqa=heads != kv_heads)
-                record_flex(rec, "flex_decoding_paged", fn, "decode", b, 1, kv_len, heads, kv_heads, d,
-                            f"page_size={page}; PagedAttention (torch experimental), pages shuffled", page)
-                del k_cache, v_cache, q
+                fn = paged_flex_call(compiled, PagedAttention, create_block_mask, b, kv_len, heads, kv_heads, 128)
+                record_flex(rec, "flex_decoding_paged", fn, "decode", b, 1, kv_len, heads, kv_heads, 128,
+                            PAGED_FLEX_NOTE, page)
+                del fn
                 torch.cuda.empty_cache()
+
+
+PAGED_FLEX_PAGE = 128  # PagedAttention needs the block mask's KV block size to equal the page size
+PAGED_FLEX_NOTE = f"page_size={PAGED_FLEX_PAGE}; PagedAttention (torch experimental), pages shuffled"
+
+
+def paged_flex_call(compiled, PagedAttention, create_block_mask, b, kv_len, heads, kv_heads, d):
+    """Decode through torch's experimental PagedAttention: K/V in a pool of 128-token pages handed
+    out in random order, the logical block mask converted to the physical one."""
+    page = PAGED_FLEX_PAGE
+    pages = b * kv_len // page
+    paged = PagedAttention(pages, page, b, device="cuda")
+    order = torch.randperm(pages).tolist()  # pages scattered over the pool, as after serving a while
+    paged.empty_pages = order
+    for i in range(b):
+        paged.reserve(torch.tensor(i, device="cuda"), torch.tensor(kv_len, device="cuda"))
+    k_cache = torch.randn(1, kv_heads, pages * page, d, device="cuda", dtype=torch.bfloat16)
+    v_cache = torch.randn(1, kv_heads, pages * page, d, device="cuda", dtype=torch.bfloat16)
+    q = torch.randn(b, heads, 1, d, device="cuda", dtype=torch.bfloat16)
+    logical = create_block_mask(lambda bi, h, qi, ki: ki >= 0, b, None, 1, kv_len, device="cuda", BLOCK_SIZE=page)
+    physical = paged.convert_logical_block_mask(logical)
+    score_mod = paged.get_score_mod(None)
+    return lambda: compiled(q, k_cache, v_cache, block_mask=physical, score_mod=score_mod,
+                            enable_gqa=heads != kv_heads)
+
+
+def measure_vllm_flex(rec, args):
+    """FlexAttention as vLLM's FLEX_ATTENTION backend calls it (vllm_flex.py); then, to a file of
+    its own (OUT_baseline.csv), the torch PagedAttention decode rows (flex_decoding_paged, the
+    FlashDecoding template) at a few of the same shapes on the same machine, for comparison."""
+    allow_recompiles()
+    vllm_flex.measure(rec, timed, attention_work, args.quick)
+    from torch.nn.attention.experimental._paged_attention import PagedAttention
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    baseline = Recorder(args.out[:-4] + "_baseline.csv" if args.out.endswith(".csv") else args.out + "_baseline")
+    compiled = torch.compile(flex_attention, dynamic=False)
+    for b, kv_len in ([(8, 4096)] if args.quick else [(1, 4096), (32, 4096), (1, 32768), (32, 32768)]):
+        fn = paged_flex_call(compiled, PagedAttention, create_block_mask, b, kv_len, 32, 8, 128)
+        record_flex(baseline, "flex_decoding_paged", fn, "decode", b, 1, kv_len, 32, 8, 128,
+                    PAGED_FLEX_NOTE + "; baseline beside vllm_flex_attention", PAGED_FLEX_PAGE)
+        del fn
+        torch.cuda.empty_cache()
+    print(f"vllm_flex: {baseline.count} baseline rows in {baseline.file.name}", flush=True)
 
 
 def record_flex(rec, impl, fn, phase, b, q_len, kv_len, heads, kv_heads, d, note, page_size=0):
@@ -414,10 +444,13 @@ def write_kernels(out, label, kernels):
         out.write(f"    {dur:9.1f} us  {name[:140]}\n")
 
 
-def list_kernels(path):
-    """Which kernels each SDPA backend runs for one decode and one prefill shape (names, count, µs)."""
+def list_kernels(path, skip=()):
+    """Which kernels each SDPA backend, compiled FlexAttention and vLLM's FlexAttention call run for
+    a decode and a prefill shape (names, count, µs); a section named in `skip` is left out."""
     with open(path, "w") as out:
         for phase, b, q_len, kv_len in [("decode", 8, 1, 4096), ("prefill", 1, 2048, 2048), ("extend", 1, 512, 4096)]:
+            if "attention" in skip:
+                break
             for heads, kv_heads in [(32, 32), (32, 8)]:
                 q, k, v = make_qkv(b, q_len, kv_len, heads, kv_heads, 128)
                 for impl, backend in SDPA_BACKENDS.items():
@@ -429,7 +462,7 @@ def list_kernels(path):
                     write_kernels(out, f"{impl} {phase} b{b} q{q_len} kv{kv_len} h{heads}/{kv_heads} d128", kernels)
         from torch.nn.attention.flex_attention import create_block_mask, flex_attention
         compiled = torch.compile(flex_attention, dynamic=False)
-        for b, q_len, kv_len in [(8, 1, 4096), (1, 2048, 2048)]:
+        for b, q_len, kv_len in ([] if "flex" in skip else [(8, 1, 4096), (1, 2048, 2048)]):
             for heads, kv_heads in [(32, 32), (32, 8)]:
                 q, k, v = make_qkv(b, q_len, kv_len, heads, kv_heads, 128)
                 offset = kv_len - q_len
@@ -437,6 +470,8 @@ def list_kernels(path):
                                          device="cuda")
                 kernels = profiled_kernels(lambda: compiled(q, k, v, block_mask=mask, enable_gqa=heads != kv_heads))
                 write_kernels(out, f"flex b{b} q{q_len} kv{kv_len} h{heads}/{kv_heads} d128", kernels)
+        if "vllm_flex" not in skip:
+            vllm_flex.list_kernels(out, profiled_kernels, write_kernels)
 
 
 def measure_step(rec, quick):
@@ -533,9 +568,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
     parser.add_argument("--quick", action="store_true", help="a small subset (for a smoke run)")
-    parser.add_argument("--skip", default="", help="comma list of: attention, flex, engine, device, nodes, step, waves")
+    parser.add_argument("--skip", default="",
+                        help="comma list of: attention, flex, vllm_flex, engine, device, nodes, step, waves")
     parser.add_argument("--eager-timing", action="store_true", help="time eager calls, not CUDA-graph replays")
-    parser.add_argument("--kernels", help="also write the kernels each SDPA backend runs to this text file")
+    parser.add_argument("--kernels", help="also write the kernels each SDPA backend and FlexAttention call runs "
+                        "(of the sections not skipped) to this text file")
     parser.add_argument("--vllm-src", help="a vLLM source tree: measure its Triton attention kernels")
     parser.add_argument("--sglang-src", help="an SGLang source tree: measure its Triton attention kernels")
     parser.add_argument("--engine-phases", default="",
@@ -561,11 +598,12 @@ def main():
     sections = [("device", lambda: measure_device(rec)), ("attention", lambda: measure_attention(rec, args.quick)),
                 ("flex", lambda: measure_flex(rec, args.quick)),
                 ("waves", lambda: measure_wave_edges(rec)),
+                ("vllm_flex", lambda: measure_vllm_flex(rec, args)),
                 ("engine", lambda: measure_engines(engines, rec, args)),
                 ("step", lambda: measure_step(rec, args.quick)),
                 ("nodes", lambda: measure_graph_nodes(rec))]
     if args.kernels:
-        sections.append(("kernels", lambda: list_kernels(args.kernels)))
+        sections.append(("kernels", lambda: list_kernels(args.kernels, skip)))
     print_clocks("before")
     for name, fn in sections:
         if name in skip:
