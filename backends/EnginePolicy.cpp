@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <regex>
 
+#include "backends/MessageFormats.hpp"
 #include "backends/RuleVariables.hpp"
 #include "core/Error.hpp"
 #include "core/Formats.hpp"
@@ -49,8 +50,9 @@ const std::vector<std::string> kMessagePlaceholders{"backend", "reasons", "all_r
 
 namespace {
 
+// {name} or {name:format}: a format spells the value as a Python program prints it (see kMessageFormats).
 const std::regex& placeholderPattern() {
-  static const std::regex re(R"(\{([A-Za-z_][A-Za-z0-9_]*)\})");
+  static const std::regex re(R"(\{([A-Za-z_][A-Za-z0-9_]*)(?::([a-z_]+))?\})");
   return re;
 }
 
@@ -65,6 +67,11 @@ MessageTemplate parseMessage(const YamlReader& r, std::string_view key, const Ex
   m.text = *text;
   for (std::sregex_iterator it(m.text.begin(), m.text.end(), placeholderPattern()), end; it != end; ++it) {
     const std::string name = (*it)[1].str();
+    const std::string format = (*it)[2].str();
+    if (!format.empty() && std::find(kMessageFormats.begin(), kMessageFormats.end(), format) == kMessageFormats.end()) {
+      r.fail(key, fmt::format("placeholder {{{}:{}}}: unknown format '{}' (formats: {}){}", name, format, format,
+                              join(kMessageFormats, ", "), didYouMean(format, kMessageFormats)));
+    }
     const bool special =
         std::find(kMessagePlaceholders.begin(), kMessagePlaceholders.end(), name) != kMessagePlaceholders.end();
     if (const std::string problem = check(name); !special && !problem.empty()) {
@@ -266,7 +273,7 @@ std::string MessageTemplate::render(const Env& env) const {
   for (auto it = begin; it != std::sregex_iterator(); ++it) {
     out += text.substr(last, static_cast<std::size_t>(it->position()) - last);
     const auto found = env.find((*it)[1].str());
-    out += found == env.end() ? std::string("None") : toDisplay(found->second);
+    out += found == env.end() ? std::string("None") : formatValue(found->second, (*it)[2].str());
     last = static_cast<std::size_t>(it->position() + it->length());
   }
   return out + text.substr(last);

@@ -44,6 +44,7 @@ const std::vector<std::pair<std::string, std::string>>& scenarioVariableDocs() {
       {"rope_style",
        "rotary style as RTP-LLM's RopeStyle names it: no, base, glm2, dynamicntk, qwendynamicntk, yarn, llama3, mrope"},
       {"has_dual_chunk", "model has a dual_chunk_attention_config (Qwen2.5-1M)"},
+      {"learnable_sink", "model config sets learnable_sink (DSA attention sinks, as SGLang reads them)"},
       {"attn_type", "attention type: decoder"},
       {"engine", "engine id"},
       {"kv_dtype", "KV-cache dtype as the engine spells it"},
@@ -79,13 +80,21 @@ const std::vector<std::string>& scenarioVariables() {
 }
 
 VariableType scenarioVariableType(std::string_view name) {
-  static constexpr std::array<std::string_view, 14> kFlags{"has_amx",        "has_xmx",
-                                                           "use_mla",        "use_sparse",
-                                                           "has_sink",       "has_sliding_window",
-                                                           "multimodal",     "mm_prefix",
-                                                           "has_dual_chunk", "kv_fp8",
-                                                           "kv_fp4",         "spec_enabled",
-                                                           "has_prefix",     "cuda_graph_disabled"};
+  static constexpr std::array<std::string_view, 15> kFlags{"has_amx",
+                                                           "has_xmx",
+                                                           "learnable_sink",
+                                                           "use_mla",
+                                                           "use_sparse",
+                                                           "has_sink",
+                                                           "has_sliding_window",
+                                                           "multimodal",
+                                                           "mm_prefix",
+                                                           "has_dual_chunk",
+                                                           "kv_fp8",
+                                                           "kv_fp4",
+                                                           "spec_enabled",
+                                                           "has_prefix",
+                                                           "cuda_graph_disabled"};
   static constexpr std::array<std::string_view, 22> kNumbers{"cc",
                                                              "cc_major",
                                                              "cc_minor",

@@ -179,6 +179,7 @@ ModelSpec parseModelSpec(const YamlReader& r) {
   m.mm_prefix_lm = r.get<bool>("mm_prefix_lm", false);
   m.rope_style = r.findOneOf("rope_style", ropeStyles()).value_or("base");
   if (auto dual = r.findMap("dual_chunk_attention_config")) m.dual_chunk = parseDualChunk(*dual);
+  m.learnable_sink = r.get<bool>("learnable_sink", false);
   m.source = r.get<std::string>("source");
   r.finish();
   return m;

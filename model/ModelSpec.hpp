@@ -86,6 +86,9 @@ struct ModelSpec {
   // rope_scaling: base; "linear": base with a scale; "llama3", "yarn", "dynamic" (dynamicntk), "mrope").
   std::string rope_style = "base";
   std::optional<DualChunkSpec> dual_chunk;  // hf_config.dual_chunk_attention_config
+  // hf_config.learnable_sink: DSA attention sinks, which SGLang reads in its DSA KV-dtype and sub-backend passes
+  // (arg_groups/overrides.py @ 003bbaf9); not the GPT-OSS sinks of the attention layers (has_sink).
+  bool learnable_sink = false;
   std::string source;
 
   [[nodiscard]] const AttentionLayerSpec& layer(const std::string& name) const;

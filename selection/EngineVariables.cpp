@@ -102,6 +102,7 @@ void addModelVariables(Env& env, const ModelSpec& m, std::int64_t tp) {
   env["mm_prefix"] = m.mm_prefix_lm;
   env["rope_style"] = m.rope_style;
   env["has_dual_chunk"] = m.dual_chunk.has_value();
+  env["learnable_sink"] = m.learnable_sink;
   env["attn_type"] = std::string("decoder");
 }
 

@@ -303,6 +303,38 @@ TEST(SglangKv4, IsRefusedOffCuda) {
   EXPECT_EQ(refusalOf(selectionOf(s)), "KV4 is not tested on non-CUDA platforms.");
 }
 
+// K1. server_args.py _handle_kv4_compatibility (monolithic, index id 271536807): with one backend for
+// both phases (not FA4 prefill), attention_backend must be in SGLang's KV4 list, asserted with its text;
+// a hybrid prefill/decode pair is only warned about.
+TEST(SglangKv4, OneBackendForBothPhasesMustBeInSglangsList) {
+  Scenario mha = sglang("h100-sxm", "llama-3.1-8b");
+  mha.kv_dtype = "fp4_e2m1";
+  EXPECT_EQ(refusalOf(selectionOf(mha)),
+            "KV4 MHA expects attention_backend to be one of ['triton', 'torch_native', 'flex_attention', "
+            "'trtllm_mha'], but got fa3");
+  mha.backend = "triton";
+  EXPECT_FALSE(selectionOf(mha).refusal);
+  Scenario mla = sglang("b200", "deepseek-v3");
+  mla.kv_dtype = "fp4_e2m1";
+  mla.backend = "triton";
+  EXPECT_EQ(refusalOf(selectionOf(mla)),
+            "KV4 MLA expects attention_backend to be one of ['cutlass_mla', 'flashinfer', 'trtllm_mla', "
+            "'flashmla'], but got triton");
+  mla.backend = "flashmla";
+  EXPECT_FALSE(selectionOf(mla).refusal);
+}
+
+TEST(SglangKv4, AHybridPairIsOnlyWarnedAbout) {
+  Scenario s = sglang("h100-sxm", "llama-3.1-8b");
+  s.kv_dtype = "fp4_e2m1";
+  s.prefill_backend = "triton";
+  s.decode_backend = "fa3";
+  const Selection sel = selectionOf(s);
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "triton");
+  EXPECT_EQ(nameOf(sel.decode), "fa3");
+}
+
 // F1. attention_registry.py (index id 57943187787): fa3 allows SM80 for non-MLA models only.
 TEST(SglangFa3, AllowedOnSm80ForMhaModelsOnly) {
   Scenario mha = sglang("a100-sxm-80g", "llama-3.1-8b");

@@ -114,6 +114,18 @@ TEST(VllmDeepseekV32, HasNoBackendOnAmpere) {
   EXPECT_TRUE(refusedWith(s, "No valid attention backend found for cuda")) << chosen(s);
 }
 
+// P4, D10. cuda.py get_attn_backend_cls @ 2d5be1dd raises with AttentionSelectorConfig.__repr__
+// (vllm/v1/attention/selector.py @ 2d5be1dd), whose f-string prints Python values: str(torch.dtype),
+// True/False, the None block size, and the AttentionType member (AttentionType.DECODER on Python 3.12).
+TEST(VllmNoValidBackend, PrintsTheSelectorConfigAsPythonReprs) {
+  const Selection s = selectionOf(vllm("a100-sxm-80g", "deepseek-v3.2"));
+  EXPECT_TRUE(refusedWith(s,
+                          "No valid attention backend found for cuda with AttentionSelectorConfig(head_size=576, "
+                          "dtype=torch.bfloat16, kv_cache_dtype=auto, block_size=None, use_mla=True, has_sink=False, "
+                          "use_sparse=True, use_mm_prefix=False, attn_type=AttentionType.DECODER). Reasons: {"))
+      << chosen(s);
+}
+
 // ---- D3, D5: ROCm's decision tree (vllm/platforms/rocm.py RocmPlatform.get_attn_backend_cls @ 2d5be1dd) ----
 Scenario withPage(Scenario s, std::int64_t page) {
   s.page_size = page;

@@ -1,0 +1,74 @@
+// unit: SGLang's DeepSeek sparse attention (DSA) passes as arg_groups/overrides.py @ 003bbaf9 reads
+// (_dsa_kv_cache_dtype_default, _dsa_split_backend_resolution): the audit rows M3 and M4 of
+// docs/engines/sglang.md. 003bbaf9 is the newest of the stored copies of overrides.py (the row says why).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/Value.hpp"
+#include "simulator/Evaluation.hpp"
+#include "tests/TestSupport.hpp"
+
+namespace attnsim::test {
+namespace {
+
+Scenario sglang(const std::string& hardware, const std::string& model) {
+  return engineScenario("sglang", hardware, model);
+}
+
+std::string variantOf(const std::optional<BackendChoice>& c) { return c ? c->variant : ""; }
+
+// M4. _dsa_split_backend_resolution @ 003bbaf9: on XPU both DSA sub-backends default to intel_xpu;
+// M2/M3: page 128 and a bfloat16 KV cache there.
+TEST(SglangDsa, XpuRunsIntelXpuSubBackends) {
+  const Selection sel = selectionOf(sglang("intel-max-1550", "deepseek-v3.2"));
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.prefill), "dsa");
+  EXPECT_EQ(variantOf(sel.prefill), "xpu: intel_xpu/intel_xpu");
+  EXPECT_EQ(variantOf(sel.decode), "xpu: intel_xpu/intel_xpu");
+  EXPECT_EQ(sel.env.at("page_size"), Value{std::int64_t{128}});
+  EXPECT_EQ(sel.env.at("kv_dtype"), Value{std::string("bfloat16")});
+}
+
+// M4. _dsa_split_backend_resolution @ 003bbaf9: on ROCm each unset sub-backend defaults to triton
+// (_check_dsa_backend_constraints allows triton on ROCm only); the auto KV cache is bfloat16 (SM < 10).
+TEST(SglangDsa, RocmDefaultsToTritonSubBackends) {
+  const Selection sel = selectionOf(sglang("mi300x", "deepseek-v3.2"));
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(variantOf(sel.prefill), "rocm: triton/triton");
+  EXPECT_EQ(variantOf(sel.decode), "rocm: triton/triton");
+  EXPECT_EQ(sel.env.at("kv_dtype"), Value{std::string("bfloat16")});
+}
+
+// M3. _dsa_kv_cache_dtype_default @ 003bbaf9 asserts the KV dtype with its own text.
+TEST(SglangDsa, KvDtypeAssertHasSglangsText) {
+  Scenario s = sglang("h100-sxm", "deepseek-v3.2");
+  s.kv_dtype = "fp8_e5m2";
+  EXPECT_EQ(refusalOf(selectionOf(s)), "DeepSeek DSA only supports bf16/bfloat16 or fp8_e4m3 kv_cache_dtype");
+}
+
+// M3, M4. hf_config.learnable_sink @ 003bbaf9: the auto KV cache stays bfloat16 on SM100, any other
+// dtype raises, and both sub-backends are flashmla_sparse (CUDA-only: ROCm cannot import it).
+TEST(SglangDsa, LearnableSinksTakeFlashmlaSparseAndABfloat16Cache) {
+  OverlayDir overlay;
+  std::string yaml = embeddedFile("model/configs/deepseek-v3.2.yaml");
+  const std::string id = "id: deepseek-v3.2";
+  yaml.replace(yaml.find(id), id.size(), "id: dsa-sink-test");
+  yaml += "learnable_sink: true\n";
+  overlay.write("model/configs/dsa-sink-test.yaml", yaml);
+  const Catalog c = overlay.load();
+  Scenario s = sglang("b200", "dsa-sink-test");
+  const Selection sel = selectBackends(c, s).selection;
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(sel.env.at("kv_dtype"), Value{std::string("bfloat16")});
+  EXPECT_EQ(variantOf(sel.prefill), "learnable sinks: flashmla_sparse/flashmla_sparse");
+  EXPECT_EQ(variantOf(sel.decode), "learnable sinks: flashmla_sparse/flashmla_sparse");
+  s.kv_dtype = "fp8_e4m3";
+  EXPECT_EQ(refusalOf(selectBackends(c, s).selection),
+            "Learnable DSA attention sinks require a bfloat16 KV cache; got kv_cache_dtype=fp8_e4m3.");
+  const std::string rocm = refusalOf(selectBackends(c, sglang("mi300x", "dsa-sink-test")).selection);
+  EXPECT_NE(rocm.find("ImportError: flashmla_ops"), std::string::npos) << rocm;
+}
+
+}  // namespace
+}  // namespace attnsim::test
