@@ -154,6 +154,7 @@ KernelFamily parseKernelFamily(const YamlReader& r) {
   k.split_kv = r.get<bool>("split_kv");
   k.gqa_packing = r.get<bool>("gqa_packing");
   k.prefill_gqa_packing = r.get<bool>("prefill_gqa_packing", false);
+  k.query_blocks_span_requests = r.get<bool>("query_blocks_span_requests", false);
   if (auto mixed = r.findMap("mixed_batch")) parseMixedBatch(*mixed, k);
   k.kv_dtypes = r.getListOf("kv_dtypes", kKvFormats);
   parsePerformance(r.map("performance"), k);

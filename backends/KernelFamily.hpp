@@ -83,6 +83,10 @@ struct KernelFamily {
   // PackGQA, FlashInfer's packed qo rows, vLLM Triton unified BLOCK_M), so a short or single-token
   // row shares one KV read across its group.
   bool prefill_gqa_packing = false;
+  // vLLM's FLEX_ATTENTION (its direct block mask): the batch's query tokens are one sequence cut into
+  // blocks of tile_q; a block visits every KV page of every request it holds and, with no full blocks
+  // in the mask, computes each visited block whole (no causal skipping, no split).
+  bool query_blocks_span_requests = false;
   // A batch mixing prefill/extend rows with single-token decode rows: "one_launch" (one varlen call
   // over every sequence) or "by_phase" (the decode rows run in a decode call after the prefill call);
   // engines that drive the same kernel differently override it per engine.

@@ -46,10 +46,11 @@ struct KernelModel {
   std::array<HeadDimTiles, 4> tiles_by_head_dim{};
   bool split_kv = false;
   bool gqa_packing = false;
-  bool paged_native = true;     // reads whole pages through a page table
-  bool paged_emulated = false;  // per-token index table (page table expanded to page size 1)
-  bool unfused = false;         // materializes the score matrix
-  double working_bytes = 0;     // unfused: bytes per score / K-V copy element when upcast (0: the activations')
+  bool query_blocks_span_requests = false;  // KernelFamily::query_blocks_span_requests
+  bool paged_native = true;                 // reads whole pages through a page table
+  bool paged_emulated = false;              // per-token index table (page table expanded to page size 1)
+  bool unfused = false;                     // materializes the score matrix
+  double working_bytes = 0;  // unfused: bytes per score / K-V copy element when upcast (0: the activations')
   bool tensor_math = true;
   int ctas_per_sm = 1;
   int max_splits = 32;

@@ -65,6 +65,7 @@ KernelModel resolveKernel(const KernelFamily& kernel, const HardwareProfile& hw,
               k.tiles_by_head_dim.begin());
   k.split_kv = kernel.split_kv;
   k.gqa_packing = kernel.gqa_packing;
+  k.query_blocks_span_requests = kernel.query_blocks_span_requests;
   k.paged_native = kernel.paging == Paging::Native;
   k.paged_emulated = kernel.paging == Paging::Emulated;
   k.unfused = kernel.algorithm == "unfused";

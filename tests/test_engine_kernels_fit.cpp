@@ -108,6 +108,7 @@ TEST(EngineKernels, CalibrateReproducesTheCommittedYaml) {
       files.push_back(root + "/measurements/data/" + device + "/" + f);
     }
   }
+  files.push_back(root + "/measurements/data/h100/vllm_flex.csv");  // vLLM's FLEX_ATTENTION: H100 only
   OverlayDir dir;
   const std::string db = (dir.path() / "fit.db").string();
   importMeasurements(files, db, defaultCatalog());
