@@ -12,16 +12,12 @@
 namespace attnsim::test {
 namespace {
 
-Scenario sglang(const std::string& hardware, const std::string& model) {
-  return engineScenario("sglang", hardware, model);
-}
-
 std::string variantOf(const std::optional<BackendChoice>& c) { return c ? c->variant : ""; }
 
 // M4. _dsa_split_backend_resolution @ 003bbaf9: on XPU both DSA sub-backends default to intel_xpu;
 // M2/M3: page 128 and a bfloat16 KV cache there.
 TEST(SglangDsa, XpuRunsIntelXpuSubBackends) {
-  const Selection sel = selectionOf(sglang("intel-max-1550", "deepseek-v3.2"));
+  const Selection sel = selectionOf(engineScenario("sglang", "intel-max-1550", "deepseek-v3.2"));
   ASSERT_FALSE(sel.refusal) << *sel.refusal;
   EXPECT_EQ(nameOf(sel.prefill), "dsa");
   EXPECT_EQ(variantOf(sel.prefill), "xpu: intel_xpu/intel_xpu");
@@ -33,7 +29,7 @@ TEST(SglangDsa, XpuRunsIntelXpuSubBackends) {
 // M4. _dsa_split_backend_resolution @ 003bbaf9: on ROCm each unset sub-backend defaults to triton
 // (_check_dsa_backend_constraints allows triton on ROCm only); the auto KV cache is bfloat16 (SM < 10).
 TEST(SglangDsa, RocmDefaultsToTritonSubBackends) {
-  const Selection sel = selectionOf(sglang("mi300x", "deepseek-v3.2"));
+  const Selection sel = selectionOf(engineScenario("sglang", "mi300x", "deepseek-v3.2"));
   ASSERT_FALSE(sel.refusal) << *sel.refusal;
   EXPECT_EQ(variantOf(sel.prefill), "rocm: triton/triton");
   EXPECT_EQ(variantOf(sel.decode), "rocm: triton/triton");
@@ -42,7 +38,7 @@ TEST(SglangDsa, RocmDefaultsToTritonSubBackends) {
 
 // M3. _dsa_kv_cache_dtype_default @ 003bbaf9 asserts the KV dtype with its own text.
 TEST(SglangDsa, KvDtypeAssertHasSglangsText) {
-  Scenario s = sglang("h100-sxm", "deepseek-v3.2");
+  Scenario s = engineScenario("sglang", "h100-sxm", "deepseek-v3.2");
   s.kv_dtype = "fp8_e5m2";
   EXPECT_EQ(refusalOf(selectionOf(s)), "DeepSeek DSA only supports bf16/bfloat16 or fp8_e4m3 kv_cache_dtype");
 }
@@ -57,7 +53,7 @@ TEST(SglangDsa, LearnableSinksTakeFlashmlaSparseAndABfloat16Cache) {
   yaml += "learnable_sink: true\n";
   overlay.write("model/configs/dsa-sink-test.yaml", yaml);
   const Catalog c = overlay.load();
-  Scenario s = sglang("b200", "dsa-sink-test");
+  Scenario s = engineScenario("sglang", "b200", "dsa-sink-test");
   const Selection sel = selectBackends(c, s).selection;
   ASSERT_FALSE(sel.refusal) << *sel.refusal;
   EXPECT_EQ(sel.env.at("kv_dtype"), Value{std::string("bfloat16")});
@@ -66,7 +62,7 @@ TEST(SglangDsa, LearnableSinksTakeFlashmlaSparseAndABfloat16Cache) {
   s.kv_dtype = "fp8_e4m3";
   EXPECT_EQ(refusalOf(selectBackends(c, s).selection),
             "Learnable DSA attention sinks require a bfloat16 KV cache; got kv_cache_dtype=fp8_e4m3.");
-  const std::string rocm = refusalOf(selectBackends(c, sglang("mi300x", "dsa-sink-test")).selection);
+  const std::string rocm = refusalOf(selectBackends(c, engineScenario("sglang", "mi300x", "dsa-sink-test")).selection);
   EXPECT_NE(rocm.find("ImportError: flashmla_ops"), std::string::npos) << rocm;
 }
 
