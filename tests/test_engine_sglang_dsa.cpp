@@ -66,5 +66,18 @@ TEST(SglangDsa, LearnableSinksTakeFlashmlaSparseAndABfloat16Cache) {
   EXPECT_NE(rocm.find("ImportError: flashmla_ops"), std::string::npos) << rocm;
 }
 
+// M3. _dsa_kv_cache_dtype_default @ 003bbaf9 returns on XPU after turning auto into bfloat16: an
+// explicit bf16 keeps its spelling there and no DSA dtype assert runs (on CUDA bf16 becomes bfloat16).
+TEST(SglangDsa, XpuOnlyTurnsAutoIntoBfloat16) {
+  Scenario xpu = engineScenario("sglang", "intel-max-1550", "deepseek-v3.2");
+  const Selection by_default = selectionOf(xpu);
+  ASSERT_FALSE(by_default.refusal) << *by_default.refusal;
+  EXPECT_EQ(toDisplay(by_default.env.at("kv_dtype")), "bfloat16");
+  xpu.kv_dtype = "bf16";
+  const Selection aliased = selectionOf(xpu);
+  ASSERT_FALSE(aliased.refusal) << *aliased.refusal;
+  EXPECT_EQ(toDisplay(aliased.env.at("kv_dtype")), "bf16");
+}
+
 }  // namespace
 }  // namespace attnsim::test
