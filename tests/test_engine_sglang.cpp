@@ -348,5 +348,25 @@ TEST(SglangFa3, AllowedOnSm80ForMhaModelsOnly) {
       std::string::npos);
 }
 
+// R1. get_default_attn_backend (model_override_base.py, index id 57685658290): on SM100 an MHA model
+// whose K and V rows differ in width (has_asymmetric_kv) defaults to fa4, since trtllm_mha needs equal
+// rows; symmetric models keep trtllm_mha.
+TEST(SglangDefault, AsymmetricKvOnSm100DefaultsToFa4) {
+  OverlayDir overlay;
+  std::string yaml = embeddedFile("model/configs/llama-3.1-8b.yaml");
+  const std::string id = "id: llama-3.1-8b";
+  yaml.replace(yaml.find(id), id.size(), "id: asymmetric-kv-test");
+  const std::string heads = "head_dim: 128}";
+  yaml.replace(yaml.find(heads), heads.size(), "head_dim: 128, head_dim_v: 64}");
+  overlay.write("model/configs/asymmetric-kv-test.yaml", yaml);
+  const Catalog c = overlay.load();
+  const Selection asymmetric = selectBackends(c, sglang("b200", "asymmetric-kv-test")).selection;
+  ASSERT_FALSE(asymmetric.refusal) << *asymmetric.refusal;
+  EXPECT_EQ(nameOf(asymmetric.prefill), "fa4");
+  const Selection symmetric = selectionOf(sglang("b200", "llama-3.1-8b"));
+  ASSERT_FALSE(symmetric.refusal) << *symmetric.refusal;
+  EXPECT_EQ(nameOf(symmetric.prefill), "trtllm_mha");
+}
+
 }  // namespace
 }  // namespace attnsim::test
