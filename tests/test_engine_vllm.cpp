@@ -334,5 +334,25 @@ TEST(VllmGptOss, RaisesMaxCudaGraphCaptureSizeTo1024) {
   EXPECT_EQ(graphs.captureSizes(selectionOf(user).env).back(), 256);
 }
 
+// C3 (D9). cuda.py check_and_update_config @ v0.16.0: on SM 10.x an MLA model whose qk_nope_head_dim is
+// not 128 only gets use_cutlass_mla, which forces block 128; the backend stays unset and the priority
+// list decides (FLASHINFER_MLA needs qk_nope 128, so CUTLASS_MLA).
+TEST(VllmB200, OtherQkNopeForcesBlock128AndWalksThePriorityList) {
+  OverlayDir overlay;
+  std::string yaml = embeddedFile("model/configs/deepseek-v3.yaml");
+  const std::string id = "id: deepseek-v3";
+  yaml.replace(yaml.find(id), id.size(), "id: mla-nope-64-test");
+  const std::string nope = "qk_nope_head_dim: 128";
+  yaml.replace(yaml.find(nope), nope.size(), "qk_nope_head_dim: 64");
+  overlay.write("model/configs/mla-nope-64-test.yaml", yaml);
+  const Catalog c = overlay.load();
+  const Selection sel = selectBackends(c, vllm("b200", "mla-nope-64-test")).selection;
+  ASSERT_FALSE(sel.refusal) << *sel.refusal;
+  EXPECT_EQ(nameOf(sel.decode), "CUTLASS_MLA");
+  EXPECT_EQ(sel.env.at("page_size"), Value{std::int64_t{128}});
+  EXPECT_TRUE(std::none_of(sel.notes.begin(), sel.notes.end(),
+                           [](const std::string& n) { return n.find("set to CUTLASS_MLA") != std::string::npos; }));
+}
+
 }  // namespace
 }  // namespace attnsim::test
