@@ -92,6 +92,12 @@ struct KernelTime {
 };
 KernelTime kernelTime(const Waves& w, const Rates& r, double dram_bytes);
 
+// vLLM FLEX_ATTENTION's query blocks (KernelFamily::query_blocks_span_requests): a request of fewer than
+// tile_q new tokens shares its block with others and the block visits all their pages
+// (cost/AttentionCostBlocks.cpp).
+void spanningBlockWaves(Waves& w, const AttentionShape& s, const KernelModel& k, const Rates& r,
+                        std::span<const RequestGroup> groups, double reread, double index_bytes_per_key);
+
 Traffic countTraffic(const AttentionShape& s, const KernelModel& k, std::span<const RequestGroup> groups,
                      std::int64_t page_size);
 
