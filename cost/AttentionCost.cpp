@@ -51,8 +51,7 @@ struct DecodeUnit {
     rows_padded = static_cast<double>(padded);
     row_tiles = static_cast<double>(tiles);
     rows_in_unit = static_cast<double>(rows) / row_tiles;
-    kv_bytes_per_key =
-        s.kv_token_width * s.kv_elem_bytes * (k.gqa_packing ? 1.0 : reread / group) + index_bytes_per_key;
+    kv_bytes_per_key = attention_cost::kvBytesPerKey(s, k, reread, index_bytes_per_key);
     qo_bytes = rows_in_unit * (s.d_qk + s.d_v) * s.act_bytes;
   }
 

@@ -14,8 +14,7 @@ void spanningBlockWaves(Waves& w, const AttentionShape& s, const KernelModel& k,
   const std::int64_t bm = std::max(1, k.tile_q);
   const double heads = k.gqa_packing ? s.num_kv_heads : s.num_heads;
   const double width = s.d_qk + s.d_v;
-  const double bytes_per_key =
-      s.kv_token_width * s.kv_elem_bytes * (k.gqa_packing ? 1.0 : reread / s.groupSize()) + index_bytes_per_key;
+  const double bytes_per_key = kvBytesPerKey(s, k, reread, index_bytes_per_key);
   const double qo_bytes = static_cast<double>(bm) * width * s.act_bytes;
   auto add = [&](double blocks, double keys) {
     const double bytes = keys * bytes_per_key + qo_bytes;

@@ -25,6 +25,13 @@ inline std::int64_t capOf(const AttentionShape& s) {
   return cap;
 }
 
+// DRAM bytes a unit reads per key it visits: the KV row, divided over the query heads of its group
+// when they each read it (no GQA packing: `reread` reads per stored byte, less what L2 keeps), and the
+// key's page-table entry.
+inline double kvBytesPerKey(const AttentionShape& s, const KernelModel& k, double reread, double index_bytes_per_key) {
+  return s.kv_token_width * s.kv_elem_bytes * (k.gqa_packing ? 1.0 : reread / s.groupSize()) + index_bytes_per_key;
+}
+
 inline std::int64_t ceilDiv(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 inline std::int64_t roundUp(std::int64_t a, std::int64_t m) { return ceilDiv(a, m) * m; }
 

@@ -10,6 +10,7 @@
 #include <memory>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 
 namespace attnsim::test {
 
@@ -63,6 +64,22 @@ Catalog OverlayDir::load() const {
   CatalogSource source = CatalogSource::embedded();
   source.overlayDirectory(dir_);
   return Catalog::load(source);
+}
+
+Catalog catalogWithModelVariant(const std::string& base, const std::string& id,
+                                const std::vector<std::pair<std::string, std::string>>& edits,
+                                const std::string& append) {
+  std::string yaml = embeddedFile("model/configs/" + base + ".yaml");
+  auto replace = [&yaml](const std::string& from, const std::string& to) {
+    const auto at = yaml.find(from);
+    if (at == std::string::npos) throw std::runtime_error("catalogWithModelVariant: '" + from + "' not found");
+    yaml.replace(at, from.size(), to);
+  };
+  replace("id: " + base, "id: " + id);
+  for (const auto& [from, to] : edits) replace(from, to);
+  OverlayDir overlay;
+  overlay.write("model/configs/" + id + ".yaml", yaml + append);
+  return overlay.load();
 }
 
 std::string embeddedFile(const std::string& relative_path) {

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "catalog/Catalog.hpp"
@@ -35,6 +36,12 @@ const std::filesystem::path& suiteScratchDir(const std::string& suite);
 
 // The embedded text of one catalog file.
 std::string embeddedFile(const std::string& relative_path);
+
+// The embedded catalog with one more model, for a case no shipped model reaches: catalog model `base`'s
+// YAML under the id `id`, each {from, to} replaced once (it must occur), then `append` added at the end.
+Catalog catalogWithModelVariant(const std::string& base, const std::string& id,
+                                const std::vector<std::pair<std::string, std::string>>& edits,
+                                const std::string& append = "");
 
 // Markdown pipe tables under "### title" headings: title -> rows of cells (header row first).
 using MarkdownTables = std::map<std::string, std::vector<std::vector<std::string>>>;

@@ -253,14 +253,9 @@ TEST(SglangDualChunk, NeedsADualChunkConfig) {
 // with dual_chunk_attention_config runs dual_chunk_flash_attn and any other backend raises. The check runs
 // after the default pick, so the default (fa3 on H100) raises too and only the explicit name serves.
 TEST(SglangDualChunk, DualChunkModelRunsOnlyDualChunkFlashAttn) {
-  OverlayDir overlay;
-  std::string yaml = embeddedFile("model/configs/qwen3-8b.yaml");
-  const std::string id = "id: qwen3-8b";
-  yaml.replace(yaml.find(id), id.size(), "id: dual-chunk-test");
-  yaml +=
-      "dual_chunk_attention_config: {chunk_size: 262144, local_size: 8192, original_max_position_embeddings: 262144}\n";
-  overlay.write("model/configs/dual-chunk-test.yaml", yaml);
-  const Catalog c = overlay.load();
+  const Catalog c = catalogWithModelVariant("qwen3-8b", "dual-chunk-test", {},
+                                            "dual_chunk_attention_config: {chunk_size: 262144, local_size: 8192, "
+                                            "original_max_position_embeddings: 262144}\n");
   Scenario s = sglang("h100-sxm", "dual-chunk-test");
   const std::string by_default = refusalOf(selectBackends(c, s).selection);
   EXPECT_NE(by_default.find("Dual chunk attention is enabled, but attention backend is set to fa3. Please set it to "
@@ -352,14 +347,8 @@ TEST(SglangFa3, AllowedOnSm80ForMhaModelsOnly) {
 // whose K and V rows differ in width (has_asymmetric_kv) defaults to fa4, since trtllm_mha needs equal
 // rows; symmetric models keep trtllm_mha.
 TEST(SglangDefault, AsymmetricKvOnSm100DefaultsToFa4) {
-  OverlayDir overlay;
-  std::string yaml = embeddedFile("model/configs/llama-3.1-8b.yaml");
-  const std::string id = "id: llama-3.1-8b";
-  yaml.replace(yaml.find(id), id.size(), "id: asymmetric-kv-test");
-  const std::string heads = "head_dim: 128}";
-  yaml.replace(yaml.find(heads), heads.size(), "head_dim: 128, head_dim_v: 64}");
-  overlay.write("model/configs/asymmetric-kv-test.yaml", yaml);
-  const Catalog c = overlay.load();
+  const Catalog c = catalogWithModelVariant("llama-3.1-8b", "asymmetric-kv-test",
+                                            {{"head_dim: 128}", "head_dim: 128, head_dim_v: 64}"}});
   const Selection asymmetric = selectBackends(c, sglang("b200", "asymmetric-kv-test")).selection;
   ASSERT_FALSE(asymmetric.refusal) << *asymmetric.refusal;
   EXPECT_EQ(nameOf(asymmetric.prefill), "fa4");

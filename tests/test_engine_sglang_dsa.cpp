@@ -46,13 +46,7 @@ TEST(SglangDsa, KvDtypeAssertHasSglangsText) {
 // M3, M4. hf_config.learnable_sink @ 003bbaf9: the auto KV cache stays bfloat16 on SM100, any other
 // dtype raises, and both sub-backends are flashmla_sparse (CUDA-only: ROCm cannot import it).
 TEST(SglangDsa, LearnableSinksTakeFlashmlaSparseAndABfloat16Cache) {
-  OverlayDir overlay;
-  std::string yaml = embeddedFile("model/configs/deepseek-v3.2.yaml");
-  const std::string id = "id: deepseek-v3.2";
-  yaml.replace(yaml.find(id), id.size(), "id: dsa-sink-test");
-  yaml += "learnable_sink: true\n";
-  overlay.write("model/configs/dsa-sink-test.yaml", yaml);
-  const Catalog c = overlay.load();
+  const Catalog c = catalogWithModelVariant("deepseek-v3.2", "dsa-sink-test", {}, "learnable_sink: true\n");
   Scenario s = engineScenario("sglang", "b200", "dsa-sink-test");
   const Selection sel = selectBackends(c, s).selection;
   ASSERT_FALSE(sel.refusal) << *sel.refusal;

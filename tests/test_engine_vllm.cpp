@@ -338,14 +338,8 @@ TEST(VllmGptOss, RaisesMaxCudaGraphCaptureSizeTo1024) {
 // not 128 only gets use_cutlass_mla, which forces block 128; the backend stays unset and the priority
 // list decides (FLASHINFER_MLA needs qk_nope 128, so CUTLASS_MLA).
 TEST(VllmB200, OtherQkNopeForcesBlock128AndWalksThePriorityList) {
-  OverlayDir overlay;
-  std::string yaml = embeddedFile("model/configs/deepseek-v3.yaml");
-  const std::string id = "id: deepseek-v3";
-  yaml.replace(yaml.find(id), id.size(), "id: mla-nope-64-test");
-  const std::string nope = "qk_nope_head_dim: 128";
-  yaml.replace(yaml.find(nope), nope.size(), "qk_nope_head_dim: 64");
-  overlay.write("model/configs/mla-nope-64-test.yaml", yaml);
-  const Catalog c = overlay.load();
+  const Catalog c =
+      catalogWithModelVariant("deepseek-v3", "mla-nope-64-test", {{"qk_nope_head_dim: 128", "qk_nope_head_dim: 64"}});
   const Selection sel = selectBackends(c, vllm("b200", "mla-nope-64-test")).selection;
   ASSERT_FALSE(sel.refusal) << *sel.refusal;
   EXPECT_EQ(nameOf(sel.decode), "CUTLASS_MLA");

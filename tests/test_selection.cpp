@@ -406,13 +406,8 @@ TEST(Validate, RejectedListsEveryInvalidBackendWithReasons) {
 
 TEST(Validate, NoValidBackendListsAllReasons) {
   // fp32, head size 20 and an fp8 KV cache: no entry of the CUDA list takes all three (§1.6.2 step 3).
-  OverlayDir overlay;
-  std::string m = embeddedFile("model/configs/llama-3.1-8b.yaml");
-  m.replace(m.find("id: llama-3.1-8b"), 16, "id: odd-heads");
-  m.replace(m.find("head_dim: 128"), 13, "head_dim: 20");
-  m.replace(m.find("dtype: bf16"), 11, "dtype: fp32");
-  overlay.write("model/configs/odd-heads.yaml", m);
-  const Catalog c = overlay.load();
+  const Catalog c = catalogWithModelVariant("llama-3.1-8b", "odd-heads",
+                                            {{"head_dim: 128", "head_dim: 20"}, {"dtype: bf16", "dtype: fp32"}});
   ServingOptions o;
   o.kv_dtype = "fp8";
   const Selection s =
