@@ -81,6 +81,11 @@ void parsePerformance(const YamlReader& r, KernelFamily& k) {
     k.slot_bandwidth_share_source = share->get<std::string>("source");
     share->finish();
   }
+  if (auto factor = r.findMap("quantized_kv_key_factor")) {
+    k.quantized_kv_key_factor = factor->getNumber("value", 1, 16);
+    k.quantized_kv_key_factor_source = factor->get<std::string>("source");
+    factor->finish();
+  }
   if (auto decode = r.findMap("decode_occupancy")) {
     k.decode_ctas_per_sm = static_cast<int>(decode->getInt("ctas_per_sm", 1, 64));
     k.decode_slot_bandwidth_share = decode->getNumber("slot_bandwidth_share", 1, 64);

@@ -76,6 +76,11 @@ struct KernelFamily {
   // Decode and verify calls may run another kernel variant of the family, with other resident CTAs
   // per SM and another bandwidth per unit (FA2's decode: two CTAs per SM, measured at its wave
   // edges). 0: the family's values above.
+  // A key of a quantized (FP8/FP4) cache costs this many times the per-key serial time of the native
+  // dtype: a kernel that casts each loaded tile in its loop (vLLM's unified attention) pays the cast on
+  // the CTA's critical path, though it streams fewer bytes. Fitted where measured; 1 otherwise.
+  double quantized_kv_key_factor = 1;
+  std::string quantized_kv_key_factor_source;
   int decode_ctas_per_sm = 0;
   double decode_slot_bandwidth_share = 0;
   std::string decode_occupancy_source;

@@ -191,8 +191,9 @@ struct CallTerms {
 };
 
 Rates slotRates(const CallTerms& c, const KernelModel& kernel, const DeviceModel& device) {
+  const double key_factor = c.dequant > 1 ? kernel.quantized_kv_key_factor : 1.0;
   return Rates{c.peak * kernel.compute_efficiency / c.dequant / c.slots,
-               device.bytes_per_us * kernel.memory_efficiency / c.slots, c.slots, kernel.key_us,
+               device.bytes_per_us * kernel.memory_efficiency / c.slots, c.slots, kernel.key_us * key_factor,
                kernel.slot_bandwidth_share};
 }
 

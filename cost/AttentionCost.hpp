@@ -66,6 +66,7 @@ struct KernelModel {
   double fixed_us = 3.0;
   double key_us = 0;                   // per key a work unit visits
   double quantized_kv_overhead = 0.1;  // extra math to dequantize FP8/FP4 KV (attnsim default)
+  double quantized_kv_key_factor = 1;  // KernelFamily::quantized_kv_key_factor
   const std::string* efficiency_source = nullptr;
   // Where the efficiencies come from and the relative band of this kernel's predicted time.
   Provenance provenance = Provenance::Default;

@@ -87,6 +87,7 @@ KernelModel resolveKernel(const KernelFamily& kernel, const HardwareProfile& hw,
   k.memory_efficiency = e.memory_efficiency;
   k.fixed_us = e.fixed_us;
   k.key_us = e.key_ns / 1000.0;
+  k.quantized_kv_key_factor = kernel.quantized_kv_key_factor;
   k.efficiency_source = &e.source;
   k.provenance = e.provenance;
   // The step's non-attention kernels (GEMMs, elementwise) have their own documented default band.
