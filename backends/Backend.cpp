@@ -62,6 +62,29 @@ void readKernel(const YamlReader& r, std::string_view key, std::string& id, Sour
   }
 }
 
+MlaExtend parseMlaExtend(const YamlReader& r) {
+  MlaExtend m;
+  const std::string when = r.getOneOf("mha_when", {"always", "no_prefix", "prefix_outside_band"});
+  m.mha_when = when == "always"      ? MlaExtend::MhaWhen::Always
+               : when == "no_prefix" ? MlaExtend::MhaWhen::NoPrefix
+                                     : MlaExtend::MhaWhen::OutsidePrefixBand;
+  if (m.mha_when == MlaExtend::MhaWhen::OutsidePrefixBand) {
+    m.absorbed_below_prefix_tokens = r.getInt("absorbed_below_prefix_tokens", 1, std::int64_t{1} << 40);
+  }
+  readKernel(r, "absorbed_kernel", m.absorbed_kernel, m.absorbed_kernel_at);
+  if (m.mha_when != MlaExtend::MhaWhen::Always && m.absorbed_kernel.empty()) {
+    r.fail("mha_when", "mha_when '" + when + "' needs absorbed_kernel: the kernel family of the absorbed form");
+  }
+  m.decode_rows_join_extend = r.getOneOf("mixed_decode_rows", {"join_extend", "decode_call"}) == "join_extend";
+  m.absorbed_in_prefill_graph = r.get<bool>("absorbed_in_prefill_graph", false);
+  if (m.absorbed_in_prefill_graph && m.absorbed_kernel.empty()) {
+    r.fail("absorbed_in_prefill_graph", "absorbed_in_prefill_graph needs absorbed_kernel: the kernel family of the absorbed form");
+  }
+  m.source = r.get<std::string>("source");
+  r.finish();
+  return m;
+}
+
 void parseCaps(const YamlReader& r, BackendCaps& c, const Expr::VariableCheck& check) {
   if (r.has("platforms")) c.platforms = r.getListOf("platforms", platformNames());
   if (r.has("stages")) c.stages = r.getListOf("stages", kStages);
@@ -92,6 +115,7 @@ void parseCaps(const YamlReader& r, BackendCaps& c, const Expr::VariableCheck& c
   if (auto cg = r.findOneOf("cuda_graph", kCudaGraphLevels)) c.cuda_graph = *cg;
   readKernel(r, "prefill_kernel", c.prefill_kernel, c.prefill_kernel_at);
   readKernel(r, "decode_kernel", c.decode_kernel, c.decode_kernel_at);
+  if (auto m = r.findMap("mla_extend")) c.mla_extend = parseMlaExtend(*m);
   if (auto f = r.find<std::string>("server_flag")) c.server_flag = *f;
   if (auto doc = r.findMap("documented")) {
     for (const auto& field : doc->keysOf()) c.documented[field] = doc->get<std::string>(field);
@@ -99,6 +123,18 @@ void parseCaps(const YamlReader& r, BackendCaps& c, const Expr::VariableCheck& c
 }
 
 }  // namespace
+
+bool MlaExtend::absorbed(double prefix_tokens) const {
+  switch (mha_when) {
+    case MhaWhen::Always:
+      return false;
+    case MhaWhen::NoPrefix:
+      return prefix_tokens > 0;
+    case MhaWhen::OutsidePrefixBand:
+      return prefix_tokens > 0 && prefix_tokens < static_cast<double>(absorbed_below_prefix_tokens);
+  }
+  return false;
+}
 
 bool IntSet::contains(std::int64_t v) const {
   if (any) return true;

@@ -54,6 +54,29 @@ struct Requirement {
   std::string source;  // the engine code the condition is read from; "" = the descriptor's source
 };
 
+// How an engine runs an MLA model's extend batch (a prefill, with or without a cached prefix, and a
+// mixed batch): in MHA form (the prefill kernel over per-head K/V, every cached latent token of the
+// batch's rows up-projected through kv_b_proj) or absorbed (`absorbed_kernel` over the latent cache,
+// the queries and outputs multiplied by the absorbed weights), chosen per batch from the sum of its
+// rows' cached prefix tokens.
+struct MlaExtend {
+  enum class MhaWhen { Always, NoPrefix, OutsidePrefixBand };
+  MhaWhen mha_when = MhaWhen::Always;
+  // OutsidePrefixBand: absorbed while 0 < prefix tokens < this (SGLang's chunked-prefix threshold).
+  std::int64_t absorbed_below_prefix_tokens = 0;
+  std::string absorbed_kernel;  // kernel family id of the absorbed form ("": never absorbed)
+  SourceLocation absorbed_kernel_at;
+  // A mixed batch's single-token rows join the extend (SGLang: one forward method per batch) or run
+  // in the backend's decode call (vLLM: MLACommonImpl splits the batch).
+  bool decode_rows_join_extend = true;
+  // A batch that replays the engine's piecewise prefill graph runs absorbed whatever its prefix
+  // (SGLang's handlers return MLA under is_in_tc_piecewise_cuda_graph).
+  bool absorbed_in_prefill_graph = false;
+  std::string source;
+
+  [[nodiscard]] bool absorbed(double prefix_tokens) const;
+};
+
 struct BackendCaps {
   std::vector<std::string> platforms;
   std::vector<std::string> stages{"prefill", "decode"};
@@ -71,6 +94,7 @@ struct BackendCaps {
   std::string decode_kernel;
   SourceLocation prefill_kernel_at;  // where each id is written, for the catalog's cross-check
   SourceLocation decode_kernel_at;
+  std::optional<MlaExtend> mla_extend;  // MLA backends whose extend form the engine picks per batch
   std::string server_flag;
   std::map<std::string, std::string, std::less<>> documented;
 

@@ -94,9 +94,26 @@ void checkKernel(const Catalog& c, const std::string& id, const SourceLocation& 
   throw CatalogError(at, std::move(key_path), fmt::format("{} names unknown kernel family '{}'", owner, id));
 }
 
+// An MLA extend rule names its absorbed form's family, and its MHA form runs the prefill kernel over
+// per-head K/V, which a latent-cache family cannot.
+void checkMlaExtend(const Catalog& c, const BackendCaps& caps, const std::string& path, const std::string& owner) {
+  if (!caps.mla_extend) return;
+  checkKernel(c, caps.mla_extend->absorbed_kernel, caps.mla_extend->absorbed_kernel_at, path + "mla_extend.absorbed_kernel",
+              owner);
+  if (caps.prefill_kernel.empty()) return;
+  const std::string& algorithm = c.kernel(caps.prefill_kernel).algorithm;
+  if (algorithm == "mla_absorbed" || algorithm == "mla_sparse") {
+    throw CatalogError(caps.prefill_kernel_at, path + "prefill_kernel",
+                       fmt::format("{} runs its MLA extend in MHA form (mla_extend), but prefill kernel '{}' is {}: "
+                                   "name a family that attends per-head K/V",
+                                   owner, caps.prefill_kernel, algorithm));
+  }
+}
+
 void checkKernels(const Catalog& c, const Backend& b) {
   checkKernel(c, b.caps.prefill_kernel, b.caps.prefill_kernel_at, "prefill_kernel", "backend " + b.id());
   checkKernel(c, b.caps.decode_kernel, b.caps.decode_kernel_at, "decode_kernel", "backend " + b.id());
+  checkMlaExtend(c, b.caps, "", "backend " + b.id());
   // A variant inherits the base's ids, which were checked above, so a failing id is the variant's own.
   for (std::size_t i = 0; i < b.variants.size(); ++i) {
     const BackendVariant& v = b.variants[i];
@@ -104,6 +121,7 @@ void checkKernels(const Catalog& c, const Backend& b) {
     const std::string owner = fmt::format("variant {} of {}", v.name, b.id());
     checkKernel(c, v.caps.prefill_kernel, v.caps.prefill_kernel_at, variant_path + "prefill_kernel", owner);
     checkKernel(c, v.caps.decode_kernel, v.caps.decode_kernel_at, variant_path + "decode_kernel", owner);
+    checkMlaExtend(c, v.caps, variant_path, owner);
   }
 }
 

@@ -121,9 +121,11 @@ AttentionCost predictAttention(const AttentionShape& shape, const KernelModel& k
 // times, FLOPs and bytes add; the bound is the longer call's.
 AttentionCost sequentialCalls(const AttentionCost& first, const AttentionCost& second);
 
-// Resolution from the catalog (done once per scenario, outside the hot path).
+// Resolution from the catalog (done once per scenario, outside the hot path). An MLA layer takes the
+// latent geometry in decode, under a latent-cache family, or when `absorbed` says the engine runs
+// this call absorbed (an MLA extend under BackendCaps::mla_extend); else per-head K/V.
 AttentionShape resolveShape(const AttentionLayerSpec& layer, const KernelFamily& kernel, Phase phase,
-                            KvCacheDtype kv_dtype, DType dtype, int tp);
+                            KvCacheDtype kv_dtype, DType dtype, int tp, bool absorbed = false);
 // The family's parameters on a device: the device's calibration for the phase class when it has
 // one, else the family's figure for the architecture, else its default.
 KernelModel resolveKernel(const KernelFamily& kernel, const HardwareProfile& hw, Phase phase = Phase::Prefill);

@@ -88,7 +88,12 @@ Predictor::Predictor(const Catalog& catalog, PredictionInput input)
                                            *input_.model_dtype, attentionTp()));
     decode_shapes_.push_back(resolveShape(*layer, *input_.decode_kernel, Phase::Decode, input_.kv_dtype,
                                           *input_.model_dtype, attentionTp()));
+    if (input_.absorbed_extend_kernel) {
+      absorbed_shapes_.push_back(resolveShape(*layer, *input_.absorbed_extend_kernel, Phase::Extend, input_.kv_dtype,
+                                              *input_.model_dtype, attentionTp(), true));
+    }
   }
+  if (input_.absorbed_extend_kernel) absorbed_extend_model_ = resolveKernel(*input_.absorbed_extend_kernel, hw, Phase::Extend);
   linear_ = resolveLinearKernels(catalog, hw, model);
   launch_ = {.kernel_launch_us = hw.overheads.kernel_launch_us,
              .graph_replay_base_us = hw.overheads.graph_replay_base_us,
@@ -101,6 +106,8 @@ Predictor::Predictor(const Catalog& catalog, PredictionInput input)
   const std::string engine_name = engine == input_.engine_env.end() ? "" : toDisplay(engine->second);
   mixed_by_phase_ =
       input_.prefill_kernel != input_.decode_kernel || input_.prefill_kernel->mixedBatchFor(engine_name) == "by_phase";
+  prefill_absorbed_ =
+      input_.prefill_kernel->algorithm == "mla_absorbed" || input_.prefill_kernel->algorithm == "mla_sparse";
   // Not calibrated yet: the catalog's figure for the architecture.
   prefill_host_plan_us_ = input_.prefill_kernel->efficiencyFor(hw.architecture).host_plan_us;
   decode_host_plan_us_ = input_.decode_kernel->efficiencyFor(hw.architecture).host_plan_us;
@@ -110,24 +117,60 @@ Predictor::Predictor(const Catalog& catalog, PredictionInput input)
   }
 }
 
+bool Predictor::extendAbsorbed(const Workload& workload) const {
+  if (!input_.mla_extend || decodeLike(workload.phase) || absorbed_shapes_.empty()) return false;
+  if (input_.mla_extend->absorbed_in_prefill_graph && chooseGraph(workload).mode == GraphMode::Piecewise) return true;
+  double prefix = 0;
+  for (const auto& g : workload.groups) prefix += static_cast<double>(g.count * g.prefix());
+  return input_.mla_extend->absorbed(prefix);
+}
+
+// Which tokens take which MLA form's projections: those of the attention calls predictAttention runs.
+MlaExtendRows Predictor::mlaExtendRows(const Workload& workload) const {
+  MlaExtendRows rows;
+  if (decodeLike(workload.phase) || !input_.model->primaryLayer().isMla()) return rows;
+  const auto tokens = static_cast<double>(workload.tokens());
+  if (extendAbsorbed(workload) || prefill_absorbed_) return {.up_projected = 0, .absorbed_tokens = tokens};
+  const bool by_phase = workload.phase == Phase::Extend && !workload.isUniform() && !wholeBatchOneForm();
+  // In MHA form every row's context; by phase, the single-token rows run in the decode call's latent form.
+  rows.up_projected = 0;
+  for (const auto& g : workload.groups) {
+    if (by_phase && g.q_len == 1) {
+      rows.absorbed_tokens += static_cast<double>(g.count);
+    } else {
+      rows.up_projected += static_cast<double>(g.count * g.context);
+    }
+  }
+  return rows;
+}
+
+bool Predictor::wholeBatchOneForm() const { return input_.mla_extend && input_.mla_extend->decode_rows_join_extend; }
+
 void Predictor::predictAttention(const Workload& workload, std::vector<LayerAttention>& out) const {
   const bool decode = decodeLike(workload.phase);
-  const KernelModel& kernel = decode ? decode_model_ : workload.phase == Phase::Extend ? extend_model_ : prefill_model_;
-  const auto& shapes = decode ? decode_shapes_ : prefill_shapes_;
+  const bool absorbed = extendAbsorbed(workload);
+  const KernelModel& kernel = decode     ? decode_model_
+                              : absorbed ? absorbed_extend_model_
+                              : workload.phase == Phase::Extend ? extend_model_
+                                                                : prefill_model_;
+  const auto& shapes = decode ? decode_shapes_ : absorbed ? absorbed_shapes_ : prefill_shapes_;
+  const KernelFamily* family = decode ? input_.decode_kernel : absorbed ? input_.absorbed_extend_kernel : input_.prefill_kernel;
   out.resize(layer_types_.size());
   for (std::size_t i = 0; i < layer_types_.size(); ++i) {
     out[i].layer = layer_types_[i].first;
     out[i].layers = layer_types_[i].second;
-    out[i].kernel = decode ? input_.decode_kernel : input_.prefill_kernel;
+    out[i].kernel = family;
     out[i].shape = shapes[i];
     // MLA under a non-absorbing prefill kernel keeps naive per-head K/V for prefill and the latent cache
-    // for decode: the engines run such decode rows in their own call (vLLM MLACommonImpl).
+    // for decode: the engines run such decode rows in their own call (vLLM MLACommonImpl), unless the
+    // engine runs the whole batch in one form (SGLang's forward method is chosen once per batch).
     const bool other_geometry = prefill_shapes_[i].num_kv_heads != decode_shapes_[i].num_kv_heads ||
                                 prefill_shapes_[i].d_qk != decode_shapes_[i].d_qk;
-    const bool mixed = workload.phase == Phase::Extend && !workload.isUniform() && (mixed_by_phase_ || other_geometry);
+    const bool mixed = workload.phase == Phase::Extend && !workload.isUniform() && !wholeBatchOneForm() &&
+                       (mixed_by_phase_ || other_geometry);
     // One launch over a mixed batch: its single-token rows run as in this kernel's decode-only call.
     const KernelModel* single_rows =
-        workload.phase == Phase::Extend && input_.prefill_kernel == input_.decode_kernel ? &decode_model_ : nullptr;
+        workload.phase == Phase::Extend && family == input_.decode_kernel ? &decode_model_ : nullptr;
     out[i].cost = mixed ? mixedByPhase(i, workload)
                         : attnsim::predictAttention(shapes[i], kernel, device_, workload.phase, workload.groups,
                                                     input_.page_size, single_rows);
@@ -231,6 +274,20 @@ std::string Predictor::mixedNote(const Workload& workload) const {
   for (const auto& g : workload.groups) (g.q_len == 1 ? single : multi) = true;
   if (!single || !multi) return "";
   const KernelFamily& k = *input_.prefill_kernel;
+  if (wholeBatchOneForm() && extendAbsorbed(workload)) {
+    const KernelFamily& a = *input_.absorbed_extend_kernel;
+    std::string how = fmt::format(
+        "mixed batch: one absorbed {} launch over the latent cache for every row, the engine's form for this batch ({})",
+        a.id, input_.mla_extend->source);
+    if (a.packsQueryHeadsInPrefill() || &a == input_.decode_kernel) return how;
+    return how + "; its extend tiles hold one query head, so every single-token row computes a padded query tile per "
+                 "query head and re-reads the latent cache per head";
+  }
+  if (wholeBatchOneForm()) {
+    return fmt::format("mixed batch: the whole batch runs as one extend in MHA form, the single-token rows too: every "
+                       "row's cached latent is up-projected per head through kv_b_proj and attended by {} ({})",
+                       k.id, input_.mla_extend->source);
+  }
   if (input_.prefill_kernel != input_.decode_kernel) {
     return fmt::format(
         "mixed batch: a {} call over the prefill rows, then a {} call over the single-token rows "
@@ -280,15 +337,16 @@ Workload Predictor::gathered(const Workload& replica, const Workload& batch) con
 void Predictor::costOps(const Workload& replica, const Workload& batch, StepCosts& costs) const {
   const ModelSpec& model = *input_.model;
   const double kv_bytes = kvElementBytes(input_.kv_dtype, *input_.model_dtype);
+  const MlaExtendRows rows = mlaExtendRows(replica);
   if (input_.attention_dp == 1) {
-    costLinearOps(model, linear_, replica, input_.tp, kv_bytes, costs);
+    costLinearOps(model, linear_, replica, input_.tp, kv_bytes, costs, rows);
     return;
   }
-  costLinearOps(model, linear_, replica, attentionTp(), kv_bytes, costs);
+  costLinearOps(model, linear_, replica, attentionTp(), kv_bytes, costs, rows);
   const auto attention_side = costs.op_us;
-  costLinearOps(model, linear_, gathered(replica, batch), input_.tp, kv_bytes, costs);
+  costLinearOps(model, linear_, gathered(replica, batch), input_.tp, kv_bytes, costs, rows);
   for (const StepOp op : {StepOp::InputNorm, StepOp::QkvProj, StepOp::QbProj, StepOp::Rope, StepOp::KvWrite,
-                          StepOp::KvUpProj, StepOp::QAbsorb, StepOp::OAbsorb, StepOp::OProj}) {
+                          StepOp::MlaExtendProj, StepOp::QAbsorb, StepOp::OAbsorb, StepOp::OProj}) {
     const auto i = static_cast<std::size_t>(op);
     costs.op_us[i] = attention_side[i];
   }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/Backend.hpp"
 #include "backends/EnginePolicy.hpp"
 #include "cost/AttentionCost.hpp"
 #include "cost/StepModel.hpp"
@@ -24,6 +25,10 @@ struct PredictionInput {
   const ModelSpec* model = nullptr;
   const KernelFamily* prefill_kernel = nullptr;  // runs prefill and extend
   const KernelFamily* decode_kernel = nullptr;   // runs decode and verify
+  // An MLA backend whose engine picks its extend form per batch (BackendCaps::mla_extend), and the
+  // family of its absorbed form.
+  const MlaExtend* mla_extend = nullptr;
+  const KernelFamily* absorbed_extend_kernel = nullptr;
   std::string cuda_graph_level = "always";       // the backend's support: always, uniform_batch, ...
   const CudaGraphPolicy* graphs = nullptr;       // the engine's capture rules; null: every batch captured
   Env engine_env;                                // variables for the engine's graph rules
@@ -110,6 +115,12 @@ class Predictor {
   // Only the attention call of every layer type (the hot path of rank and sweeps).
   void predictAttention(const Workload& workload, std::vector<LayerAttention>& out) const;
   [[nodiscard]] const PredictionInput& input() const { return input_; }
+  // An MLA extend the engine runs absorbed (BackendCaps::mla_extend): from the batch's prefix tokens,
+  // and whether it replays the engine's piecewise prefill graph.
+  [[nodiscard]] bool extendAbsorbed(const Workload& workload) const;
+  // Which of an MLA extend's tokens take the MHA form's up-projection and which the absorptions: those
+  // of the attention calls predictAttention runs.
+  [[nodiscard]] MlaExtendRows mlaExtendRows(const Workload& workload) const;
 
   // One workload on several predictors (a sweep point's valid backends): out[i] holds the numbers of
   // predictors[i]->predict(workload), bit for bit. The non-attention kernels are costed once for the
@@ -133,6 +144,8 @@ class Predictor {
   // A mixed batch run as a prefill/extend call and then a decode call over the single-token rows.
   [[nodiscard]] AttentionCost mixedByPhase(std::size_t layer, const Workload& workload) const;
   [[nodiscard]] std::string mixedNote(const Workload& workload) const;
+  // One form for a mixed batch's every row (SGLang), rather than its decode rows in a decode call.
+  [[nodiscard]] bool wholeBatchOneForm() const;
   [[nodiscard]] const StepGraph& stepGraph(Phase phase) const;
   [[nodiscard]] double hostPlanUs(Phase phase) const;
   [[nodiscard]] int attentionTp() const;  // ranks one attention replica runs on: tp / attention_dp
@@ -145,10 +158,10 @@ class Predictor {
   PredictionInput input_;
   std::vector<std::pair<const AttentionLayerSpec*, int>> layer_types_;
   DeviceModel device_;
-  KernelModel prefill_model_, extend_model_, decode_model_;
+  KernelModel prefill_model_, extend_model_, decode_model_, absorbed_extend_model_;
   [[nodiscard]] const KernelModel& attentionModel(Phase phase) const;
   [[nodiscard]] std::array<double, 4> kernelBands(Phase phase) const;  // attention, gemm, moe, elementwise
-  std::vector<AttentionShape> prefill_shapes_, decode_shapes_;
+  std::vector<AttentionShape> prefill_shapes_, decode_shapes_, absorbed_shapes_;
   LinearKernels linear_;
   StepGraph prefill_graph_, decode_graph_;
   LaunchCosts launch_;
@@ -156,6 +169,7 @@ class Predictor {
   std::vector<std::int64_t> prefill_capture_sizes_;
   double capture_ms_per_size_ = 0;
   bool mixed_by_phase_ = false;  // a mixed batch's decode rows run in a decode call of their own
+  bool prefill_absorbed_ = false;  // the prefill kernel attends the latent cache (MLA)
   double prefill_host_plan_us_ = 0, decode_host_plan_us_ = 0;  // the kernels' per-forward CPU work
 };
 

@@ -19,6 +19,7 @@ struct SharedLinear {
   int tp = 1;
   double kv_bytes = 0, act_bytes = 0;
   std::int64_t padded_batch = 0;  // 0: the workload as given
+  MlaExtendRows mla_rows;         // an MLA extend's projections differ by the backend's form
   StepCosts costs;                // only its non-attention entries are read
   double comm_us = 0;
 };
@@ -64,10 +65,12 @@ struct Predictor::StepsScratch {
     const double kv_bytes = kvElementBytes(p.input_.kv_dtype, *p.input_.model_dtype);
     const double act_bytes = bytesOf(*p.input_.model_dtype);
     if (padded_batch <= workload.requests()) padded_batch = 0;  // paddedTo leaves the workload as it is
+    const MlaExtendRows rows = p.mlaExtendRows(workload);
     for (std::size_t i = 0; i < linear_used; ++i) {
       const SharedLinear& e = linear[i];
       if (e.model == &model && e.hardware == p.input_.hardware && e.tp == p.input_.tp && e.kv_bytes == kv_bytes &&
-          e.act_bytes == act_bytes && e.padded_batch == padded_batch) {
+          e.act_bytes == act_bytes && e.padded_batch == padded_batch && e.mla_rows.up_projected == rows.up_projected &&
+          e.mla_rows.absorbed_tokens == rows.absorbed_tokens) {
         return e;
       }
     }
@@ -79,10 +82,11 @@ struct Predictor::StepsScratch {
     e.kv_bytes = kv_bytes;
     e.act_bytes = act_bytes;
     e.padded_batch = padded_batch;
+    e.mla_rows = rows;
     e.costs.op_us.fill(0);
     const Workload* w = &workload;
     if (padded_batch > 0) workload.padInto(padded_batch, padded), w = &padded;
-    costLinearOps(model, p.linear_, *w, p.input_.tp, kv_bytes, e.costs);
+    costLinearOps(model, p.linear_, *w, p.input_.tp, kv_bytes, e.costs, rows);
     e.comm_us = tpCommunicationUs(model, p.input_.hardware->interconnect_link, w->tokens(), p.input_.tp, act_bytes);
     return e;
   }

@@ -23,7 +23,7 @@ int categoryOf(StepOp op) {
       return 0;
     case StepOp::QkvProj:
     case StepOp::QbProj:
-    case StepOp::KvUpProj:
+    case StepOp::MlaExtendProj:
     case StepOp::QAbsorb:
     case StepOp::OAbsorb:
     case StepOp::OProj:
@@ -66,7 +66,7 @@ const char* graphModeName(GraphMode m) {
 
 const char* stepOpName(StepOp op) {
   static constexpr auto names = std::to_array<const char*>(
-      {"input_norm",   "qkv_proj",       "q_b_proj",   "rope",        "kv_write",        "kv_up_proj",
+      {"input_norm",   "qkv_proj",       "q_b_proj",   "rope",        "kv_write",        "mla_extend_proj",
        "q_absorb",     "attention",      "o_absorb",   "o_proj",      "post_norm",       "gate_up_proj",
        "act",          "down_proj",      "moe_router", "moe_topk",    "experts_gate_up", "experts_act",
        "experts_down", "shared_gate_up", "shared_act", "shared_down", "moe_combine",     "final_norm",
@@ -97,7 +97,7 @@ Vertex addAttentionBlock(Graph& g, const ModelSpec& model, int layer, bool decod
   if (mla) v = addNode(g, {StepOp::QbProj, -1, layer}, {v});
   v = addNode(g, {StepOp::Rope, -1, layer}, {v});
   v = addNode(g, {StepOp::KvWrite, -1, layer}, {v});
-  if (mla) v = addNode(g, {decode_like ? StepOp::QAbsorb : StepOp::KvUpProj, -1, layer}, {v});
+  if (mla) v = addNode(g, {decode_like ? StepOp::QAbsorb : StepOp::MlaExtendProj, -1, layer}, {v});
   v = addNode(g, {StepOp::Attention, attention_type, layer}, {v});
   if (mla && decode_like) v = addNode(g, {StepOp::OAbsorb, -1, layer}, {v});
   v = addNode(g, {StepOp::OProj, -1, layer}, {v});
@@ -243,7 +243,9 @@ LinearOps linearOps(const ModelSpec& model, const LinearKernels& k, const Worklo
       .elementwise = {k.elementwise, k.device}};
 }
 
-void costMlaProjections(const LinearOps& c, const MlaGeometry& m, double kv_elem_bytes, OpTimes& op) {
+void costMlaProjections(const LinearOps& c, const MlaGeometry& m, double kv_elem_bytes, const MlaExtendRows& rows,
+                        StepCosts& costs) {
+  auto& op = costs.op_us;
   const double latent = m.kv_lora_rank + m.qk_rope_head_dim;
   const double q_in = m.q_lora_rank > 0 ? m.q_lora_rank : 0;
   const double tokens = c.tokens, hq = c.hq, act = c.act;
@@ -253,14 +255,24 @@ void costMlaProjections(const LinearOps& c, const MlaGeometry& m, double kv_elem
   op[at(StepOp::Rope)] = c.elementwise(0, 2 * tokens * (hq + 1) * m.qk_rope_head_dim * act);
   op[at(StepOp::KvWrite)] = c.elementwise(0, tokens * latent * (act + kv_elem_bytes));
   // Absorbed decode: queries into the latent space, and the latent output back to value heads.
-  op[at(StepOp::QAbsorb)] = c.gemm_bf(
-      2 * tokens * hq * m.qk_nope_head_dim * m.kv_lora_rank,
-      hq * m.qk_nope_head_dim * m.kv_lora_rank * 2.0 + tokens * hq * (m.qk_nope_head_dim + m.kv_lora_rank) * act);
-  op[at(StepOp::OAbsorb)] =
-      c.gemm_bf(2 * tokens * hq * m.kv_lora_rank * m.v_head_dim,
-                hq * m.kv_lora_rank * m.v_head_dim * 2.0 + tokens * hq * (m.kv_lora_rank + m.v_head_dim) * act);
-  // Naive prefill: every cached latent up-projected to per-head K (nope) and V.
-  op[at(StepOp::KvUpProj)] = c.linear(c.kv_tokens, hq * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank, c.wb);
+  const auto q_absorb = [&](double n) {
+    return c.gemm_bf(2 * n * hq * m.qk_nope_head_dim * m.kv_lora_rank,
+                     hq * m.qk_nope_head_dim * m.kv_lora_rank * 2.0 + n * hq * (m.qk_nope_head_dim + m.kv_lora_rank) * act);
+  };
+  const auto o_absorb = [&](double n) {
+    return c.gemm_bf(2 * n * hq * m.kv_lora_rank * m.v_head_dim,
+                     hq * m.kv_lora_rank * m.v_head_dim * 2.0 + n * hq * (m.kv_lora_rank + m.v_head_dim) * act);
+  };
+  op[at(StepOp::QAbsorb)] = q_absorb(tokens);
+  op[at(StepOp::OAbsorb)] = o_absorb(tokens);
+  // An extend's projections: the MHA form's rows up-project every cached latent to per-head K (nope)
+  // and V; the absorbed form's rows take the two absorptions.
+  const double up = rows.up_projected < 0 ? c.kv_tokens : rows.up_projected;
+  const double absorbed = rows.absorbed_tokens;
+  op[at(StepOp::MlaExtendProj)] =
+      (up > 0 ? c.linear(up, hq * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank, c.wb) : 0.0) +
+      (absorbed > 0 ? q_absorb(absorbed) + o_absorb(absorbed) : 0.0);
+  costs.op_launches[at(StepOp::MlaExtendProj)] = std::max(1, (up > 0 ? 1 : 0) + (absorbed > 0 ? 2 : 0));
   op[at(StepOp::OProj)] = c.linear(tokens, c.hidden, hq * m.v_head_dim, c.wb);
 }
 
@@ -298,7 +310,7 @@ void costMoe(const LinearOps& c, const MoeSpec& moe, OpTimes& op) {
 }  // namespace
 
 void costLinearOps(const ModelSpec& model, const LinearKernels& k, const Workload& w, int tp, double kv_elem_bytes,
-                   StepCosts& costs) {
+                   StepCosts& costs, const MlaExtendRows& mla_rows) {
   const LinearOps c = linearOps(model, k, w, tp);
   auto& op = costs.op_us;
   costs.op_launches.fill(1);
@@ -308,7 +320,7 @@ void costLinearOps(const ModelSpec& model, const LinearKernels& k, const Workloa
   op[at(StepOp::FinalNorm)] = c.elementwise(0, 2 * requests * hidden * act);
   const AttentionLayerSpec& attn = model.primaryLayer();
   if (attn.isMla()) {
-    costMlaProjections(c, *attn.mla, kv_elem_bytes, op);
+    costMlaProjections(c, *attn.mla, kv_elem_bytes, mla_rows, costs);
   } else {
     costMhaProjections(c, attn, kv_elem_bytes, op);
   }

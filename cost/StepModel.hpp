@@ -27,7 +27,7 @@ enum class StepOp {
   QbProj,
   Rope,
   KvWrite,
-  KvUpProj,
+  MlaExtendProj,  // an MLA extend's projections around attention (MlaExtendRows)
   QAbsorb,
   Attention,
   OAbsorb,
@@ -151,8 +151,17 @@ struct LinearKernels {
 };
 LinearKernels resolveLinearKernels(const Catalog& catalog, const HardwareProfile& hw, const ModelSpec& model);
 
+// Which tokens of an MLA extend step take which form's projections (BackendCaps::mla_extend): the MHA
+// form up-projects every cached latent token of its rows through kv_b_proj (the new tokens and the
+// prefix, once per layer), the absorbed form multiplies its rows' queries into the latent space and
+// its outputs back. Both land in the step's one `mla_extend_proj` node.
+struct MlaExtendRows {
+  double up_projected = -1;    // latent tokens through kv_b_proj; < 0: every row's whole context
+  double absorbed_tokens = 0;  // query tokens run absorbed
+};
+
 // Fills every non-attention entry of `costs` for the workload (tokens, requests, context).
 void costLinearOps(const ModelSpec& model, const LinearKernels& k, const Workload& w, int tp, double kv_elem_bytes,
-                   StepCosts& costs);
+                   StepCosts& costs, const MlaExtendRows& mla_rows = {});
 
 }  // namespace attnsim

@@ -44,6 +44,10 @@ PredictionInput predictionInputFor(const Catalog& c, const HardwareProfile& hw, 
   const BackendCaps& caps = *run.choice->caps;
   in.prefill_kernel = caps.prefill_kernel.empty() ? nullptr : &c.kernel(caps.prefill_kernel);
   in.decode_kernel = caps.decode_kernel.empty() ? nullptr : &c.kernel(caps.decode_kernel);
+  if (caps.mla_extend && m.primaryLayer().isMla()) {
+    in.mla_extend = &*caps.mla_extend;
+    if (!caps.mla_extend->absorbed_kernel.empty()) in.absorbed_extend_kernel = &c.kernel(caps.mla_extend->absorbed_kernel);
+  }
   in.cuda_graph_level = caps.cuda_graph;
   in.graphs = e.policy.cuda_graph ? &*e.policy.cuda_graph : nullptr;
   in.engine_env = run.selection.env;

@@ -108,6 +108,8 @@ void checkMixedLaw(const std::vector<const char*>& models) {
             const double over = combined / (prefill + decode) - 1;
             EXPECT_NE(note.find("mixed batch:"), std::string::npos) << what << ": the output says how it runs";
             if (note.find("padded query tile") != std::string::npos) continue;  // the kernel pads: said in the output
+            // SGLang's MHA form up-projects every row's cached latent, the decode rows' too: said in the output.
+            if (note.find("in MHA form") != std::string::npos) continue;
             EXPECT_LE(over, kMixedMargin) << what << ": " << combined << " vs " << prefill << " + " << decode;
             if (over > worst_high) {
               worst_high = over;
@@ -128,16 +130,18 @@ TEST(CostLawsAttention, MixedBatchCostsBetweenItsLargestPartAndTheSum) {
   checkMixedLaw({"llama-3.1-8b", "gpt-oss-20b"});
 }
 
-// Open (issue 12): with MLA models 6 checks of 270 cases fail, all SGLang: its aiter backend predicts
-// a mixed call 12% below its decode part on MI355X, and trtllm_mla (B200/GB200) and flashinfer (A100)
-// come out 22% and 10.3% above the sum. vLLM's MLA backends hold it: they run a mixed batch by phase
-// (MLACommonImpl). SGLang mixes only with --enable-mixed-chunk (off by default; serve-sim schedules
-// separate steps), and then runs the whole batch as one extend in MHA form, the cached prefix of every
-// row up-projected through kv_b_proj in each layer (deepseek_common/attention_backend_handler.py:
-// MHA_CHUNKED_KV for trtllm_mla, MHA for aiter, MHA once the prefix sum reaches 8192 for flashinfer;
-// trtllm_ragged_attention_deepseek per prefix chunk, flash_attn_varlen_func on ROCm). attnsim still
-// predicts one absorbed launch there; modelling the MHA form (its attention and the up-projection
-// GEMMs) is what this law waits for.
+// Open (issue 12). vLLM's MLA backends hold it: they run a mixed batch by phase (MLACommonImpl).
+// SGLang mixes only with --enable-mixed-chunk (off by default; serve-sim schedules separate steps) and
+// then runs the whole batch in one form, MHA or absorbed, picked per batch (BackendCaps::mla_extend,
+// tests/test_mla_extend.cpp); in MHA form the upper bound is exempt, as the output says why. Of 270
+// cases, 14 checks still fail, for three reasons:
+//  - the absorbed extend kernel is not the decode kernel: SGLang's flashmla backend runs its extends
+//    through FlashInfer MLA, slower than FlashMLA's decode (15-29% over the sum);
+//  - a one-launch mixed call never splits its KV in attnsim, while FlashInfer's MLA scheduler and
+//    trtllm-gen do (trtllm_mla on B200/GB200 22% over the sum, flashinfer on A100 10.3%);
+//  - the engine switches form between the parts and the whole: a 2048-token prefill replays SGLang's
+//    piecewise prefill graph and runs absorbed, the 2079-token mixed batch does not and runs MHA,
+//    which is cheaper on compute-poor GPUs (H20: fa3 and flashinfer 33% under the prefill part).
 TEST(CostLawsAttention, DISABLED_MixedBatchLawForMla) { checkMixedLaw({"deepseek-v3"}); }
 
 // The attention kernels of the catalog, each with a shape it runs: MLA families on DeepSeek-V3's
