@@ -78,7 +78,8 @@ MlaExtend parseMlaExtend(const YamlReader& r) {
   m.decode_rows_join_extend = r.getOneOf("mixed_decode_rows", {"join_extend", "decode_call"}) == "join_extend";
   m.absorbed_in_prefill_graph = r.get<bool>("absorbed_in_prefill_graph", false);
   if (m.absorbed_in_prefill_graph && m.absorbed_kernel.empty()) {
-    r.fail("absorbed_in_prefill_graph", "absorbed_in_prefill_graph needs absorbed_kernel: the kernel family of the absorbed form");
+    r.fail("absorbed_in_prefill_graph",
+           "absorbed_in_prefill_graph needs absorbed_kernel: the kernel family of the absorbed form");
   }
   m.source = r.get<std::string>("source");
   r.finish();

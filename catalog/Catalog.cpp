@@ -98,8 +98,8 @@ void checkKernel(const Catalog& c, const std::string& id, const SourceLocation& 
 // per-head K/V, which a latent-cache family cannot.
 void checkMlaExtend(const Catalog& c, const BackendCaps& caps, const std::string& path, const std::string& owner) {
   if (!caps.mla_extend) return;
-  checkKernel(c, caps.mla_extend->absorbed_kernel, caps.mla_extend->absorbed_kernel_at, path + "mla_extend.absorbed_kernel",
-              owner);
+  checkKernel(c, caps.mla_extend->absorbed_kernel, caps.mla_extend->absorbed_kernel_at,
+              path + "mla_extend.absorbed_kernel", owner);
   if (caps.prefill_kernel.empty()) return;
   const std::string& algorithm = c.kernel(caps.prefill_kernel).algorithm;
   if (algorithm == "mla_absorbed" || algorithm == "mla_sparse") {

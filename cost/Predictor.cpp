@@ -17,8 +17,6 @@ namespace attnsim {
 
 namespace {
 
-bool decodeLike(Phase p) { return p == Phase::Decode || p == Phase::Verify; }
-
 // The attention kernel's provenance and band, and the eager step's bands (the graph step's too,
 // until a graph timeline replaces them).
 PredictionUncertainty eagerUncertainty(const KernelModel& attention, const std::array<double, 4>& bands,
@@ -93,7 +91,8 @@ Predictor::Predictor(const Catalog& catalog, PredictionInput input)
                                               *input_.model_dtype, attentionTp(), true));
     }
   }
-  if (input_.absorbed_extend_kernel) absorbed_extend_model_ = resolveKernel(*input_.absorbed_extend_kernel, hw, Phase::Extend);
+  if (input_.absorbed_extend_kernel)
+    absorbed_extend_model_ = resolveKernel(*input_.absorbed_extend_kernel, hw, Phase::Extend);
   linear_ = resolveLinearKernels(catalog, hw, model);
   launch_ = {.kernel_launch_us = hw.overheads.kernel_launch_us,
              .graph_replay_base_us = hw.overheads.graph_replay_base_us,
@@ -117,44 +116,17 @@ Predictor::Predictor(const Catalog& catalog, PredictionInput input)
   }
 }
 
-bool Predictor::extendAbsorbed(const Workload& workload) const {
-  if (!input_.mla_extend || decodeLike(workload.phase) || absorbed_shapes_.empty()) return false;
-  if (input_.mla_extend->absorbed_in_prefill_graph && chooseGraph(workload).mode == GraphMode::Piecewise) return true;
-  double prefix = 0;
-  for (const auto& g : workload.groups) prefix += static_cast<double>(g.count * g.prefix());
-  return input_.mla_extend->absorbed(prefix);
-}
-
-// Which tokens take which MLA form's projections: those of the attention calls predictAttention runs.
-MlaExtendRows Predictor::mlaExtendRows(const Workload& workload) const {
-  MlaExtendRows rows;
-  if (decodeLike(workload.phase) || !input_.model->primaryLayer().isMla()) return rows;
-  const auto tokens = static_cast<double>(workload.tokens());
-  if (extendAbsorbed(workload) || prefill_absorbed_) return {.up_projected = 0, .absorbed_tokens = tokens};
-  const bool by_phase = workload.phase == Phase::Extend && !workload.isUniform() && !wholeBatchOneForm();
-  // In MHA form every row's context; by phase, the single-token rows run in the decode call's latent form.
-  rows.up_projected = 0;
-  for (const auto& g : workload.groups) {
-    if (by_phase && g.q_len == 1) {
-      rows.absorbed_tokens += static_cast<double>(g.count);
-    } else {
-      rows.up_projected += static_cast<double>(g.count * g.context);
-    }
-  }
-  return rows;
-}
-
-bool Predictor::wholeBatchOneForm() const { return input_.mla_extend && input_.mla_extend->decode_rows_join_extend; }
-
 void Predictor::predictAttention(const Workload& workload, std::vector<LayerAttention>& out) const {
   const bool decode = decodeLike(workload.phase);
   const bool absorbed = extendAbsorbed(workload);
-  const KernelModel& kernel = decode     ? decode_model_
-                              : absorbed ? absorbed_extend_model_
+  const KernelModel& kernel = decode                            ? decode_model_
+                              : absorbed                        ? absorbed_extend_model_
                               : workload.phase == Phase::Extend ? extend_model_
                                                                 : prefill_model_;
   const auto& shapes = decode ? decode_shapes_ : absorbed ? absorbed_shapes_ : prefill_shapes_;
-  const KernelFamily* family = decode ? input_.decode_kernel : absorbed ? input_.absorbed_extend_kernel : input_.prefill_kernel;
+  const KernelFamily* family = decode     ? input_.decode_kernel
+                               : absorbed ? input_.absorbed_extend_kernel
+                                          : input_.prefill_kernel;
   out.resize(layer_types_.size());
   for (std::size_t i = 0; i < layer_types_.size(); ++i) {
     out[i].layer = layer_types_[i].first;
@@ -175,22 +147,6 @@ void Predictor::predictAttention(const Workload& workload, std::vector<LayerAtte
                         : attnsim::predictAttention(shapes[i], kernel, device_, workload.phase, workload.groups,
                                                     input_.page_size, single_rows);
   }
-}
-
-AttentionCost Predictor::mixedByPhase(std::size_t layer, const Workload& workload) const {
-  thread_local std::vector<RequestGroup> prefill, decode;  // reused: no allocation once warm
-  prefill.clear();
-  decode.clear();
-  for (const auto& g : workload.groups) (g.q_len == 1 ? decode : prefill).push_back(g);
-  if (prefill.empty() || decode.empty()) {
-    return attnsim::predictAttention(prefill_shapes_[layer], extend_model_, device_, workload.phase, workload.groups,
-                                     input_.page_size);
-  }
-  const AttentionCost first = attnsim::predictAttention(prefill_shapes_[layer], extend_model_, device_, Phase::Extend,
-                                                        prefill, input_.page_size);
-  const AttentionCost second =
-      attnsim::predictAttention(decode_shapes_[layer], decode_model_, device_, Phase::Decode, decode, input_.page_size);
-  return sequentialCalls(first, second);
 }
 
 Predictor::GraphChoice Predictor::chooseGraph(const Workload& workload) const {
@@ -267,43 +223,6 @@ GraphDecision Predictor::decideGraph(const Workload& workload) const {
       break;
   }
   return d;
-}
-
-std::string Predictor::mixedNote(const Workload& workload) const {
-  bool single = false, multi = false;
-  for (const auto& g : workload.groups) (g.q_len == 1 ? single : multi) = true;
-  if (!single || !multi) return "";
-  const KernelFamily& k = *input_.prefill_kernel;
-  if (wholeBatchOneForm() && extendAbsorbed(workload)) {
-    const KernelFamily& a = *input_.absorbed_extend_kernel;
-    std::string how = fmt::format(
-        "mixed batch: one absorbed {} launch over the latent cache for every row, the engine's form for this batch ({})",
-        a.id, input_.mla_extend->source);
-    if (a.packsQueryHeadsInPrefill() || &a == input_.decode_kernel) return how;
-    return how + "; its extend tiles hold one query head, so every single-token row computes a padded query tile per "
-                 "query head and re-reads the latent cache per head";
-  }
-  if (wholeBatchOneForm()) {
-    return fmt::format("mixed batch: the whole batch runs as one extend in MHA form, the single-token rows too: every "
-                       "row's cached latent is up-projected per head through kv_b_proj and attended by {} ({})",
-                       k.id, input_.mla_extend->source);
-  }
-  if (input_.prefill_kernel != input_.decode_kernel) {
-    return fmt::format(
-        "mixed batch: a {} call over the prefill rows, then a {} call over the single-token rows "
-        "(separate prefill and decode kernels)",
-        k.id, input_.decode_kernel->id);
-  }
-  if (mixed_by_phase_) {
-    return fmt::format("mixed batch: a prefill call, then a decode call over the single-token rows ({})",
-                       k.mixed_batch_source);
-  }
-  std::string how = fmt::format("mixed batch: one {} launch over every sequence ({})", k.id,
-                                k.mixed_batch_source.empty() ? "attnsim default" : k.mixed_batch_source);
-  if (k.packsQueryHeadsInPrefill()) return how;
-  return how +
-         "; its prefill tiles hold one query head, so every single-token row computes a padded query tile "
-         "per query head and re-reads its KV per head: more than a decode call where compute is scarce";
 }
 
 const StepGraph& Predictor::stepGraph(Phase phase) const { return decodeLike(phase) ? decode_graph_ : prefill_graph_; }

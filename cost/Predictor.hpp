@@ -29,9 +29,9 @@ struct PredictionInput {
   // family of its absorbed form.
   const MlaExtend* mla_extend = nullptr;
   const KernelFamily* absorbed_extend_kernel = nullptr;
-  std::string cuda_graph_level = "always";       // the backend's support: always, uniform_batch, ...
-  const CudaGraphPolicy* graphs = nullptr;       // the engine's capture rules; null: every batch captured
-  Env engine_env;                                // variables for the engine's graph rules
+  std::string cuda_graph_level = "always";  // the backend's support: always, uniform_batch, ...
+  const CudaGraphPolicy* graphs = nullptr;  // the engine's capture rules; null: every batch captured
+  Env engine_env;                           // variables for the engine's graph rules
   KvCacheDtype kv_dtype = KvCacheDtype::Auto;
   std::optional<DType> model_dtype;  // unset: the model's
   std::int64_t page_size = 16;
@@ -168,7 +168,7 @@ class Predictor {
   std::vector<std::int64_t> capture_sizes_;
   std::vector<std::int64_t> prefill_capture_sizes_;
   double capture_ms_per_size_ = 0;
-  bool mixed_by_phase_ = false;  // a mixed batch's decode rows run in a decode call of their own
+  bool mixed_by_phase_ = false;    // a mixed batch's decode rows run in a decode call of their own
   bool prefill_absorbed_ = false;  // the prefill kernel attends the latent cache (MLA)
   double prefill_host_plan_us_ = 0, decode_host_plan_us_ = 0;  // the kernels' per-forward CPU work
 };

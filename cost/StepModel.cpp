@@ -256,8 +256,9 @@ void costMlaProjections(const LinearOps& c, const MlaGeometry& m, double kv_elem
   op[at(StepOp::KvWrite)] = c.elementwise(0, tokens * latent * (act + kv_elem_bytes));
   // Absorbed decode: queries into the latent space, and the latent output back to value heads.
   const auto q_absorb = [&](double n) {
-    return c.gemm_bf(2 * n * hq * m.qk_nope_head_dim * m.kv_lora_rank,
-                     hq * m.qk_nope_head_dim * m.kv_lora_rank * 2.0 + n * hq * (m.qk_nope_head_dim + m.kv_lora_rank) * act);
+    return c.gemm_bf(
+        2 * n * hq * m.qk_nope_head_dim * m.kv_lora_rank,
+        hq * m.qk_nope_head_dim * m.kv_lora_rank * 2.0 + n * hq * (m.qk_nope_head_dim + m.kv_lora_rank) * act);
   };
   const auto o_absorb = [&](double n) {
     return c.gemm_bf(2 * n * hq * m.kv_lora_rank * m.v_head_dim,

@@ -12,6 +12,8 @@ namespace attnsim {
 enum class Phase { Prefill, Extend, Decode, Verify };
 std::string_view phaseName(Phase p);
 Phase parsePhase(std::string_view name);  // throws UsageError listing the phases
+// Decode and verify run the decode kernel over single (or a few speculative) tokens per request.
+[[nodiscard]] inline bool decodeLike(Phase p) { return p == Phase::Decode || p == Phase::Verify; }
 
 // `count` requests, each with `q_len` new tokens whose last one sees `context` tokens (the cached
 // prefix is context - q_len). Verify groups carry the speculative tree: `tree_topk` > 1 makes the

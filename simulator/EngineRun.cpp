@@ -46,7 +46,8 @@ PredictionInput predictionInputFor(const Catalog& c, const HardwareProfile& hw, 
   in.decode_kernel = caps.decode_kernel.empty() ? nullptr : &c.kernel(caps.decode_kernel);
   if (caps.mla_extend && m.primaryLayer().isMla()) {
     in.mla_extend = &*caps.mla_extend;
-    if (!caps.mla_extend->absorbed_kernel.empty()) in.absorbed_extend_kernel = &c.kernel(caps.mla_extend->absorbed_kernel);
+    if (!caps.mla_extend->absorbed_kernel.empty())
+      in.absorbed_extend_kernel = &c.kernel(caps.mla_extend->absorbed_kernel);
   }
   in.cuda_graph_level = caps.cuda_graph;
   in.graphs = e.policy.cuda_graph ? &*e.policy.cuda_graph : nullptr;
