@@ -70,6 +70,7 @@ void parsePerformance(const YamlReader& r, KernelFamily& k) {
   k.max_splits = static_cast<int>(r.getInt("max_splits", 1, 1024));
   k.split_spans_pool = r.get<bool>("split_spans_pool", false);
   k.row_tiles_reread_keys = r.get<bool>("row_tiles_reread_keys", false);
+  k.splits_mixed_decode_rows = r.get<bool>("splits_mixed_decode_rows", false);
   // Families with no measurement or published table keep attnsim's Little's-law estimate: a CTA
   // keeping two K/V tiles in flight (2 × 128 keys × 256 B = 64 KiB at d 128) over ~600 ns of DRAM
   // latency streams ~100 GB/s, about 4× its even share of an H100 (3350 / 132 ≈ 25 GB/s).

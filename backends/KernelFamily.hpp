@@ -67,6 +67,10 @@ struct KernelFamily {
   // apart in the grid (vLLM's Triton MLA decode: batch is the fastest grid dimension), so each reads the
   // keys from DRAM; false: they run together and share them through L2 (FlashMLA's scheduler).
   bool row_tiles_reread_keys = false;
+  // A mixed batch's single-token rows have their KV split in the one launch too, as in a decode-only
+  // call (a scheduler that cuts work by KV chunks whatever the query length: FlashInfer's MLA plan,
+  // trtllm-gen's multi-CTA KV mode); false: a mixed launch runs each row's KV in one unit.
+  bool splits_mixed_decode_rows = false;
   // How many times its even share of the device's bandwidth (bandwidth / resident units) one work
   // unit may draw while fewer units than slots run (the partial last wave of a memory-bound call).
   // 1: a unit streams no faster than a full machine's share; more: it keeps more K/V tiles in flight

@@ -114,7 +114,7 @@ struct PrefillTiles {
 // A mixed call's single-token rows run at `single` (the kernel's decode-only efficiencies): the same
 // program over the same bytes, so a row costs what it costs in a decode-only call of this kernel.
 void prefillWaves(Waves& w, const AttentionShape& s, const KernelModel& k, const Rates& call_rates, const Rates& single,
-                  std::span<const RequestGroup> groups, double reread, std::int64_t page_size) {
+                  std::span<const RequestGroup> groups, double reread, std::int64_t page_size, int single_splits) {
   const bool packed = k.family && k.family->packsQueryHeadsInPrefill();
   const PrefillTiles tiles{capOf(s), std::max(1, k.tile_q), packed ? s.groupSize() : 1, s, k};
   const double heads = packed ? s.num_kv_heads : s.num_heads;
@@ -123,6 +123,7 @@ void prefillWaves(Waves& w, const AttentionShape& s, const KernelModel& k, const
     const Traffic t = attention_cost::countTraffic(s, k, std::span<const RequestGroup>(&g, 1), page_size);
     const double dram = t.q_bytes + t.o_bytes + t.kv_read * reread + t.page_tables;
     const Rates& r = g.q_len == 1 ? single : call_rates;
+    const double parts = g.q_len == 1 ? single_splits : 1;  // a single-token row's KV splits
     w.stream_extra_bytes += dram * (call_rates.byte_per_slot / r.byte_per_slot - 1);
     const std::int64_t n = tiles.count(g);
     double keys = 0;
@@ -139,8 +140,9 @@ void prefillWaves(Waves& w, const AttentionShape& s, const KernelModel& k, const
       // A causal tile's diagonal block is masked element by element: one more pass of per-key work.
       const double masked = s.causal ? std::min(unit_keys, static_cast<double>(tiles.bm)) : 0.0;
       const double unit_bytes = static_cast<double>(tiles.newKeys(g, i)) * bytes_per_key;
-      addUnits(w, r, static_cast<double>(g.count) * heads, 2.0 * rows_computed * unit_keys * width, unit_bytes,
-               unit_keys + masked, rows * width * s.act_bytes, g.q_len == 1 ? unit_bytes : 0.0);
+      addUnits(w, r, static_cast<double>(g.count) * heads * parts, 2.0 * rows_computed * unit_keys * width / parts,
+               unit_bytes / parts, (unit_keys + masked) / parts, rows * width * s.act_bytes,
+               g.q_len == 1 ? unit_bytes / parts : 0.0);
     }
   }
 }
@@ -174,6 +176,10 @@ struct Call {
   std::span<const RequestGroup> groups;
   bool decode_like;
   std::int64_t page_size;
+  // A mixed call whose kernel splits its single-token rows' KV (KernelModel::splits_mixed_decode_rows),
+  // and the query tokens whose partial outputs a split writes.
+  bool splits_single_rows = false;
+  double split_tokens = 0;
 };
 
 // What every split count shares: the machine's slots and per-slot rates, and the bytes that do not
@@ -243,9 +249,10 @@ int poolSplits(const Call& call, int max_splits) {
 // Split-KV decode kernels may cut each request's KV into at most as many splits as its KV tiles.
 int maxSplits(const Call& call) {
   const KernelModel& kernel = call.kernel;
-  if (!call.decode_like || !kernel.split_kv) return 1;
+  if (!(call.decode_like || call.splits_single_rows) || !kernel.split_kv) return 1;
   std::int64_t min_tiles = kNoCap;
   for (const auto& g : call.groups) {
+    if (!call.decode_like && g.q_len > 1) continue;  // only the single-token rows of a mixed call split
     min_tiles = std::min(min_tiles, ceilDiv(uniqueKvTokens(g, call.shape), kernel.tile_kv));
   }
   const int max_splits = static_cast<int>(std::clamp<std::int64_t>(min_tiles, 1, kernel.max_splits));
@@ -265,7 +272,8 @@ void addSplitUnits(Waves& w, const Call& call, const CallTerms& c, const std::op
   } else if (call.decode_like) {
     decodeWaves(w, call.shape, call.kernel, c.rates, call.groups, splits, c.reread, c.index_bytes_per_key);
   } else {
-    prefillWaves(w, call.shape, call.kernel, c.rates, c.single_token_rates, call.groups, c.reread, call.page_size);
+    prefillWaves(w, call.shape, call.kernel, c.rates, c.single_token_rates, call.groups, c.reread, call.page_size,
+                 splits);
   }
 }
 
@@ -279,10 +287,10 @@ struct SplitTime {
   double total_us = 0;
 };
 
-SplitTime splitTime(const Call& call, const CallTerms& c, const Traffic& t, const Waves& w, int s) {
+SplitTime splitTime(const Call& call, const CallTerms& c, const Waves& w, int s) {
   const AttentionShape& shape = call.shape;
   SplitTime st;
-  st.partial_bytes = s > 1 ? 2.0 * s * t.tokens * shape.num_heads * (shape.d_v + 1) * kPartialBytes : 0.0;
+  st.partial_bytes = s > 1 ? 2.0 * s * call.split_tokens * shape.num_heads * (shape.d_v + 1) * kPartialBytes : 0.0;
   // Split units write their fp32 partials (half of partial_bytes; the merge reads the other half).
   const attention_cost::KernelTime kt = attention_cost::kernelTime(w, c.rates, c.base_bytes + st.partial_bytes / 2);
   st.kernel_us = kt.us;
@@ -317,7 +325,7 @@ void recordSplit(AttentionCost& out, const CallTerms& c, const Waves& w, const S
 // split also pays a merge and a second launch, which vanish when the work reaches 80% of the SMs, so
 // its own count alone makes a batch of 14 cheaper than 13 (Llama-3.1-8B, H100: 5 splits, then none).
 // The unsplit time grows with batch and context, so the faster of the two does not fall.
-AttentionCost searchSplits(const Call& call, const CallTerms& c, const Traffic& t) {
+AttentionCost searchSplits(const Call& call, const CallTerms& c) {
   AttentionCost out;
   double best = std::numeric_limits<double>::infinity();
   thread_local std::vector<attention_cost::UnitKind> units;
@@ -333,7 +341,7 @@ AttentionCost searchSplits(const Call& call, const CallTerms& c, const Traffic& 
     Waves w;
     w.units = uniform ? nullptr : &units;
     addSplitUnits(w, call, c, uniform, s);
-    const SplitTime st = splitTime(call, c, t, w, s);
+    const SplitTime st = splitTime(call, c, w, s);
     if (st.total_us < best * (1 - 1e-12)) {
       best = st.total_us;
       recordSplit(out, c, w, st, s);
@@ -383,8 +391,15 @@ AttentionCost predictAttention(const AttentionShape& shape, const KernelModel& k
   const CallTerms c = callTerms(shape, kernel, device, t, page_size, decode_like, single_token_rows);
   if (kernel.unfused)
     return attention_cost::predictUnfused(shape, kernel, device, phase, groups, t, c.sinks, c.dequant);
-  const Call call{shape, kernel, device, groups, decode_like, page_size};
-  AttentionCost out = searchSplits(call, c, t);
+  Call call{shape, kernel, device, groups, decode_like, page_size};
+  call.split_tokens = t.tokens;
+  if (!decode_like && kernel.splits_mixed_decode_rows) {
+    double single = 0;
+    for (const auto& g : groups) single += g.q_len == 1 ? static_cast<double>(g.count) : 0.0;
+    call.splits_single_rows = single > 0 && single < t.tokens;
+    call.split_tokens = single;
+  }
+  AttentionCost out = searchSplits(call, c);
   out.flops = t.flops;
   out.bytes_min = t.q_bytes + t.o_bytes + t.kv_unique;
   out.compute_us = out.flops_tiled / (c.peak * kernel.compute_efficiency);

@@ -57,7 +57,8 @@ struct KernelModel {
   // Paged calls split over the page pool (FlexAttention under PagedAttention): the pool's tokens,
   // 0 for a serving pool far larger than any one sequence (then a paged call never splits).
   bool split_spans_pool = false;
-  bool row_tiles_reread_keys = false;  // KernelFamily::row_tiles_reread_keys
+  bool row_tiles_reread_keys = false;     // KernelFamily::row_tiles_reread_keys
+  bool splits_mixed_decode_rows = false;  // KernelFamily::splits_mixed_decode_rows
   double kv_pool_tokens = 0;
   double slot_bandwidth_share = 1;  // the family's (KernelFamily::slot_bandwidth_share)
   SplitPolicy split_policy;         // how the kernel picks its split count (search: the fastest)

@@ -76,6 +76,7 @@ KernelModel resolveKernel(const KernelFamily& kernel, const HardwareProfile& hw,
   k.max_splits = kernel.max_splits;
   k.split_spans_pool = kernel.split_spans_pool;
   k.row_tiles_reread_keys = kernel.row_tiles_reread_keys;
+  k.splits_mixed_decode_rows = kernel.splits_mixed_decode_rows;
   k.slot_bandwidth_share = decode_like && kernel.decode_slot_bandwidth_share > 0 ? kernel.decode_slot_bandwidth_share
                                                                                  : kernel.slot_bandwidth_share;
   k.split_policy = kernel.split_policy;

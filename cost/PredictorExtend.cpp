@@ -65,6 +65,10 @@ std::string Predictor::mixedNote(const Workload& workload) const {
         "mixed batch: one absorbed {} launch over the latent cache for every row, the engine's form for this batch "
         "({})",
         a.id, input_.mla_extend->source);
+    if (&a != input_.decode_kernel) {
+      how +=
+          fmt::format("; its single-token rows run in {}, not in the decode kernel {}", a.id, input_.decode_kernel->id);
+    }
     if (a.packsQueryHeadsInPrefill() || &a == input_.decode_kernel) return how;
     return how +
            "; its extend tiles hold one query head, so every single-token row computes a padded query tile per "
