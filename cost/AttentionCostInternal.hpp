@@ -99,6 +99,11 @@ struct KernelTime {
 };
 KernelTime kernelTime(const Waves& w, const Rates& r, double dram_bytes);
 
+// Prefill and extend: query tiles of one query head, or of one KV head's packed query heads; a mixed
+// call's single-token rows at `single` rates, their KV cut into `single_splits` (cost/AttentionCostPrefill.cpp).
+void prefillWaves(Waves& w, const AttentionShape& s, const KernelModel& k, const Rates& call_rates, const Rates& single,
+                  std::span<const RequestGroup> groups, double reread, std::int64_t page_size, int single_splits);
+
 // vLLM FLEX_ATTENTION's query blocks (KernelFamily::query_blocks_span_requests): a request of fewer than
 // tile_q new tokens shares its block with others and the block visits all their pages
 // (cost/AttentionCostBlocks.cpp).

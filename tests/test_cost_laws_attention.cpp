@@ -85,73 +85,93 @@ struct MixCase {
   std::vector<RequestGroup> prefill, decode;
 };
 
+// One backend's attention on a mixed batch and on its two parts, with how each ran.
+struct MixRun {
+  double combined = -1, prefill = -1, decode = -1, saved_launch = 0;
+  std::string note, combined_kernel, prefill_kernel, decode_kernel;
+};
+
+MixRun runMix(const char* engine, const std::string& backend, const std::string& hw, const char* model,
+              const MixCase& mix) {
+  std::vector<RequestGroup> all = mix.prefill;
+  all.insert(all.end(), mix.decode.begin(), mix.decode.end());
+  MixRun r;
+  r.combined = attentionUs(engine, backend, hw, model, mixOf(all), &r.note, nullptr, &r.combined_kernel);
+  r.prefill = attentionUs(engine, backend, hw, model, mixOf(mix.prefill), nullptr, nullptr, &r.prefill_kernel);
+  r.decode = attentionUs(engine, backend, hw, model, mixOf(mix.decode), nullptr, &r.saved_launch, &r.decode_kernel);
+  return r;
+}
+
+struct MixTally {
+  double worst_low = 0, worst_high = 0;
+  int checked = 0, form_switches = 0, kernel_switches = 0;
+  std::string worst_high_case;
+
+  void lowerBound(const MixRun& r, const std::string& what) {
+    // An engine that picks one form per batch (SGLang's MLA handlers) may run the larger part in
+    // another form than the whole (a 2048-token prefill replays the piecewise prefill graph and
+    // runs absorbed, the 2079-token mixed batch runs MHA) or in another kernel of the same form
+    // (its absorbed extends run in FlashInfer MLA, its decode in FlashMLA or trtllm-gen). The law
+    // compares one kernel's parts with its whole; these compare kernels, and are counted.
+    const bool one_form = r.note.find("the engine's form for this batch") != std::string::npos ||
+                          r.note.find("in MHA form") != std::string::npos;
+    const std::string& larger_kernel = r.prefill >= r.decode ? r.prefill_kernel : r.decode_kernel;
+    const auto geometry = [](const std::string& k) { return k.substr(k.find(' ')); };
+    if (one_form && geometry(r.combined_kernel) != geometry(larger_kernel)) {
+      ++form_switches;
+      return;
+    }
+    if (one_form && r.combined_kernel != larger_kernel) {
+      ++kernel_switches;
+      return;
+    }
+    const double largest = std::max(r.prefill, r.decode);
+    EXPECT_GE(r.combined, largest * (1 - kMixedSavedPartials - kMixedDecodeTail) - r.saved_launch) << what;
+    worst_low = std::min(worst_low, r.combined / largest - 1);
+  }
+
+  void upperBound(const MixRun& r, const std::string& what) {
+    EXPECT_NE(r.note.find("mixed batch:"), std::string::npos) << what << ": the output says how it runs";
+    if (r.note.find("padded query tile") != std::string::npos) return;  // the kernel pads: said in the output
+    // SGLang's MHA form up-projects every row's cached latent, the decode rows' too: said in the output.
+    if (r.note.find("in MHA form") != std::string::npos) return;
+    // SGLang's absorbed extend kernel is not its decode kernel (FlashMLA's and trtllm_mla's extends run
+    // in FlashInfer MLA): said in the output.
+    if (r.note.find("not in the decode kernel") != std::string::npos) return;
+    const double over = r.combined / (r.prefill + r.decode) - 1;
+    EXPECT_LE(over, kMixedMargin) << what << ": " << r.combined << " vs " << r.prefill << " + " << r.decode;
+    if (over > worst_high) {
+      worst_high = over;
+      worst_high_case = what;
+    }
+  }
+};
+
 void checkMixedLaw(const std::vector<const char*>& models) {
   const std::vector<MixCase> mixes{{{{1, 16, 2048}}, {{63, 1, 8192}}}, {{{1, 2048, 2048}}, {{31, 1, 4096}}}};
-  double worst_low = 0, worst_high = 0;
-  int form_switches = 0, kernel_switches = 0;
-  std::string worst_high_case;
-  int checked = 0;
+  MixTally t;
   for (const auto& hw : defaultCatalog().hardwareProfiles()) {
     for (const char* model : models) {
       for (const char* engine : {"vllm", "sglang"}) {
         for (const auto& backend : defaultCatalog().engine(engine).backends) {
           for (const auto& mix : mixes) {
-            std::vector<RequestGroup> all = mix.prefill;
-            all.insert(all.end(), mix.decode.begin(), mix.decode.end());
-            std::string note, combined_kernel, prefill_kernel, decode_kernel;
-            const double combined =
-                attentionUs(engine, backend.name, hw.id, model, mixOf(all), &note, nullptr, &combined_kernel);
-            const double prefill =
-                attentionUs(engine, backend.name, hw.id, model, mixOf(mix.prefill), nullptr, nullptr, &prefill_kernel);
-            double saved_launch = 0;
-            const double decode = attentionUs(engine, backend.name, hw.id, model, mixOf(mix.decode), nullptr,
-                                              &saved_launch, &decode_kernel);
-            if (combined < 0 || prefill < 0 || decode < 0) continue;
-            ++checked;
+            const MixRun r = runMix(engine, backend.name, hw.id, model, mix);
+            if (r.combined < 0 || r.prefill < 0 || r.decode < 0) continue;
+            ++t.checked;
             const std::string what = hw.id + " " + model + " " + engine + ":" + backend.name;
-            // An engine that picks one form per batch (SGLang's MLA handlers) may run the larger part in
-            // another form than the whole (a 2048-token prefill replays the piecewise prefill graph and
-            // runs absorbed, the 2079-token mixed batch runs MHA) or in another kernel of the same form
-            // (its absorbed extends run in FlashInfer MLA, its decode in FlashMLA or trtllm-gen). The law
-            // compares one kernel's parts with its whole; these compare kernels, and are counted.
-            const bool one_form = note.find("the engine's form for this batch") != std::string::npos ||
-                                  note.find("in MHA form") != std::string::npos;
-            const std::string& larger_kernel = prefill >= decode ? prefill_kernel : decode_kernel;
-            const auto geometry = [](const std::string& k) { return k.substr(k.find(' ')); };
-            if (one_form && geometry(combined_kernel) != geometry(larger_kernel)) {
-              ++form_switches;
-            } else if (one_form && combined_kernel != larger_kernel) {
-              ++kernel_switches;
-            } else {
-              EXPECT_GE(combined,
-                        std::max(prefill, decode) * (1 - kMixedSavedPartials - kMixedDecodeTail) - saved_launch)
-                  << what;
-              worst_low = std::min(worst_low, combined / std::max(prefill, decode) - 1);
-            }
-            const double over = combined / (prefill + decode) - 1;
-            EXPECT_NE(note.find("mixed batch:"), std::string::npos) << what << ": the output says how it runs";
-            if (note.find("padded query tile") != std::string::npos) continue;  // the kernel pads: said in the output
-            // SGLang's MHA form up-projects every row's cached latent, the decode rows' too: said in the output.
-            if (note.find("in MHA form") != std::string::npos) continue;
-            // SGLang's absorbed extend kernel is not its decode kernel (FlashMLA's and trtllm_mla's extends run
-            // in FlashInfer MLA): said in the output.
-            if (note.find("not in the decode kernel") != std::string::npos) continue;
-            EXPECT_LE(over, kMixedMargin) << what << ": " << combined << " vs " << prefill << " + " << decode;
-            if (over > worst_high) {
-              worst_high = over;
-              worst_high_case = what;
-            }
+            t.lowerBound(r, what);
+            t.upperBound(r, what);
           }
         }
       }
     }
   }
-  EXPECT_GT(checked, 100);
-  ::testing::Test::RecordProperty("worst_over_sum", std::to_string(worst_high) + " " + worst_high_case);
+  EXPECT_GT(t.checked, 100);
+  ::testing::Test::RecordProperty("worst_over_sum", std::to_string(t.worst_high) + " " + t.worst_high_case);
   std::printf(
       "mixed law: %d cases (the larger part in another form: %d, in another kernel: %d); worst over the sum %+.3f "
       "(%s); worst under the largest part %+.3f\n",
-      checked, form_switches, kernel_switches, worst_high, worst_high_case.c_str(), worst_low);
+      t.checked, t.form_switches, t.kernel_switches, t.worst_high, t.worst_high_case.c_str(), t.worst_low);
 }
 
 TEST(CostLawsAttention, MixedBatchCostsBetweenItsLargestPartAndTheSum) {
