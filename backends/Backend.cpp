@@ -72,14 +72,14 @@ MlaExtend parseMlaExtend(const YamlReader& r) {
     m.absorbed_below_prefix_tokens = r.getInt("absorbed_below_prefix_tokens", 1, std::int64_t{1} << 40);
   }
   readKernel(r, "absorbed_kernel", m.absorbed_kernel, m.absorbed_kernel_at);
-  if (m.mha_when != MlaExtend::MhaWhen::Always && m.absorbed_kernel.empty()) {
-    r.fail("mha_when", "mha_when '" + when + "' needs absorbed_kernel: the kernel family of the absorbed form");
-  }
   m.decode_rows_join_extend = r.getOneOf("mixed_decode_rows", {"join_extend", "decode_call"}) == "join_extend";
   m.absorbed_in_prefill_graph = r.get<bool>("absorbed_in_prefill_graph", false);
-  if (m.absorbed_in_prefill_graph && m.absorbed_kernel.empty()) {
-    r.fail("absorbed_in_prefill_graph",
-           "absorbed_in_prefill_graph needs absorbed_kernel: the kernel family of the absorbed form");
+  // Any way into the absorbed form needs its kernel family.
+  const char* absorbs_by = m.mha_when != MlaExtend::MhaWhen::Always ? "mha_when"
+                           : m.absorbed_in_prefill_graph            ? "absorbed_in_prefill_graph"
+                                                                    : nullptr;
+  if (absorbs_by && m.absorbed_kernel.empty()) {
+    r.fail(absorbs_by, std::string(absorbs_by) + " needs absorbed_kernel: the kernel family of the absorbed form");
   }
   m.source = r.get<std::string>("source");
   r.finish();

@@ -111,9 +111,9 @@ struct KernelFamily {
   [[nodiscard]] const std::string& mixedBatchFor(std::string_view engine) const;
   // Prefill tiles hold the query heads of one KV head: declared, or absorbed MLA, whose query heads
   // all share the one latent KV head and are the rows of every tile.
-  [[nodiscard]] bool packsQueryHeadsInPrefill() const {
-    return prefill_gqa_packing || algorithm == "mla_absorbed" || algorithm == "mla_sparse";
-  }
+  [[nodiscard]] bool packsQueryHeadsInPrefill() const { return prefill_gqa_packing || attendsLatentCache(); }
+  // MLA with the up-projections absorbed (dense or sparse): the queries attend the one latent KV head.
+  [[nodiscard]] bool attendsLatentCache() const { return algorithm == "mla_absorbed" || algorithm == "mla_sparse"; }
 };
 
 extern const std::vector<std::string> kKernelAlgorithms;

@@ -101,12 +101,12 @@ void checkMlaExtend(const Catalog& c, const BackendCaps& caps, const std::string
   checkKernel(c, caps.mla_extend->absorbed_kernel, caps.mla_extend->absorbed_kernel_at,
               path + "mla_extend.absorbed_kernel", owner);
   if (caps.prefill_kernel.empty()) return;
-  const std::string& algorithm = c.kernel(caps.prefill_kernel).algorithm;
-  if (algorithm == "mla_absorbed" || algorithm == "mla_sparse") {
+  const KernelFamily& prefill = c.kernel(caps.prefill_kernel);
+  if (prefill.attendsLatentCache()) {
     throw CatalogError(caps.prefill_kernel_at, path + "prefill_kernel",
                        fmt::format("{} runs its MLA extend in MHA form (mla_extend), but prefill kernel '{}' is {}: "
                                    "name a family that attends per-head K/V",
-                                   owner, caps.prefill_kernel, algorithm));
+                                   owner, caps.prefill_kernel, prefill.algorithm));
   }
 }
 

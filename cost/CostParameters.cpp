@@ -21,7 +21,7 @@ AttentionShape resolveShape(const AttentionLayerSpec& layer, const KernelFamily&
   s.act_bytes = bytesOf(dtype);
   s.kv_elem_bytes = kvElementBytes(kv_dtype, dtype);
   s.kv_quantized = s.kv_elem_bytes < 2.0;
-  absorbed = absorbed || kernel.algorithm == "mla_absorbed" || kernel.algorithm == "mla_sparse";
+  absorbed = absorbed || kernel.attendsLatentCache();
   if (layer.mla && (absorbed || phase == Phase::Decode)) {
     // Weight-absorbed MLA: queries in the latent space against one shared latent KV head.
     s.num_kv_heads = 1;

@@ -105,8 +105,6 @@ Predictor::Predictor(const Catalog& catalog, PredictionInput input)
   const std::string engine_name = engine == input_.engine_env.end() ? "" : toDisplay(engine->second);
   mixed_by_phase_ =
       input_.prefill_kernel != input_.decode_kernel || input_.prefill_kernel->mixedBatchFor(engine_name) == "by_phase";
-  prefill_absorbed_ =
-      input_.prefill_kernel->algorithm == "mla_absorbed" || input_.prefill_kernel->algorithm == "mla_sparse";
   // Not calibrated yet: the catalog's figure for the architecture.
   prefill_host_plan_us_ = input_.prefill_kernel->efficiencyFor(hw.architecture).host_plan_us;
   decode_host_plan_us_ = input_.decode_kernel->efficiencyFor(hw.architecture).host_plan_us;

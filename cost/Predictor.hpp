@@ -168,8 +168,7 @@ class Predictor {
   std::vector<std::int64_t> capture_sizes_;
   std::vector<std::int64_t> prefill_capture_sizes_;
   double capture_ms_per_size_ = 0;
-  bool mixed_by_phase_ = false;    // a mixed batch's decode rows run in a decode call of their own
-  bool prefill_absorbed_ = false;  // the prefill kernel attends the latent cache (MLA)
+  bool mixed_by_phase_ = false;  // a mixed batch's decode rows run in a decode call of their own
   double prefill_host_plan_us_ = 0, decode_host_plan_us_ = 0;  // the kernels' per-forward CPU work
 };
 

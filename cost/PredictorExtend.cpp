@@ -22,7 +22,8 @@ MlaExtendRows Predictor::mlaExtendRows(const Workload& workload) const {
   MlaExtendRows rows;
   if (decodeLike(workload.phase) || !input_.model->primaryLayer().isMla()) return rows;
   const auto tokens = static_cast<double>(workload.tokens());
-  if (extendAbsorbed(workload) || prefill_absorbed_) return {.up_projected = 0, .absorbed_tokens = tokens};
+  if (extendAbsorbed(workload) || input_.prefill_kernel->attendsLatentCache())
+    return {.up_projected = 0, .absorbed_tokens = tokens};
   const bool by_phase = workload.phase == Phase::Extend && !workload.isUniform() && !wholeBatchOneForm();
   // In MHA form every row's context; by phase, the single-token rows run in the decode call's latent form.
   rows.up_projected = 0;

@@ -84,6 +84,23 @@ bool plainCausal(const Problem& p, const RequestData& r) {
   return p.mask.causal && p.mask.chunk == 0 && r.tree_parent.empty() && r.key_sets.empty();
 }
 
+// One key tile folded into a query tile's running max m, sum l and output acc; s holds the tile's
+// scaled (and masked) scores and is overwritten with its probabilities.
+void onlineSoftmaxStep(Matrix& s, const Matrix& v_tile, bool round_p_to_bf16, Eigen::VectorXf& m, Eigen::VectorXf& l,
+                       Matrix& acc) {
+  const Eigen::VectorXf tile_max = s.rowwise().maxCoeff();
+  const Eigen::VectorXf m_new = m.cwiseMax(tile_max);
+  // Rows that saw no key yet keep m = -inf; guard exp(-inf - -inf).
+  const Eigen::VectorXf m_safe = m_new.unaryExpr([](float x) { return std::isfinite(x) ? x : 0.0f; });
+  const Eigen::VectorXf correction = (m - m_safe).array().exp().matrix();
+  s = (s.colwise() - m_safe).array().exp().matrix();
+  l = l.cwiseProduct(correction) + s.rowwise().sum();
+  if (round_p_to_bf16) s = s.unaryExpr([](float x) { return roundToBf16(x); });
+  acc = correction.asDiagonal() * acc;
+  acc.noalias() += s * v_tile;
+  m = m_new;
+}
+
 // One head of one request over keys [k_begin, k_end): online softmax over key tiles.
 void attendHead(const Problem& p, const RequestData& r, std::size_t ri, const KvCache& cache, const TiledOptions& o,
                 int h, std::int64_t k_begin, std::int64_t k_end, bool with_sink, MatrixD& out, MatrixD& lse) {
@@ -123,17 +140,7 @@ void attendHead(const Problem& p, const RequestData& r, std::size_t ri, const Kv
           }
         }
       }
-      const Eigen::VectorXf tile_max = s.rowwise().maxCoeff();
-      const Eigen::VectorXf m_new = m.cwiseMax(tile_max);
-      // Rows that saw no key yet keep m = -inf; guard exp(-inf - -inf).
-      const Eigen::VectorXf m_safe = m_new.unaryExpr([](float x) { return std::isfinite(x) ? x : 0.0f; });
-      const Eigen::VectorXf correction = (m - m_safe).array().exp().matrix();
-      s = (s.colwise() - m_safe).array().exp().matrix();
-      l = l.cwiseProduct(correction) + s.rowwise().sum();
-      if (o.round_p_to_bf16) s = s.unaryExpr([](float x) { return roundToBf16(x); });
-      acc = correction.asDiagonal() * acc;
-      acc.noalias() += s * v_tile;
-      m = m_new;
+      onlineSoftmaxStep(s, v_tile, o.round_p_to_bf16, m, l, acc);
     }
     for (Eigen::Index a = 0; a < rows; ++a) {
       const std::int64_t i = i0 + a;

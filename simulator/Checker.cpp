@@ -326,7 +326,7 @@ CheckOutcome runCheck(const CheckRequest& rq) {
   std::mt19937 rng(rq.seed);
   const std::int64_t tree_nodes = rq.tree_topk > 1 ? 7 : 4;
   const bool mla = layer.isMla();
-  const bool absorbed = mla && (k.algorithm == "mla_absorbed" || k.algorithm == "mla_sparse");
+  const bool absorbed = mla && k.attendsLatentCache();
   const int d_pair =
       mla ? (absorbed ? 576 + 512 : layer.head_dim + layer.head_dim_v) : layer.head_dim + layer.head_dim_v;
   const Lengths len = lengthsFor(rq.phase, tree_nodes, 2.0 * layer.num_heads * d_pair, rq.flop_budget);

@@ -200,7 +200,7 @@ std::vector<AttentionShape> shapesFor(const KernelFamily& k) {
     s.kv_token_width = width;
     return s;
   };
-  if (k.algorithm == "mla_absorbed" || k.algorithm == "mla_sparse") return {make(128, 1, 576, 512, 576)};
+  if (k.attendsLatentCache()) return {make(128, 1, 576, 512, 576)};
   return {make(32, 8, 128, 128, 256), make(16, 16, 64, 64, 128)};
 }
 
