@@ -26,12 +26,14 @@ const std::vector<std::string> kArchitectures{"ampere", "ada",   "hopper",  "bla
 
 SplitPolicy parseSplitPolicy(const YamlReader& r) {
   SplitPolicy p;
-  const std::string kind = r.getOneOf("kind", {"search", "fixed", "segments", "sglang", "occupancy", "partition"});
+  const std::string kind =
+      r.getOneOf("kind", {"search", "fixed", "segments", "sglang", "occupancy", "partition", "per_sm"});
   p.rule = kind == "fixed"       ? SplitRule::Fixed
            : kind == "segments"  ? SplitRule::Segments
            : kind == "sglang"    ? SplitRule::Sglang
            : kind == "occupancy" ? SplitRule::Occupancy
            : kind == "partition" ? SplitRule::Partition
+           : kind == "per_sm"    ? SplitRule::PerSm
                                  : SplitRule::Search;
   if (p.rule == SplitRule::Partition) {
     p.tokens = static_cast<int>(r.getInt("tokens", 1, 1 << 20));
@@ -94,6 +96,9 @@ void parsePerformance(const YamlReader& r, KernelFamily& k) {
     decode->finish();
   }
   if (auto rule = r.findMap("split_rule")) k.split_policy = parseSplitPolicy(*rule);
+  // A split over the page pool is the per-SM count cut by the share of the pool one sequence fills.
+  if (k.split_spans_pool && k.split_policy.rule != SplitRule::PerSm)
+    r.fail("split_spans_pool", "needs split_rule {kind: per_sm}: the pool is split by the per-SM count");
   k.efficiency = parseEfficiency(r.map("default"));
   if (auto by_arch = r.findMap("by_architecture")) {
     for (const auto& arch : by_arch->keysOf()) {

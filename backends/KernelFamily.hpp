@@ -30,7 +30,10 @@ struct HeadDimTiles {
 // efficiency). The rules live in cost/AttentionCostSplits.cpp.
 // partition: the ROCm paged-attention kernels, one split per `tokens` keys of the longest sequence
 // (wide_tokens instead up to wide_max_context keys, unquantized KV and head dim <= wide_max_head_dim).
-enum class SplitRule { Search, Fixed, Segments, Sglang, Occupancy, Partition };
+// per_sm: PyTorch's flex-decoding template, `splits` per SM over the grid's (request, KV head)
+// programs: max(1, SMs // (requests x KV heads)) x splits (torch/_inductor/kernel/flex/flex_decoding.py
+// get_split_k).
+enum class SplitRule { Search, Fixed, Segments, Sglang, Occupancy, Partition, PerSm };
 struct SplitPolicy {
   SplitRule rule = SplitRule::Search;
   int splits = 0;

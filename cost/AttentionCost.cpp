@@ -163,17 +163,12 @@ CallTerms callTerms(const AttentionShape& shape, const KernelModel& kernel, cons
   return c;
 }
 
-// The kernel sizes its splits over the whole page pool it is handed (two per SM over the batch's KV
-// heads), so one sequence's keys fill only ceil(splits × sequence / pool) of them.
+// The kernel sizes its splits over the whole page pool it is handed (its split rule's count), so one
+// sequence's keys fill only ceil(splits × sequence / pool) of them.
 int poolSplits(const Call& call, int max_splits) {
-  double requests = 0;
   double longest = 0;
-  for (const auto& g : call.groups) {
-    requests += static_cast<double>(g.count);
-    longest = std::max(longest, static_cast<double>(uniqueKvTokens(g, call.shape)));
-  }
-  const double heuristic =
-      std::max(1.0, std::floor(call.device.compute_units / (requests * call.shape.num_kv_heads)) * 2.0);
+  for (const auto& g : call.groups) longest = std::max(longest, static_cast<double>(uniqueKvTokens(g, call.shape)));
+  const double heuristic = attention_cost::perSmSplits(call.kernel, call.shape, call.groups, call.device.compute_units);
   const double used =
       call.kernel.kv_pool_tokens > 0 ? std::ceil(heuristic * longest / call.kernel.kv_pool_tokens) : 1.0;
   return std::clamp(static_cast<int>(used), 1, max_splits);
@@ -286,7 +281,9 @@ AttentionCost searchSplits(const Call& call, const CallTerms& c) {
                         ? attention_cost::ruledSplits(call.kernel, call.shape, call.groups, call.device.compute_units)
                         : 0;
   if (ruled > 0) {
-    consider(ruled);
+    // flex-decoding's count is capped by the KV tiles (splits past them are empty) and, over a page
+    // pool, by the splits one sequence's pages fill.
+    consider(call.kernel.split_policy.rule == SplitRule::PerSm ? std::min(ruled, maxSplits(call)) : ruled);
     return out;
   }
   const int max_splits = maxSplits(call);

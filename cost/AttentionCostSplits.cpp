@@ -71,6 +71,14 @@ int partitionSplits(const KernelModel& k, const AttentionShape& s, std::span<con
 
 }  // namespace
 
+int perSmSplits(const KernelModel& k, const AttentionShape& s, std::span<const RequestGroup> groups,
+                int compute_units) {
+  double programs = 0;
+  for (const auto& g : groups) programs += static_cast<double>(g.count) * s.num_kv_heads;
+  const double per_sm = std::floor(static_cast<double>(compute_units) / std::max(1.0, programs));
+  return static_cast<int>(std::max(1.0, per_sm * std::max(1, k.split_policy.splits)));
+}
+
 // FlashAttention's num_splits_heuristic (Dao-AILab/flash-attention hopper/heuristics.h, used by
 // get_num_splits in hopper/flash_api.cpp; FA2's csrc/flash_attn/flash_api.cpp has the same rule):
 // no split when the tiles (requests × KV heads × packed query blocks) fill 80% of the SMs or the
@@ -120,6 +128,8 @@ int ruledSplits(const KernelModel& kernel, const AttentionShape& shape, std::spa
       return sglangSplits(kernel, shape, groups, compute_units);
     case SplitRule::Partition:
       return partitionSplits(kernel, shape, groups);
+    case SplitRule::PerSm:
+      return perSmSplits(kernel, shape, groups, compute_units);
   }
   return 0;
 }

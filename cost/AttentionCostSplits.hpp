@@ -8,9 +8,15 @@
 
 namespace attnsim::attention_cost {
 
-// The split count of a decode call whose kernel has a split rule (fixed, segments, sglang, partition); 0 when the
+// The split count of a decode call whose kernel has a split rule (fixed, segments, sglang, partition,
+// per_sm); 0 when the
 // kernel's rule is `search`. Allocation-free.
 int ruledSplits(const KernelModel& kernel, const AttentionShape& shape, std::span<const RequestGroup> groups,
+                int compute_units);
+
+// PyTorch flex-decoding's count (split_rule kind per_sm): the policy's splits per SM over the
+// call's (request, KV head) programs, at least 1.
+int perSmSplits(const KernelModel& kernel, const AttentionShape& shape, std::span<const RequestGroup> groups,
                 int compute_units);
 
 // FlashAttention's num_splits_heuristic for the call (see AttentionCostSplits.cpp); short_kv_rule

@@ -96,7 +96,11 @@ TEST(Bounds, PagedFlexDecodingSplitsOverItsPagePool) {
   auto splits = [&](const KernelModel& k, RequestGroup g) {
     return predictAttention(shape, k, s.device, Phase::Decode, std::span<const RequestGroup>(&g, 1), 128).splits;
   };
-  EXPECT_GT(splits(contiguous, {1, 1, 4096}), 1);
+  // get_split_k: SMs // (batch x KV heads) x 2, at least 1 (split_rule per_sm), capped by the KV tiles.
+  EXPECT_EQ(splits(contiguous, {1, 1, 4096}), 32) << "132 // 8 x 2";
+  EXPECT_EQ(splits(contiguous, {8, 1, 4096}), 4) << "132 // 64 x 2 (the profiled grid is 1 x 64 x 4)";
+  EXPECT_EQ(splits(contiguous, {32, 1, 4096}), 1) << "132 // 256 = 0: one split";
+  EXPECT_EQ(splits(contiguous, {1, 1, 256}), 4) << "32 wanted, 4 tiles of 64 keys";
   KernelModel paged = s.kernel;
   paged.kv_pool_tokens = 8 * 4096;  // the batch's own pages: 2·132/(8·8) = 4 splits of 8,192 pool tokens
   EXPECT_EQ(splits(paged, {8, 1, 4096}), 1);

@@ -104,11 +104,10 @@ TEST(EngineKernels, CalibrateReproducesTheCommittedYaml) {
   const std::string root = ATTNSIM_SOURCE_DIR;
   std::vector<std::string> files;
   for (const char* device : {"h100", "h200"}) {
-    for (const char* f : {"measurements.csv", "engine_kernels.csv", "engine_kernels_mixed.csv"}) {
+    for (const char* f : {"measurements.csv", "engine_kernels.csv", "engine_kernels_mixed.csv", "vllm_flex.csv"}) {
       files.push_back(root + "/measurements/data/" + device + "/" + f);
     }
   }
-  files.push_back(root + "/measurements/data/h100/vllm_flex.csv");  // vLLM's FLEX_ATTENTION: H100 only
   OverlayDir dir;
   const std::string db = (dir.path() / "fit.db").string();
   importMeasurements(files, db, defaultCatalog());
