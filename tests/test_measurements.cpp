@@ -270,6 +270,24 @@ TEST(Calibration, ReportOnTheCommittedSample) {
   EXPECT_NE(validationScatterSvg(v).find("<circle"), std::string::npos);
 }
 
+TEST(Calibration, TheReportListsTheImplementationsAboveTheTargetWithTheirWorstPoint) {
+  Validation v;
+  v.errors = {{"h100-sxm", "fa2", "sdpa_flash", "decode", 2, 0.3, 0.08, 0.09},
+              {"h200", "flex-decoding", "flex_decoding_paged", "decode", 2, 0.3, 0.15, 0.2}};
+  v.held_out = {{"h200", "flex-decoding", "flex_decoding_paged", "decode", "decode", "b8 small", "p", 50, 60, 45},
+                {"h200", "flex-decoding", "flex_decoding_paged", "decode", "decode", "b8 large", "q", 100, 90, 80},
+                {"h100-sxm", "fa2", "sdpa_flash", "decode", "decode", "b1", "p", 10, 12, 10.9}};
+  v.ranking = {4, 0.75, 0.5};
+  const std::string md = validationMarkdown(v, StepValidation{});
+  EXPECT_NE(md.find("met by 1 of 2"), std::string::npos) << md;
+  EXPECT_NE(md.find("Top-1 at least 90%: 75%, missed"), std::string::npos) << md;
+  // One row for the miss, at its worst point (-20% beats -10%); fa2 at 8% is not listed.
+  EXPECT_NE(md.find("| h200 | flex-decoding | flex_decoding_paged | decode | 15.0% | b8 large | 100.0 | 80.0 | -20% |"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("| h100-sxm | fa2 | sdpa_flash | decode | 8.0% |"), std::string::npos) << md;
+}
+
 TEST(Calibration, ExportedFitsLoadIntoTheCatalogAndDbTakesOver) {
   // The committed calibrations are in the default catalog.
   const KernelModel calibrated =
