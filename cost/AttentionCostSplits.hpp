@@ -9,8 +9,7 @@
 namespace attnsim::attention_cost {
 
 // The split count of a decode call whose kernel has a split rule (fixed, segments, sglang, partition,
-// per_sm); 0 when the
-// kernel's rule is `search`. Allocation-free.
+// per_sm); 0 when the kernel's rule is `search` or `occupancy`. Allocation-free.
 int ruledSplits(const KernelModel& kernel, const AttentionShape& shape, std::span<const RequestGroup> groups,
                 int compute_units);
 
