@@ -95,6 +95,17 @@ void parsePerformance(const YamlReader& r, KernelFamily& k) {
     k.decode_occupancy_source = decode->get<std::string>("source");
     decode->finish();
   }
+  if (auto schedule = r.findMap("wave_schedule")) {
+    k.rolling_waves = schedule->getOneOf("kind", {"lockstep", "rolling"}) == "rolling";
+    k.wave_schedule_source = schedule->get<std::string>("source");
+    schedule->finish();
+  }
+  if (auto paged = r.findMap("paged_key_ns")) {
+    if (k.paging != Paging::Emulated) r.fail("paged_key_ns", "only a family with paging: emulated looks keys up");
+    k.paged_key_ns = paged->getNumber("value", 0, 1000);
+    k.paged_key_ns_source = paged->get<std::string>("source");
+    paged->finish();
+  }
   if (auto rule = r.findMap("split_rule")) k.split_policy = parseSplitPolicy(*rule);
   // A split over the page pool is the per-SM count cut by the share of the pool one sequence fills.
   if (k.split_spans_pool && k.split_policy.rule != SplitRule::PerSm)

@@ -91,6 +91,16 @@ struct KernelFamily {
   int decode_ctas_per_sm = 0;
   double decode_slot_bandwidth_share = 0;
   std::string decode_occupancy_source;
+  // How waves of work units follow each other (cost/AttentionCostWaves.cpp). Lockstep: each wave
+  // ends with its longest unit's serial tail before the next wave's bytes stream. Rolling: the SM
+  // holds enough latency-bound units that a finishing unit's serial tail overlaps the next unit's
+  // streaming, so the bytes of all waves stream back to back and one tail shows.
+  bool rolling_waves = false;
+  std::string wave_schedule_source;
+  // Emulated paging (Paging::Emulated) only: the per-key time a paged call adds to each unit's serial
+  // loop, the page-table lookup of every key before its scores are masked. 0: none measured.
+  double paged_key_ns = 0;
+  std::string paged_key_ns_source;
   // Prefill/extend tiles pack the query heads of one KV head into the query tile (FA3 varlen
   // PackGQA, FlashInfer's packed qo rows, vLLM Triton unified BLOCK_M), so a short or single-token
   // row shares one KV read across its group.

@@ -127,13 +127,17 @@ struct CallTerms {
   double sinks = 0;          // sink logits' bytes
   double base_bytes = 0;
   double index_bytes_per_key = 0;
+  double page_lookup_us = 0;  // per key of a paged call of an emulated-paging kernel
 };
 
 Rates slotRates(const CallTerms& c, const KernelModel& kernel, const DeviceModel& device) {
   const double key_factor = c.dequant > 1 ? kernel.quantized_kv_key_factor : 1.0;
   return Rates{c.peak * kernel.compute_efficiency / c.dequant / c.slots,
-               device.bytes_per_us * kernel.memory_efficiency / c.slots, c.slots, kernel.key_us * key_factor,
-               kernel.slot_bandwidth_share};
+               device.bytes_per_us * kernel.memory_efficiency / c.slots,
+               c.slots,
+               kernel.key_us * key_factor + c.page_lookup_us,
+               kernel.slot_bandwidth_share,
+               kernel.rolling_waves};
 }
 
 CallTerms callTerms(const AttentionShape& shape, const KernelModel& kernel, const DeviceModel& device, const Traffic& t,
@@ -142,6 +146,7 @@ CallTerms callTerms(const AttentionShape& shape, const KernelModel& kernel, cons
   c.slots = std::max(1, device.compute_units * kernel.ctas_per_sm);
   c.peak = kernel.tensor_math ? device.tensor_flops_per_us : device.vector_flops_per_us;
   c.dequant = shape.kv_quantized ? 1.0 + kernel.quantized_kv_overhead : 1.0;
+  c.page_lookup_us = kernel.paged_emulated && page_size > 0 ? kernel.paged_key_us : 0.0;
   c.rates = slotRates(c, kernel, device);
   c.single_token_rates = single_token_rows ? slotRates(c, *single_token_rows, device) : c.rates;
   const int group = shape.groupSize();

@@ -61,6 +61,8 @@ struct KernelModel {
   bool splits_mixed_decode_rows = false;  // KernelFamily::splits_mixed_decode_rows
   double kv_pool_tokens = 0;
   double slot_bandwidth_share = 1;  // the family's (KernelFamily::slot_bandwidth_share)
+  bool rolling_waves = false;       // KernelFamily::rolling_waves
+  double paged_key_us = 0;          // KernelFamily::paged_key_ns, in µs
   SplitPolicy split_policy;         // how the kernel picks its split count (search: the fastest)
   double compute_efficiency = 0.5;
   double memory_efficiency = 0.75;

@@ -53,6 +53,7 @@ struct Rates {
   // How many times byte_per_slot one unit may draw while fewer units than slots run (the kernel
   // family's slot_bandwidth_share; the call as a whole never exceeds the device's bandwidth).
   double slot_share = 1;
+  bool rolling = false;  // KernelModel::rolling_waves
 };
 
 // One kind of equal work units: time on one slot (its math or bytes, overlapped, then its serial

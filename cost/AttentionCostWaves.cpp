@@ -66,16 +66,37 @@ namespace {
 constexpr double kWhole = 1e-9;  // counts are whole numbers held in doubles
 
 // The schedule's time, and the part of it that the waves' bytes rather than their longest units set.
-// A wave lasts as long as its longest unit, or as the device takes to stream the bytes of all its
-// units plus the serial per-key and Q/O work of the unit with the most of it, whichever is longer:
-// a unit's own bytes overlap its math, but no unit finishes before the bandwidth has delivered them.
+// Lockstep (the default): a wave lasts as long as its longest unit, or as the device takes to stream
+// the bytes of all its units plus the serial per-key and Q/O work of the unit with the most of it,
+// whichever is longer: a unit's own bytes overlap its math, but no unit finishes before the bandwidth
+// has delivered them, and the next wave's bytes wait for that tail.
+// Rolling (KernelFamily::rolling_waves): the waves' longest units still follow each other, but the
+// bytes of all waves stream back to back and only the longest serial tail is added once: the SM
+// holds more latency-bound units than the slots keep busy, so one unit's tail hides behind the next
+// one's loads (flex-decoding: 5 resident CTAs per SM, each visiting a key every ~50 ns).
 struct Schedule {
   double us = 0;
   double streamed_us = 0;
-  void wave(double longest_us, double serial_us, double bytes_us, double times = 1) {
-    const double streamed = bytes_us + serial_us;
+  bool rolling = false;
+  double chain_us = 0;  // rolling: Σ of the waves' longest units
+  double bytes_us = 0;  // rolling: Σ of the waves' streaming times
+  double tail_us = 0;   // rolling: the longest serial tail
+  void wave(double longest_us, double serial_us, double wave_bytes_us, double times = 1) {
+    if (rolling) {
+      chain_us += times * longest_us;
+      bytes_us += times * wave_bytes_us;
+      tail_us = std::max(tail_us, serial_us);
+      return;
+    }
+    const double streamed = wave_bytes_us + serial_us;
     us += times * std::max(longest_us, streamed);
     if (streamed > longest_us) streamed_us += times * streamed;
+  }
+  void finish() {
+    if (!rolling) return;
+    const double streamed = bytes_us + tail_us;
+    us = std::max(chain_us, streamed);
+    streamed_us = streamed > chain_us ? streamed : 0.0;
   }
 };
 
@@ -84,13 +105,15 @@ struct Schedule {
 // time at its slot share of bandwidth (FA2 decode, 264 -> 272 units on 264 slots: 1.5x, measured
 // 1.46-1.57x on the H100, measurements/data/h100/wave_edges.csv), not a share of the call's bytes.
 // Adding a unit or lengthening one never shortens the schedule.
-Schedule waveSchedule(const Waves& w, double slots) {
+Schedule waveSchedule(const Waves& w, double slots, bool rolling) {
   Schedule out;
+  out.rolling = rolling;
   if (!w.units) {  // one kind of unit
     const double full = std::floor(w.ctas / slots + kWhole);
     out.wave(w.max_work_us, w.unit_serial_us, slots * w.unit_stream_us, full);
     const double rest = w.ctas - full * slots;
     if (rest > kWhole) out.wave(w.max_work_us, w.unit_serial_us, rest * w.unit_stream_us);
+    out.finish();
     return out;
   }
   auto& units = *w.units;
@@ -124,13 +147,14 @@ Schedule waveSchedule(const Waves& w, double slots) {
     }
   }
   if (filled > 0) out.wave(longest, serial, bytes_us);
+  out.finish();
   return out;
 }
 
 }  // namespace
 
 KernelTime kernelTime(const Waves& w, const Rates& r, double dram_bytes) {
-  const Schedule waves = waveSchedule(w, r.slots);
+  const Schedule waves = waveSchedule(w, r.slots, r.rolling);
   const double stream = (dram_bytes + w.stream_extra_bytes) / (r.byte_per_slot * r.slots);
   return {std::max(waves.us, stream), stream >= waves.us || 2 * waves.streamed_us >= waves.us};
 }

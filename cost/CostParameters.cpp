@@ -80,6 +80,8 @@ KernelModel resolveKernel(const KernelFamily& kernel, const HardwareProfile& hw,
   k.slot_bandwidth_share = decode_like && kernel.decode_slot_bandwidth_share > 0 ? kernel.decode_slot_bandwidth_share
                                                                                  : kernel.slot_bandwidth_share;
   k.split_policy = kernel.split_policy;
+  k.rolling_waves = kernel.rolling_waves;
+  k.paged_key_us = kernel.paged_key_ns / 1000.0;
   // The device's fit for the phase class; an extend without its own fit uses the prefill fit.
   auto found = hw.calibrations.find({kernel.id, calibrationClass(phase)});
   if (found == hw.calibrations.end() && phase == Phase::Extend) found = hw.calibrations.find({kernel.id, "prefill"});

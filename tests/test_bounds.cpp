@@ -110,6 +110,53 @@ TEST(Bounds, PagedFlexDecodingSplitsOverItsPagePool) {
   EXPECT_EQ(splits(paged, {1, 1, 4096}), 1);
 }
 
+TEST(Bounds, RollingWavesStreamBackToBackWithOneSerialTail) {
+  // flex-decoding holds 5 latency-bound CTAs per SM: its waves' bytes stream back to back and one
+  // unit's serial tail shows once (rolling), where a lockstep schedule pays it after every wave.
+  Rig s = setup("h100-sxm", "flex-decoding");
+  ASSERT_TRUE(s.kernel.rolling_waves);
+  s.kernel.paged_emulated = false;  // contiguous K/V: the per_sm split rule alone
+  s.kernel.key_us = 0.013;          // the H100 fit's order (13 ns a key)
+  KernelModel lockstep = s.kernel;
+  lockstep.rolling_waves = false;
+  const AttentionShape shape = mha(32, 32, 128);
+  auto call = [&](const KernelModel& k, RequestGroup g) {
+    return predictAttention(shape, k, s.device, Phase::Decode, std::span<const RequestGroup>(&g, 1), 0);
+  };
+  // One wave (8 splits x 32 heads = 256 units on 660 slots): nothing follows, the schedules agree.
+  EXPECT_DOUBLE_EQ(call(s.kernel, {1, 1, 4096}).time_us, call(lockstep, {1, 1, 4096}).time_us);
+  // Two waves (32 x 32 = 1,024 units, one split of 8,192 keys each), bandwidth-bound: lockstep pays
+  // the tail twice. A tail is the unit's key loop plus its Q load and O store (0.13 µs here).
+  const RequestGroup big{32, 1, 8192};
+  const double tail_us = 8192 * s.kernel.key_us;
+  EXPECT_NEAR(call(lockstep, big).time_us - call(s.kernel, big).time_us, tail_us, 0.01 * tail_us);
+  for (const std::int64_t n : {512, 2048, 16384}) {
+    EXPECT_LE(call(s.kernel, {32, 1, n}).time_us, call(lockstep, {32, 1, n}).time_us) << n;
+  }
+}
+
+TEST(Bounds, EmulatedPagingAddsItsLookupToEveryKeyOfAPagedCall) {
+  // Under PagedAttention flex-decoding looks each key's logical position up in the page table before
+  // masking its score: paged_key_ns more per key a unit visits, and nothing for contiguous K/V.
+  Rig s = setup("h100-sxm", "flex-decoding");
+  ASSERT_GT(s.kernel.paged_key_us, 0);
+  s.kernel.kv_pool_tokens = 4096;  // one sequence's pool: the paged call splits as the contiguous one
+  KernelModel no_lookup = s.kernel;
+  no_lookup.paged_key_us = 0;
+  const AttentionShape shape = mha(32, 8, 128);
+  const RequestGroup g{1, 1, 4096};
+  auto call = [&](const KernelModel& k, std::int64_t page) {
+    return predictAttention(shape, k, s.device, Phase::Decode, std::span<const RequestGroup>(&g, 1), page);
+  };
+  const auto paged = call(s.kernel, 128);
+  const auto unpriced = call(no_lookup, 128);
+  ASSERT_EQ(paged.splits, unpriced.splits);
+  // One wave of units, each visiting 4096 / splits keys: the call's time grows by their lookups.
+  const double lookups_us = 4096.0 / paged.splits * s.kernel.paged_key_us;
+  EXPECT_NEAR(paged.time_us - unpriced.time_us, lookups_us, 1e-6 * lookups_us);
+  EXPECT_DOUBLE_EQ(call(s.kernel, 0).time_us, call(no_lookup, 0).time_us) << "contiguous K/V looks nothing up";
+}
+
 TEST(Bounds, ExtendAndDecodeFlopsEqualClosedForms) {
   const Rig s = setup("h100-sxm", "fa3");
   const AttentionShape shape = mha(64, 8, 128);
