@@ -5,7 +5,10 @@ That number is the kernel's occupancy: registers per thread, shared memory per C
 CTA against the SM's limits. The profiler's trace gives the first three for every kernel it records;
 this script writes them, with the occupancy they imply, one CSV row per kernel:
 
-    python3 measurements/occupancy.py --out occupancy.csv
+    python3 measurements/occupancy.py --out occupancy.csv [--vllm-src DIR] [--sglang-src DIR]
+
+With an engine's source tree (engine_kernels.py: the kernels are loaded from there at run time), its
+Triton decode kernels are recorded too, called as engine_kernels.py times them.
 
 Hopper limits (CUDA C Programming Guide, "Compute capability 9.0"): 65536 registers, 64 warps,
 32 CTAs and 227 KiB of shared memory per CTA (228 KiB per SM, 1 KiB of it reserved per CTA).
@@ -13,6 +16,7 @@ Registers are allocated per warp in units of 256.
 """
 import argparse
 import csv
+import itertools
 import json
 import os
 import sys
@@ -72,9 +76,30 @@ def calls():
                 compiled, PagedAttention, create_block_mask, b, 4096, heads, kv_heads, 128)
 
 
+def engine_calls(vllm_src, sglang_src):
+    """(implementation, shape, call) for the engines' Triton decode kernels, at the same two batches."""
+    import engine_kernels as ek
+    vllm = ek.load_vllm(vllm_src) if vllm_src else None
+    sglang = ek.load_sglang(sglang_src) if sglang_src else None
+    for b in (8, 32):
+        for d in (128, 64):
+            shape = f"decode b{b} q1 kv4096 h32/8 d{d}"
+            if vllm:
+                run = ek.vllm_unified_call(vllm["unified"], [(1, 4096)] * b, 32, 8, d, torch.bfloat16)[0]
+                yield "vllm_triton_unified", shape + " paged/16", run
+            if sglang:
+                yield "sglang_triton_decode", shape + " paged/1", ek.sglang_decode_call(sglang, b, 4096, 32, 8, d)[0]
+        if vllm:
+            for heads in (16, 128):
+                run = ek.vllm_mla_call(vllm["mla"], b, 4096, heads, torch.bfloat16)[0]
+                yield "vllm_triton_mla_decode", f"decode b{b} q1 kv4096 h{heads}/1 d576 paged/16", run
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", required=True)
+    parser.add_argument("--vllm-src", help="vLLM source tree: record TRITON_ATTN's and TRITON_MLA's decode kernels")
+    parser.add_argument("--sglang-src", help="SGLang source tree: record the triton backend's decode kernels")
     args = parser.parse_args()
     device = torch.cuda.get_device_properties(0)
     columns = ["device", "impl", "shape", "kernel", "grid", "block", "registers_per_thread", "shared_memory",
@@ -82,7 +107,8 @@ def main():
     with open(args.out, "w", newline="") as out:
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(columns)
-        for impl, shape, fn in calls():
+        engines = engine_calls(args.vllm_src, args.sglang_src) if args.vllm_src or args.sglang_src else ()
+        for impl, shape, fn in itertools.chain(calls(), engines):
             for e in traced_kernels(fn):
                 a = e.get("args", {})
                 threads = 1
