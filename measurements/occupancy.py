@@ -78,6 +78,8 @@ def calls():
 
 def engine_calls(vllm_src, sglang_src):
     """(implementation, shape, call) for the engines' Triton decode kernels, at the same two batches."""
+    if not (vllm_src or sglang_src):
+        return
     import engine_kernels as ek
     vllm = ek.load_vllm(vllm_src) if vllm_src else None
     sglang = ek.load_sglang(sglang_src) if sglang_src else None
@@ -107,8 +109,7 @@ def main():
     with open(args.out, "w", newline="") as out:
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(columns)
-        engines = engine_calls(args.vllm_src, args.sglang_src) if args.vllm_src or args.sglang_src else ()
-        for impl, shape, fn in itertools.chain(calls(), engines):
+        for impl, shape, fn in itertools.chain(calls(), engine_calls(args.vllm_src, args.sglang_src)):
             for e in traced_kernels(fn):
                 a = e.get("args", {})
                 threads = 1
