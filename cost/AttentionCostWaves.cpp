@@ -92,6 +92,7 @@ struct Schedule {
     us += times * std::max(longest_us, streamed);
     if (streamed > longest_us) streamed_us += times * streamed;
   }
+  // After the last wave: a rolling schedule's time from its sums.
   void finish() {
     if (!rolling) return;
     const double streamed = bytes_us + tail_us;
@@ -113,7 +114,6 @@ Schedule waveSchedule(const Waves& w, double slots, bool rolling) {
     out.wave(w.max_work_us, w.unit_serial_us, slots * w.unit_stream_us, full);
     const double rest = w.ctas - full * slots;
     if (rest > kWhole) out.wave(w.max_work_us, w.unit_serial_us, rest * w.unit_stream_us);
-    out.finish();
     return out;
   }
   auto& units = *w.units;
@@ -147,14 +147,14 @@ Schedule waveSchedule(const Waves& w, double slots, bool rolling) {
     }
   }
   if (filled > 0) out.wave(longest, serial, bytes_us);
-  out.finish();
   return out;
 }
 
 }  // namespace
 
 KernelTime kernelTime(const Waves& w, const Rates& r, double dram_bytes) {
-  const Schedule waves = waveSchedule(w, r.slots, r.rolling);
+  Schedule waves = waveSchedule(w, r.slots, r.rolling);
+  waves.finish();
   const double stream = (dram_bytes + w.stream_extra_bytes) / (r.byte_per_slot * r.slots);
   return {std::max(waves.us, stream), stream >= waves.us || 2 * waves.streamed_us >= waves.us};
 }
