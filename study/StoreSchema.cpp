@@ -2,6 +2,8 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <chrono>
+#include <thread>
 
 #include "core/Error.hpp"
 #include "study/CapacityStore.hpp"
@@ -153,10 +155,23 @@ std::optional<std::string> schemaVersion(sqlite3* db) {
   return version.step() ? std::optional<std::string>(version.text(0)) : std::nullopt;
 }
 
+// Switching a new file to WAL takes an exclusive lock, and SQLite answers SQLITE_BUSY at once,
+// without the busy handler, while another process opening the same new file holds a lock (two sweeps
+// started together on one --db): retry for up to a minute, then fail with SQLite's message.
+void enableWal(sqlite3* db, const std::string& path) {
+  constexpr int kAttempts = 6000;
+  int rc = SQLITE_BUSY;
+  for (int attempt = 0; attempt < kAttempts && rc == SQLITE_BUSY; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    rc = sqlite3_exec(db, "PRAGMA journal_mode=WAL;", nullptr, nullptr, nullptr);
+  }
+  if (rc != SQLITE_OK) execSql(db, "PRAGMA journal_mode=WAL;", path);  // fails again, with SQLite's message
+}
+
 }  // namespace
 
 void createOrMigrateSchema(sqlite3* db, const std::string& path) {
-  execSql(db, "PRAGMA journal_mode=WAL;", path);
+  enableWal(db, path);
   WriteTransaction t(db, path);
   const auto found = schemaVersion(db);
   const std::string current = std::to_string(kStoreSchemaVersion);
