@@ -1,7 +1,9 @@
 #include "core/Files.hpp"
 
 #include <fmt/format.h>
+#include <zlib.h>
 
+#include <array>
 #include <fstream>
 #include <sstream>
 
@@ -24,6 +26,22 @@ std::string readTextFile(const std::filesystem::path& path, std::string_view wha
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+std::string readGzipFile(const std::filesystem::path& path, std::string_view what) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (f == nullptr) throw UsageError(fmt::format("{} {}: cannot read", what, path.string()));
+  std::string text;
+  std::array<char, 1 << 16> buffer{};
+  int n = 0;
+  while ((n = gzread(f, buffer.data(), static_cast<unsigned>(buffer.size()))) > 0) {
+    text.append(buffer.data(), static_cast<std::size_t>(n));
+  }
+  int code = Z_OK;
+  const std::string error = n < 0 ? gzerror(f, &code) : "";
+  gzclose(f);
+  if (n < 0) throw UsageError(fmt::format("{} {}: not valid gzip ({})", what, path.string(), error));
+  return text;
 }
 
 }  // namespace attnsim

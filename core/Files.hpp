@@ -11,5 +11,8 @@ void writeFileAtomically(const std::filesystem::path& path, const std::string& t
 
 // The whole file as bytes; UsageError "<what> <path>: cannot read" when it cannot be opened.
 std::string readTextFile(const std::filesystem::path& path, std::string_view what);
+// The decompressed content of a gzip file; UsageError naming `what` and `path` when it cannot be
+// opened or is not valid gzip (a truncated file included).
+std::string readGzipFile(const std::filesystem::path& path, std::string_view what);
 
 }  // namespace attnsim

@@ -179,11 +179,23 @@ StepGraph::StepGraph(const ModelSpec& model, bool decode_like) {
   }
 }
 
+double rooflineUs(const KernelModel& kernel, const DeviceModel& device, double flops, double bytes) {
+  const double peak = kernel.tensor_math ? device.tensor_flops_per_us : device.vector_flops_per_us;
+  return std::max(flops / (peak * kernel.compute_efficiency),
+                  bytes / (device.bytes_per_us * kernel.memory_efficiency)) +
+         kernel.fixed_us;
+}
+
+double kvWriteBytes(double tokens, double kv_token_elements, double act_bytes, double kv_elem_bytes) {
+  return tokens * kv_token_elements * (act_bytes + kv_elem_bytes);
+}
+
 LinearKernels resolveLinearKernels(const Catalog& catalog, const HardwareProfile& hw, const ModelSpec& model) {
   LinearKernels k;
   k.gemm = resolveKernel(catalog.kernel("dense-gemm"), hw);
   k.grouped_gemm = resolveKernel(catalog.kernel("grouped-gemm"), hw);
   k.elementwise = resolveKernel(catalog.kernel("elementwise"), hw);
+  k.kv_write = resolveKernel(catalog.kernel("kv-cache-write"), hw);
   k.device = resolveDevice(hw, model.dtype);
   k.device_weights = k.device;
   if (model.weight_dtype == "fp8" && hw.peak.fp8_tflops)
@@ -198,19 +210,14 @@ using OpTimes = std::array<double, kStepOpCount>;
 struct Roofline {
   const KernelModel& kernel;
   const DeviceModel& device;
-  [[nodiscard]] double operator()(double flops, double bytes) const {
-    const double peak = kernel.tensor_math ? device.tensor_flops_per_us : device.vector_flops_per_us;
-    return std::max(flops / (peak * kernel.compute_efficiency),
-                    bytes / (device.bytes_per_us * kernel.memory_efficiency)) +
-           kernel.fixed_us;
-  }
+  [[nodiscard]] double operator()(double flops, double bytes) const { return rooflineUs(kernel, device, flops, bytes); }
 };
 
 // What every non-attention op's cost reads: the batch, the element widths per rank and the kernels'
 // rooflines. FP8 weights run their GEMMs at the FP8 peak.
 struct LinearOps {
   double ranks, act, wb, wb_experts, tokens, routed_distinct, requests, kv_tokens, hidden, hq, hkv;
-  Roofline gemm_fp, gemm_bf, grouped, elementwise;
+  Roofline gemm_fp, gemm_bf, grouped, elementwise, kv_write;
 
   [[nodiscard]] double linear(double m, double n, double kdim, double weight_bytes) const {
     const Roofline& gemm = wb < 2.0 ? gemm_fp : gemm_bf;
@@ -240,7 +247,8 @@ LinearOps linearOps(const ModelSpec& model, const LinearKernels& k, const Worklo
       .gemm_fp = {k.gemm, k.device_weights},
       .gemm_bf = {k.gemm, k.device},
       .grouped = {k.grouped_gemm, k.device_weights},
-      .elementwise = {k.elementwise, k.device}};
+      .elementwise = {k.elementwise, k.device},
+      .kv_write = {k.kv_write, k.device}};
 }
 
 void costMlaProjections(const LinearOps& c, const MlaGeometry& m, double kv_elem_bytes, const MlaExtendRows& rows,
@@ -253,7 +261,7 @@ void costMlaProjections(const LinearOps& c, const MlaGeometry& m, double kv_elem
   op[at(StepOp::QbProj)] =
       c.linear(tokens, hq * (m.qk_nope_head_dim + m.qk_rope_head_dim), q_in > 0 ? q_in : c.hidden, c.wb);
   op[at(StepOp::Rope)] = c.elementwise(0, 2 * tokens * (hq + 1) * m.qk_rope_head_dim * act);
-  op[at(StepOp::KvWrite)] = c.elementwise(0, tokens * latent * (act + kv_elem_bytes));
+  op[at(StepOp::KvWrite)] = c.kv_write(0, kvWriteBytes(tokens, latent, act, kv_elem_bytes));
   // Absorbed decode: queries into the latent space, and the latent output back to value heads.
   const auto q_absorb = [&](double n) {
     return c.gemm_bf(
@@ -281,7 +289,8 @@ void costMhaProjections(const LinearOps& c, const AttentionLayerSpec& attn, doub
   const double tokens = c.tokens, hq = c.hq, hkv = c.hkv, act = c.act;
   op[at(StepOp::QkvProj)] = c.linear(tokens, (hq + 2 * hkv) * attn.head_dim, c.hidden, c.wb);
   op[at(StepOp::Rope)] = c.elementwise(0, 2 * tokens * (hq + hkv) * attn.head_dim * act);
-  op[at(StepOp::KvWrite)] = c.elementwise(0, tokens * hkv * (attn.head_dim + attn.head_dim_v) * (act + kv_elem_bytes));
+  op[at(StepOp::KvWrite)] =
+      c.kv_write(0, kvWriteBytes(tokens, hkv * (attn.head_dim + attn.head_dim_v), act, kv_elem_bytes));
   op[at(StepOp::OProj)] = c.linear(tokens, c.hidden, hq * attn.head_dim_v, c.wb);
 }
 

@@ -146,10 +146,18 @@ struct LinearKernels {
   KernelModel gemm;
   KernelModel grouped_gemm;
   KernelModel elementwise;
+  KernelModel kv_write;        // the KV-cache write of the new tokens (family kv-cache-write)
   DeviceModel device;          // activation dtype
   DeviceModel device_weights;  // peak for the weights' dtype (FP8 GEMMs)
 };
 LinearKernels resolveLinearKernels(const Catalog& catalog, const HardwareProfile& hw, const ModelSpec& model);
+
+// A non-attention kernel's time: the larger of its compute and memory roofs at the family's
+// efficiencies, plus its fixed time.
+double rooflineUs(const KernelModel& kernel, const DeviceModel& device, double flops, double bytes);
+// Bytes the KV-cache write of `tokens` new tokens moves: each token's K/V row (kv_token_elements per
+// rank) read in the activation dtype and stored at the cache's element width.
+double kvWriteBytes(double tokens, double kv_token_elements, double act_bytes, double kv_elem_bytes);
 
 // Which tokens of an MLA extend step take which form's projections (BackendCaps::mla_extend): the MHA
 // form up-projects every cached latent token of its rows through kv_b_proj (the new tokens and the

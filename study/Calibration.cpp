@@ -10,6 +10,8 @@
 
 #include "backends/KernelFamily.hpp"
 #include "catalog/Catalog.hpp"
+#include "cost/StepModel.hpp"
+#include "hardware/HardwareProfile.hpp"
 
 namespace attnsim {
 
@@ -66,6 +68,8 @@ Eigen::VectorXd residuals(const std::vector<FitPoint>& points, const KernelModel
 
 double predictPoint(const FitPoint& p, const KernelModel& base, const DeviceModel& device, const FitParams& params) {
   KernelModel k = base;
+  DeviceModel d = device;
+  d.tensor_flops_per_us *= p.math_peak_scale;
   k.compute_efficiency = params.compute_efficiency;
   k.memory_efficiency = params.memory_efficiency;
   k.fixed_us = params.fixed_us;
@@ -79,9 +83,10 @@ double predictPoint(const FitPoint& p, const KernelModel& base, const DeviceMode
     // The harness's pool: the batch's pages.
     k.kv_pool_tokens = static_cast<double>(p.group.count * p.group.context + p.decodes.count * p.decodes.context);
   }
-  return predictAttention(p.shape, k, device, p.phase, std::span(groups.data(), count),
+  return predictAttention(p.shape, k, d, p.phase, std::span(groups.data(), count),
                           std::max<std::int64_t>(1, p.page_size))
-      .time_us;
+             .time_us +
+         p.kv_write_us;
 }
 
 FitResult fitKernel(const std::vector<FitPoint>& points, const KernelModel& base, const DeviceModel& device,
@@ -175,6 +180,25 @@ FitPoint fitPointFrom(const MeasurementRow& row, const KernelModel* kernel) {
     p.decodes = {row.batch - 1, 1, row.kv_len, 1};
   }
   p.page_size = row.page_size;
+  p.shape.window = row.window;
+  return p;
+}
+
+FitPoint fitPointFrom(const MeasurementRow& row, const KernelModel& kernel, const Catalog& catalog) {
+  FitPoint p = fitPointFrom(row, &kernel);
+  const HardwareProfile& hw = catalog.hardware(row.hardware);
+  if (row.q_dtype.starts_with("fp8") && hw.peak.fp8_tflops && hw.peak.bf16_tflops) {
+    p.math_peak_scale = *hw.peak.fp8_tflops / *hw.peak.bf16_tflops;
+    p.shape.kv_quantized = false;  // FP8 operands meet in FP8 math: nothing is dequantized
+  }
+  if (row.kv_write) {
+    const KernelModel write = resolveKernel(catalog.kernel("kv-cache-write"), hw);
+    const DeviceModel device = resolveDevice(hw, DType::BF16);
+    const double tokens = static_cast<double>(p.group.count * p.group.q_len + p.decodes.count * p.decodes.q_len);
+    const double elements = static_cast<double>(p.shape.num_kv_heads) * p.shape.kv_token_width;
+    p.kv_write_us =
+        rooflineUs(write, device, 0, kvWriteBytes(tokens, elements, p.shape.act_bytes, p.shape.kv_elem_bytes));
+  }
   return p;
 }
 

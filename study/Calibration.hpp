@@ -31,6 +31,12 @@ struct FitPoint {
   RequestGroup decodes{0, 1, 1, 1};
   double measured_us = 0;
   std::int64_t page_size = 0;  // 0: contiguous K and V, as SDPA takes them
+  // The query's dtype sets the tensor cores' peak: an FP8 query (with an FP8 cache) runs at the
+  // FP8 peak, this multiple of the bf16 one, with nothing to dequantize.
+  double math_peak_scale = 1;
+  // The timed call also wrote the new tokens' K/V (AIConfigurator's rows): that kernel's time,
+  // from the kv-cache-write family, which the step model costs as its own node.
+  double kv_write_us = 0;
   const MeasurementRow* row = nullptr;
 };
 
@@ -54,6 +60,9 @@ double meanAbsolutePercentageError(const std::vector<FitPoint>& points, const Ke
 // one byte a element, dequantized; Q and O stay bf16). An MLA family's (mla_absorbed) rows give the
 // latent width as head_dim (576 = kv_lora_rank 512 + rope 64): keys that wide, values the first 512.
 FitPoint fitPointFrom(const MeasurementRow& row, const KernelModel* kernel = nullptr);
+// The same, with what the row's device adds to the call: the FP8 peak of an FP8 query and the KV-cache
+// write a row that includes it (kv_write) timed with the attention.
+FitPoint fitPointFrom(const MeasurementRow& row, const KernelModel& kernel, const Catalog& catalog);
 // The kernel model used to predict measured calls of a family on a device (paged as the family
 // pages; predictPoint reads a contiguous point's K and V unpaged).
 KernelModel measuredKernelModel(const Catalog& catalog, const std::string& kernel, const std::string& hardware,

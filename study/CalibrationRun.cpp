@@ -39,7 +39,7 @@ double defaultTrainMape(const Catalog& c, const FamilyFit& f, const std::vector<
   std::vector<FitPoint> points;
   for (const auto& r : rows) {
     if (r.hardware == f.hardware && r.kernel == f.kernel && phaseClassOf(r) == f.phase && !holdout.heldOut(r)) {
-      points.push_back(fitPointFrom(r, &base));
+      points.push_back(fitPointFrom(r, base, c));
     }
   }
   const DeviceModel device = resolveDevice(c.hardware(f.hardware), DType::BF16);

@@ -1,6 +1,7 @@
 #include "study/Measurements.hpp"
 
 #include <fmt/format.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <charconv>
@@ -11,6 +12,7 @@
 
 #include "catalog/Catalog.hpp"
 #include "core/Error.hpp"
+#include "core/Files.hpp"
 #include "core/Strings.hpp"
 
 namespace attnsim {
@@ -22,11 +24,21 @@ const std::vector<std::string> kColumns{"device",   "date",     "torch",  "trito
                                         "kv_heads", "head_dim", "causal", "dtype",  "median_us", "p20_us",
                                         "p80_us",   "runs",     "flops",  "bytes",  "note"};
 const std::vector<std::string> kKinds{"attention",    "copy",         "gemm",       "launch", "graph_capture",
-                                      "graph_replay", "graph_launch", "graph_node", "step"};
+                                      "graph_replay", "graph_launch", "graph_node", "step",   "allreduce"};
 const std::vector<std::string> kPhases{"prefill", "extend", "decode", "verify", "mixed"};
 // Columns the harness writes besides kColumns; any other column is a typo or another tool's file.
-const std::vector<std::string> kOptionalColumns{"page_size", "engine_commit"};
+// The converter of AIConfigurator's database (measurements/aic_convert.py) adds the last six.
+const std::vector<std::string> kOptionalColumns{"page_size", "engine_commit", "engine",   "engine_version",
+                                                "window",    "q_dtype",       "kv_write", "origin"};
 const std::vector<std::string> kDtypes{"fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2"};
+// A GEMM's operand format: the attention dtypes, and the block-scaled and weight-only formats of
+// the engines' quantized linear layers.
+const std::vector<std::string> kGemmDtypes{"fp32",  "fp16",  "bf16",    "fp8",     "fp8_e4m3", "fp8_block",
+                                           "nvfp4", "mxfp4", "int4_wo", "int8_wo", "w4a8_awq"};
+const std::vector<std::string> kEngines{"vllm", "sglang", "rtp-llm", "trtllm"};
+// Timed runs a row must average over: the harness takes at least 20, AIConfigurator's vLLM
+// collector 6 CUDA-graph replays.
+constexpr std::int64_t kMinRuns = 5;
 
 // What the catalog calls the harness's names: device name -> hardware profile, measured
 // implementation -> kernel family.
@@ -159,6 +171,10 @@ MeasurementRow textFields(const RowCells& cells) {
   r.phase = cells.cell("phase");
   r.dtype = cells.cell("dtype");
   r.note = cells.cell("note");
+  r.q_dtype = cells.cell("q_dtype");
+  r.engine = cells.cell("engine");
+  r.engine_version = cells.cell("engine_version");
+  r.origin = cells.cell("origin");
   return r;
 }
 
@@ -204,11 +220,28 @@ void numberFields(MeasurementRow& r, RowCells& cells) {
   r.flops = cells.real("flops", attention);
   r.bytes = cells.real("bytes", attention);
   r.page_size = cells.integer("page_size", false);  // optional column: absent or empty is contiguous KV
+  r.window = cells.integer("window", false);        // optional: absent or empty is full attention
+  const auto kv_write = cells.integer("kv_write", false);
+  if (kv_write > 1) cells.fail("kv_write", fmt::format("'{}' is not 0 or 1", kv_write));
+  r.kv_write = kv_write != 0;
+  if (!r.engine.empty() && std::find(kEngines.begin(), kEngines.end(), r.engine) == kEngines.end()) {
+    cells.fail("engine",
+               fmt::format("'{}' is not one of: {}{}", r.engine, join(kEngines, ", "), didYouMean(r.engine, kEngines)));
+  }
+}
+
+void checkDtype(const std::string& column, const std::string& value, const std::vector<std::string>& allowed,
+                RowCells& cells) {
+  if (std::find(allowed.begin(), allowed.end(), value) == allowed.end()) {
+    cells.fail(column, fmt::format("'{}' is not one of: {}{}", value, join(allowed, ", "), didYouMean(value, allowed)));
+  }
 }
 
 void checkAttention(MeasurementRow& r, const CatalogNames& names, RowCells& cells) {
   if (r.median_us <= 0) cells.fail("median_us", "must be positive");
+  if (r.kind == "gemm" && !r.dtype.empty()) checkDtype("dtype", r.dtype, kGemmDtypes, cells);
   if (r.kind != "attention") return;
+  if (r.runs < kMinRuns) cells.fail("runs", fmt::format("fewer than {} timed runs", kMinRuns));
   if (const auto it = names.impl_to_kernel.find(r.impl); it != names.impl_to_kernel.end()) {
     r.kernel = it->second;
   } else {
@@ -219,10 +252,8 @@ void checkAttention(MeasurementRow& r, const CatalogNames& names, RowCells& cell
     cells.fail("phase", fmt::format("'{}' is not one of: {}", r.phase, join(kPhases, ", ")));
   }
   if (r.batch < 1) cells.fail("batch", "must be at least 1");
-  if (std::find(kDtypes.begin(), kDtypes.end(), r.dtype) == kDtypes.end()) {
-    cells.fail("dtype",
-               fmt::format("'{}' is not one of: {}{}", r.dtype, join(kDtypes, ", "), didYouMean(r.dtype, kDtypes)));
-  }
+  checkDtype("dtype", r.dtype, kDtypes, cells);
+  if (!r.q_dtype.empty()) checkDtype("q_dtype", r.q_dtype, kDtypes, cells);
   if (r.phase == "mixed") {
     // One fresh prefill chunk of q_len tokens beside batch - 1 decodes over kv_len: the chunk may be longer
     // than the decodes' context.
@@ -232,7 +263,6 @@ void checkAttention(MeasurementRow& r, const CatalogNames& names, RowCells& cell
     cells.fail("q_len", "needs 1 <= q_len <= kv_len");
   }
   if (r.kv_heads < 1 || r.heads < r.kv_heads || r.heads % r.kv_heads != 0) cells.fail("kv_heads", "must divide heads");
-  if (r.runs < 20) cells.fail("runs", "fewer than 20 timed runs");
 }
 
 MeasurementRow parseRow(RowCells& cells, const CatalogNames& names) {
@@ -329,6 +359,8 @@ std::vector<MeasurementRow> parseMeasurementCsv(const std::string& text, const s
 }
 
 std::vector<MeasurementRow> readMeasurementCsv(const std::string& path, const Catalog& catalog) {
+  // A file ending in .gz is gzip-compressed CSV (the converted kernel databases, measurements/data/aic).
+  if (path.ends_with(".gz")) return parseMeasurementCsv(readGzipFile(path, "measurement file"), path, catalog);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError("cannot read measurement file '" + path + "'");
   std::ostringstream text;

@@ -96,7 +96,8 @@ void Store::insertMeasurements(const std::vector<MeasurementRow>& rows) {
   try {
     Statement s(db_, R"(INSERT OR REPLACE INTO measurements (source, line, device, hardware, date, torch, triton, cuda,
         kind, impl, kernel, phase, batch, q_len, kv_len, heads, kv_heads, head_dim, causal, dtype, median_us, p20_us,
-        p80_us, runs, flops, bytes, note, page_size) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?))");
+        p80_us, runs, flops, bytes, note, page_size, window, q_dtype, kv_write, engine, engine_version, origin)
+        VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?))");
     for (const auto& r : rows) {
       int i = 1;
       s.bind(i++, r.source);
@@ -114,6 +115,10 @@ void Store::insertMeasurements(const std::vector<MeasurementRow>& rows) {
       s.bind(i++, r.bytes);
       s.bind(i++, r.note);
       s.bind(i++, r.page_size);
+      s.bind(i++, r.window);
+      s.bind(i++, r.q_dtype);
+      s.bind(i++, static_cast<std::int64_t>(r.kv_write));
+      for (const auto* t : {&r.engine, &r.engine_version, &r.origin}) s.bind(i++, *t);
       s.step();
       s.reset();
     }
@@ -130,7 +135,7 @@ std::vector<MeasurementRow> Store::measurements(const std::string& kind) const {
   Statement s(db_,
               R"(SELECT source, line, device, hardware, date, torch, triton, cuda, kind, impl, kernel, phase, batch,
       q_len, kv_len, heads, kv_heads, head_dim, causal, dtype, median_us, p20_us, p80_us, runs, flops, bytes, note,
-      page_size FROM measurements WHERE (?1 = '' OR kind = ?1) ORDER BY source, line)");
+      page_size, window, q_dtype, kv_write, engine, engine_version, origin FROM measurements WHERE (?1 = '' OR kind = ?1) ORDER BY source, line)");
   s.bind(1, kind);
   std::vector<MeasurementRow> out;
   while (s.step()) {
@@ -153,6 +158,10 @@ std::vector<MeasurementRow> Store::measurements(const std::string& kind) const {
     r.bytes = s.real(i++);
     r.note = s.text(i++);
     r.page_size = s.integer(i++);
+    r.window = s.integer(i++);
+    r.q_dtype = s.text(i++);
+    r.kv_write = s.integer(i++) != 0;
+    for (auto* t : {&r.engine, &r.engine_version, &r.origin}) *t = s.text(i++);
     out.push_back(std::move(r));
   }
   return out;

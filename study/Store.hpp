@@ -19,6 +19,12 @@ struct MeasurementRow {
   double median_us = 0, p20_us = 0, p80_us = 0, flops = 0, bytes = 0;
   std::int64_t runs = 0;
   std::int64_t page_size = 0;  // 0: contiguous K and V; else the KV page (block) size in tokens
+  // Schema 5: rows converted from another tool's kernel database (measurements/aic_convert.py).
+  std::int64_t window = 0;             // sliding window in keys (0: full attention)
+  std::string q_dtype;                 // the query's dtype in the kernel; empty: the compute dtype (bf16)
+  bool kv_write = false;               // the timed call also writes the new tokens' K/V into the cache
+  std::string engine, engine_version;  // the engine the kernel was timed in, where it was
+  std::string origin;                  // repository@commit:path of the table the row came from
 };
 
 struct CalibrationRow {
@@ -44,7 +50,7 @@ struct OverheadRow {
 };
 
 // The schema version this attnsim writes (docs/STORE.md lists each version's changes).
-constexpr int kStoreSchemaVersion = 4;
+constexpr int kStoreSchemaVersion = 5;
 // Creates every table, or migrates a store of an older version; a newer or unknown one is a
 // UsageError naming both versions.
 void createOrMigrateSchema(sqlite3* db, const std::string& path);

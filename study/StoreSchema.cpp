@@ -128,7 +128,9 @@ struct AddedColumn {
   const char* column;
   const char* type;
 };
-constexpr std::array<AddedColumn, 7> kVersion4Columns{{
+// Version 5 adds the measurement columns of converted kernel databases (window, query dtype, KV write,
+// engine, origin).
+constexpr std::array<AddedColumn, 13> kAddedColumns{{
     {"calibrations", "heldout_mape", "REAL"},
     {"calibrations", "heldout_p90_abs_rel_error", "REAL"},
     {"calibrations", "heldout_points", "INTEGER"},
@@ -136,10 +138,16 @@ constexpr std::array<AddedColumn, 7> kVersion4Columns{{
     {"predictions", "band", "REAL"},
     {"predictions", "tie_band", "REAL"},
     {"predictions", "provenance", "TEXT"},
+    {"measurements", "window", "INTEGER NOT NULL DEFAULT 0"},
+    {"measurements", "q_dtype", "TEXT NOT NULL DEFAULT ''"},
+    {"measurements", "kv_write", "INTEGER NOT NULL DEFAULT 0"},
+    {"measurements", "engine", "TEXT NOT NULL DEFAULT ''"},
+    {"measurements", "engine_version", "TEXT NOT NULL DEFAULT ''"},
+    {"measurements", "origin", "TEXT NOT NULL DEFAULT ''"},
 }};
 
 void addMissingColumns(sqlite3* db, const std::string& path) {
-  for (const auto& c : kVersion4Columns) {
+  for (const auto& c : kAddedColumns) {
     Statement has(db, "SELECT 1 FROM pragma_table_info(?) WHERE name = ?");
     has.bind(1, std::string(c.table));
     has.bind(2, std::string(c.column));
@@ -176,7 +184,7 @@ void createOrMigrateSchema(sqlite3* db, const std::string& path) {
   const auto found = schemaVersion(db);
   const std::string current = std::to_string(kStoreSchemaVersion);
   // Version 1 measured without page sizes: its rows cannot be told apart, so it is refused.
-  if (found && *found != "2" && *found != "3" && *found != current) {
+  if (found && *found != "2" && *found != "3" && *found != "4" && *found != current) {
     throw UsageError(fmt::format(
         "--db {}: a store of schema version {}, this attnsim reads versions 2 to {}; import the measurements "
         "into a new store (or use the attnsim that wrote it)",
@@ -185,7 +193,8 @@ void createOrMigrateSchema(sqlite3* db, const std::string& path) {
   // 2 -> 3: the sweep tables, added alongside; nothing of version 2 changes.
   execSql(db, kStudyTables, path);
   execSql(db, kSweepTables, path);
-  // 3 -> 4: band and provenance columns (NULL on the rows already there).
+  // 3 -> 4: band and provenance columns (NULL on the rows already there); 4 -> 5: the converted
+  // measurement columns (their defaults on the rows already there).
   addMissingColumns(db, path);
   createCapacityTables(db, path);  // versionless: CREATE TABLE IF NOT EXISTS (study/CapacityStore)
   Statement set(db, "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)");

@@ -67,7 +67,7 @@ std::vector<ScoredPoint> scoreHeldOut(const Catalog& c, const std::vector<Measur
     auto it = fit_of.find({r.hardware, r.kernel, phase_class});
     if (it == fit_of.end() && phase_class == "extend") it = fit_of.find({r.hardware, r.kernel, "prefill"});
     const KernelModel base = measuredKernelModel(c, r.kernel, r.hardware, phaseOf(r));
-    const FitPoint p = fitPointFrom(r, &base);
+    const FitPoint p = fitPointFrom(r, base, c);
     const DeviceModel device = resolveDevice(c.hardware(r.hardware), DType::BF16);
     const FitParams defaults = defaultsOf(c, r.kernel, r.hardware);
     const FitParams& fitted = it == fit_of.end() ? defaults : it->second->fit.params;
@@ -144,7 +144,7 @@ std::vector<CrossDeviceRow> crossDevice(const Catalog& c, const std::vector<Meas
       for (const auto& r : rows) {
         if (r.kind == "attention" && r.hardware == to.hardware && r.kernel == to.kernel &&
             phaseClassOf(r) == to.phase && r.phase != "mixed") {
-          points.push_back(fitPointFrom(r, &base));
+          points.push_back(fitPointFrom(r, base, c));
         }
       }
       const DeviceModel device = resolveDevice(c.hardware(to.hardware), DType::BF16);
@@ -181,7 +181,7 @@ std::vector<FamilyFit> fitAll(const Catalog& c, const std::vector<MeasurementRow
     const KernelModel base = measuredKernelModel(c, f.kernel, f.hardware, phaseOfClass(f.phase));
     std::vector<FitPoint> points;
     points.reserve(train_rows.size());
-    for (const MeasurementRow* r : train_rows) points.push_back(fitPointFrom(*r, &base));
+    for (const MeasurementRow* r : train_rows) points.push_back(fitPointFrom(*r, base, c));
     f.fit = fitKernel(points, base, resolveDevice(c.hardware(f.hardware), DType::BF16), f.defaults);
     f.train = static_cast<int>(points.size());
     f.test = test[key];

@@ -236,7 +236,7 @@ const char* kVersion3 = R"(
   INSERT INTO points VALUES (7, 0, 0, 'k', 'decode', 1, 1, 4096, 1, 'w', 1, 0, 0, 1, 0, 0);
   INSERT INTO predictions VALUES (7, 0, 0, 1.0, 2.0, 2.0, 2.0, 'memory', 'full', 1);)";
 
-TEST(StoreSchema, AVersionThreeStoreIsMigratedToFour) {
+TEST(StoreSchema, AVersionThreeStoreIsMigratedToTheCurrentSchema) {
   OverlayDir dir;
   const std::string db = (dir.path() / "v3.db").string();
   sqlite3* h = nullptr;
@@ -249,7 +249,12 @@ TEST(StoreSchema, AVersionThreeStoreIsMigratedToFour) {
     ASSERT_EQ(fits.size(), 1U);
     EXPECT_FALSE(fits[0].heldout_p90_abs_rel_error.has_value());
   }
-  EXPECT_EQ(count(db, "SELECT value FROM meta WHERE key = 'schema_version'"), 4);
+  EXPECT_EQ(count(db, "SELECT value FROM meta WHERE key = 'schema_version'"), kStoreSchemaVersion);
+  // Version 5's measurement columns (converted kernel databases) are there, with their defaults.
+  EXPECT_EQ(count(db,
+                  "SELECT count(*) FROM pragma_table_info('measurements') WHERE name IN ('window', 'q_dtype', "
+                  "'kv_write', 'engine', 'engine_version', 'origin')"),
+            6);
   // The old rows are kept, with no band.
   EXPECT_EQ(count(db, "SELECT count(*) FROM predictions WHERE sweep = 7 AND band IS NULL AND provenance IS NULL"), 1);
   EXPECT_EQ(count(db, "SELECT count(*) FROM points WHERE sweep = 7 AND default_within_band IS NULL"), 1);

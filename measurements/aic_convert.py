@@ -1,0 +1,327 @@
+#!/usr/bin/env python3
+"""Convert NVIDIA AIConfigurator's per-operation tables into attnsim measurement rows.
+
+AIConfigurator (github.com/ai-dynamo/aiconfigurator, Apache-2.0) keeps kernels timed inside the
+engines themselves under aic-core/src/aiconfigurator_core/systems/data/<gpu>/<op>/<engine>/<version>/.
+What each table times is written up in docs/MEASUREMENTS.md ("AIConfigurator's kernel database");
+this script only renames and re-derives columns, it changes no latency.
+
+    python3 measurements/aic_convert.py --aic PATH/TO/aiconfigurator --out measurements/data/aic
+
+PATH is a checkout of the repository (its commit is read with git) or the systems/data folder
+itself (then pass --commit). Parquet is read with pyarrow; where pyarrow is missing, a CSV dump of
+each table (same name, .csv, header row first) next to the parquet file is read instead.
+
+The H200, GB200 and A100 tables are attnsim's independent check of transfer to GPUs its fit never
+saw: the converter refuses them unless --include-held-out is given (docs/MEASUREMENTS.md).
+"""
+import argparse
+import csv
+import gzip
+import hashlib
+import os
+import subprocess
+import sys
+from collections import defaultdict
+
+DATA_SUBDIR = os.path.join("aic-core", "src", "aiconfigurator_core", "systems", "data")
+TRAINING_GPUS = ["h100_sxm", "b200_sxm"]
+HELD_OUT_PREFIXES = ("h200", "gb200", "a100")
+DEFAULT_VERSIONS = {"vllm": "0.24.0", "sglang": "0.5.14"}
+
+COLUMNS = ["device", "date", "torch", "triton", "cuda", "kind", "impl", "phase", "batch", "q_len", "kv_len",
+           "heads", "kv_heads", "head_dim", "causal", "dtype", "median_us", "p20_us", "p80_us", "runs", "flops",
+           "bytes", "page_size", "note", "engine_commit", "engine", "engine_version", "window", "q_dtype",
+           "kv_write", "origin"]
+
+# (engine, AIConfigurator kernel_source) -> attnsim impl (a kernel family's measured_as), KV page size
+# in tokens, CUDA-graph replays per timing. vLLM's collector uses 64-token blocks for every backend;
+# SGLang's uses 64 for trtllm_mha and trtllm_mla, 1 (a per-token pool) for the others
+# (collector/vllm/collect_attn.py, collector/sglang/collect_attn.py and collect_mla.py).
+ATTENTION_IMPLS = {
+    ("vllm", "vllm_flash_attn_fa3"): ("vllm_fa3", 64, 6),
+    ("vllm", "vllm_flash_attn_fa4"): ("vllm_fa4", 64, 6),
+    ("vllm", "vllm_flashinfer_trtllmprefill"): ("vllm_flashinfer_trtllm", 64, 6),
+    ("vllm", "vllm_flashinfer_trtllmdecode"): ("vllm_flashinfer_trtllm", 64, 6),
+    ("vllm", "vllm_triton_attn"): ("vllm_triton_attn", 64, 6),
+    ("sglang", "fa3"): ("sglang_fa3", 1, 20),
+    ("sglang", "flashinfer"): ("sglang_flashinfer", 1, 20),
+    ("sglang", "triton"): ("sglang_triton", 1, 20),
+    ("sglang", "trtllm_mha"): ("sglang_trtllm_mha", 64, 20),
+}
+MLA_IMPLS = {
+    ("sglang", "flash_attention"): ("sglang_fa3_mla", 1, 20),
+    ("sglang", "trtllm_mla"): ("sglang_trtllm_mla", 64, 20),
+}
+DTYPES = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8_e4m3", "float8_e4m3fn": "fp8_e4m3"}
+# DeepSeek's MLA geometry, the only one SGLang's MLA collector accepts (collect_mla.py).
+MLA_LATENT, MLA_ROPE, MLA_NOPE, MLA_V = 512, 64, 128, 128
+
+
+def fail(message):
+    print(f"aic_convert: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def read_table(path):
+    """Rows of one table as dicts of strings: the parquet file through pyarrow, else its CSV dump."""
+    try:
+        import pyarrow.parquet as pq  # noqa: PLC0415 (optional dependency)
+    except ImportError:
+        pq = None
+    if pq is not None and os.path.exists(path):
+        table = pq.read_table(path).to_pydict()
+        names = list(table)
+        return [{n: "" if table[n][i] is None else str(table[n][i]) for n in names}
+                for i in range(len(table[names[0]]) if names else 0)]
+    dump = path[: -len(".parquet")] + ".csv"
+    if os.path.exists(dump):
+        with open(dump, newline="") as f:
+            return list(csv.DictReader(f))
+    fail(f"{path}: cannot read it (no pyarrow here, and no CSV dump at {dump})")
+    return []
+
+
+def data_root_and_commit(path, commit):
+    root = os.path.join(path, DATA_SUBDIR) if os.path.isdir(os.path.join(path, DATA_SUBDIR)) else path
+    if not os.path.isdir(root):
+        fail(f"--aic {path}: no such folder")
+    if commit:
+        return root, commit, ""
+    try:
+        out = subprocess.run(["git", "-C", path, "log", "-1", "--format=%H %cs"], check=True, capture_output=True,
+                             text=True).stdout.split()
+        return root, out[0], out[1]
+    except (subprocess.CalledProcessError, FileNotFoundError, IndexError):
+        fail(f"--aic {path}: not a git checkout; pass --commit with the AIConfigurator commit the tables are from")
+    return root, "", ""
+
+
+def attended_keys(q_len, kv_len, window):
+    """Keys the q_len newest rows of a kv_len sequence attend, causal, each seeing at most `window`
+    (0: all): c·P + c(c+1)/2 + (q − c)·W with P the cached prefix and c = clamp(W − P, 0, q)."""
+    prefix = kv_len - q_len
+    cap = window if window > 0 else kv_len
+    c = max(0, min(cap - prefix, q_len))
+    return c * prefix + c * (c + 1) // 2 + (q_len - c) * cap
+
+
+def attention_work(batch, q_len, kv_len, heads, kv_heads, d_qk, d_v, window, kv_bytes, q_bytes):
+    """FLOPs and DRAM bytes as the harness counts them: Q, distinct K/V and O once; keys exactly."""
+    keys = attended_keys(q_len, kv_len, window)
+    read_kv = min(kv_len, window + q_len - 1) if window > 0 else kv_len
+    flops = 2.0 * batch * heads * keys * (d_qk + d_v)
+    nbytes = batch * (q_len * heads * d_qk * q_bytes + read_kv * kv_heads * (d_qk + d_v) * kv_bytes +
+                      q_len * heads * d_v * 2)
+    return flops, nbytes
+
+
+def attention_row(r, engine, version, table, meta):
+    impls = MLA_IMPLS if table.endswith("mla_perf") else ATTENTION_IMPLS
+    key = (engine, r["kernel_source"])
+    if key not in impls:
+        fail(f"{meta['origin']}: kernel_source '{r['kernel_source']}' of {engine} is not mapped to an attnsim impl")
+    impl, page, runs = impls[key]
+    context = table.startswith("context")
+    batch = int(r["batch_size"])
+    isl, step = int(r["isl"]), int(r["step"])
+    q_len, kv_len = (isl, isl) if context else (1, isl + step)
+    kv_dtype = DTYPES[r["kv_cache_dtype"]]
+    compute = DTYPES[r.get("attn_dtype") or r.get("mla_dtype")]
+    window = int(r.get("window_size") or 0)
+    if impl.endswith("_mla"):
+        heads = int(r["num_heads"])
+        if impl == "sglang_trtllm_mla" and context:
+            # The MHA-form prefill through FlashInfer's trtllm-gen ragged kernel, over one K/V head:
+            # q/k 192 (nope + rope), v 128 (collect_mla.py). The row's one head_dim is the 192.
+            impl = "sglang_trtllm_mla_ragged"
+            kv_heads, d_qk, d_v = 1, MLA_NOPE + MLA_ROPE, MLA_V
+        else:
+            kv_heads, d_qk, d_v = 1, MLA_LATENT + MLA_ROPE, MLA_LATENT
+    else:
+        heads, kv_heads = int(r["num_heads"]), int(r["num_key_value_heads"])
+        d_qk = d_v = int(r["head_dim"])
+    q_dtype = query_dtype(engine, impl, context, compute, kv_dtype)
+    kv_bytes = 1 if kv_dtype == "fp8_e4m3" else 2
+    q_bytes = 1 if q_dtype == "fp8_e4m3" else 2
+    flops, nbytes = attention_work(batch, q_len, kv_len, heads, kv_heads, d_qk, d_v, window, kv_bytes, q_bytes)
+    return {
+        "kind": "attention", "impl": impl, "phase": "prefill" if context else "decode", "batch": batch,
+        "q_len": q_len, "kv_len": kv_len, "heads": heads, "kv_heads": kv_heads, "head_dim": d_qk,
+        "causal": 1 if context else 0, "dtype": kv_dtype, "median_us": latency_us(r), "runs": runs,
+        "flops": f"{flops:.6g}", "bytes": f"{nbytes:.6g}", "page_size": page, "window": window,
+        "q_dtype": q_dtype, "kv_write": 1,
+        "note": f"{table} kernel_source={r['kernel_source']}; mean of {runs} CUDA-graph replays, no L2 flush; "
+                f"includes writing the new tokens' K/V",
+    }
+
+
+def query_dtype(engine, impl, context, compute, kv_dtype):
+    """The query's dtype inside the timed kernel (docs/MEASUREMENTS.md, 'FP8 queries').
+
+    SGLang's context rows label an FP8 prefill attn_dtype=fp8 (fa3 takes FP8 Q, K, V; trtllm_mha
+    quantizes Q itself). With an FP8 cache, vLLM casts Q to FP8 for backends that take a quantized
+    query (FA3, FlashInfer's trtllm-gen) though it logs bfloat16, and SGLang's fa3 and trtllm_mha
+    decode run an FP8 query."""
+    if compute == "fp8_e4m3":
+        return "fp8_e4m3"
+    if kv_dtype != "fp8_e4m3":
+        return "bf16"
+    if engine == "vllm" and impl in ("vllm_fa3", "vllm_flashinfer_trtllm"):
+        return "fp8_e4m3"
+    if engine == "sglang" and not context and impl in ("sglang_fa3", "sglang_trtllm_mha"):
+        return "fp8_e4m3"
+    return "bf16"
+
+
+def latency_us(r):
+    return f"{float(r['latency']) * 1000.0:.4f}"
+
+
+GEMM_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4",
+               "mxfp4": "mxfp4", "int4_wo": "int4_wo", "int8_wo": "int8_wo", "w4a8_awq": "w4a8_awq"}
+
+
+def gemm_row(r, engine, version, table, meta):
+    m, n, k = int(r["m"]), int(r["n"]), int(r["k"])
+    dtype = GEMM_DTYPES.get(r["gemm_dtype"], r["gemm_dtype"])
+    return {
+        "kind": "gemm", "impl": f"{engine}_gemm", "phase": "", "batch": m, "q_len": n, "kv_len": k, "dtype": dtype,
+        "median_us": latency_us(r), "runs": 6, "flops": f"{2.0 * m * n * k:.6g}", "bytes": "",
+        "note": f"{table} kernel_source={r['kernel_source']}; batch, q_len, kv_len = M, N, K; "
+                "activation quantization inside the timing",
+    }
+
+
+def allreduce_row(r, engine, version, table, meta):
+    if r.get("backend", "").endswith("eager") or "eager" in r["kernel_source"].lower():
+        return None  # AIConfigurator keeps the graph rows only; the eager ones time the host
+    elements = int(r["message_size"])
+    return {
+        "kind": "allreduce", "impl": f"{engine}_allreduce", "phase": "", "batch": int(r["num_gpus"]),
+        "q_len": elements, "dtype": DTYPES.get(r["allreduce_dtype"], r["allreduce_dtype"]),
+        "median_us": latency_us(r), "runs": 6, "bytes": f"{elements * 2:.6g}",
+        "note": f"{table} kernel_source={r['kernel_source']}; batch = GPUs, q_len = elements; mean over "
+                "5 all-reduces per CUDA-graph replay",
+    }
+
+
+TABLES = [  # (op folder, engine, table, converter)
+    ("attention", "vllm", "context_attention_perf", attention_row),
+    ("attention", "vllm", "generation_attention_perf", attention_row),
+    ("attention", "sglang", "context_attention_perf", attention_row),
+    ("attention", "sglang", "generation_attention_perf", attention_row),
+    ("mla", "sglang", "context_mla_perf", attention_row),
+    ("mla", "sglang", "generation_mla_perf", attention_row),
+    ("gemm", "vllm", "gemm_perf", gemm_row),
+    ("gemm", "sglang", "gemm_perf", gemm_row),
+    ("comm", "vllm", "custom_allreduce_perf", allreduce_row),
+    ("comm", "sglang", "custom_allreduce_perf", allreduce_row),
+]
+
+
+def shape_class(row):
+    """Rows of one class share everything but batch and lengths; the sample keeps every class."""
+    return (row["kind"], row["impl"], row["phase"], row["dtype"], row.get("q_dtype", ""), row.get("head_dim", ""),
+            row.get("window", ""), row.get("heads", "") if row["kind"] != "attention" else "")
+
+
+def stable_order(row):
+    key = "|".join(str(row.get(c, "")) for c in ("impl", "phase", "batch", "q_len", "kv_len", "heads",
+                                                    "kv_heads", "head_dim", "dtype", "q_dtype", "window"))
+    return hashlib.sha1(key.encode()).hexdigest()
+
+
+def sample(rows, per_class):
+    """At most per_class rows of each shape class, picked by a hash of the shape (stable across runs)."""
+    if per_class <= 0:
+        return rows
+    classes = defaultdict(list)
+    for row in rows:
+        classes[shape_class(row)].append(row)
+    kept = []
+    for members in classes.values():
+        kept.extend(sorted(members, key=stable_order)[:per_class])
+    return kept
+
+
+def convert_gpu(root, gpu, versions, commit, date, per_class):
+    rows = []
+    for op, engine, table, convert in TABLES:
+        rel = os.path.join(gpu, op, engine, versions[engine], table + ".parquet")
+        path = os.path.join(root, rel)
+        if not os.path.exists(path) and not os.path.exists(path[:-8] + ".csv"):
+            print(f"aic_convert: {gpu}: no {rel}, skipped", file=sys.stderr)
+            continue
+        origin = f"ai-dynamo/aiconfigurator@{commit[:12]}:{DATA_SUBDIR}/{rel}"
+        meta = {"origin": origin}
+        table_rows = []
+        for r in read_table(path):
+            out = convert(r, engine, versions[engine], table, meta)
+            if out is None:
+                continue
+            out.update(device=r["device"], date=date, engine=engine, engine_version=versions[engine],
+                       origin=origin, engine_commit="")
+            table_rows.append(out)
+        kept = sample(table_rows, per_class)
+        print(f"aic_convert: {rel}: {len(kept)} of {len(table_rows)} rows", file=sys.stderr)
+        rows.extend(kept)
+    return rows
+
+
+def write_rows(rows, path):
+    rows.sort(key=lambda r: (r["kind"], r["impl"], r["phase"], r["dtype"], str(r.get("q_dtype", "")),
+                             int(r.get("head_dim") or 0), int(r.get("window") or 0), int(r.get("heads") or 0),
+                             int(r.get("kv_heads") or 0), int(r["batch"] or 0), int(r.get("q_len") or 0),
+                             int(r.get("kv_len") or 0)))
+    tmp = path + ".tmp"
+    with gzip.open(tmp, "wt", newline="", compresslevel=9) as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
+        w.writeheader()
+        for r in rows:
+            w.writerow({c: r.get(c, "") for c in COLUMNS})
+    os.replace(tmp, path)  # nothing half-written is left behind
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--aic", required=True, help="AIConfigurator checkout, or its systems/data folder")
+    ap.add_argument("--commit", help="the AIConfigurator commit (read with git when --aic is a checkout)")
+    ap.add_argument("--date", help="the commit's date, YYYY-MM-DD (read with git when --aic is a checkout)")
+    ap.add_argument("--gpu", action="append", help=f"GPU folder to convert (default: {', '.join(TRAINING_GPUS)})")
+    ap.add_argument("--version", action="append", default=[], metavar="ENGINE=VERSION",
+                    help="engine version folder (default: vllm=0.24.0, sglang=0.5.14)")
+    ap.add_argument("--per-class", type=int, default=120,
+                    help="rows kept per shape class (0 keeps every row; default 120)")
+    ap.add_argument("--include-held-out", action="store_true",
+                    help="allow the H200, GB200 and A100 tables (attnsim's transfer check: do not fit them)")
+    ap.add_argument("--out", required=True, help="output folder; writes <gpu>.csv.gz")
+    args = ap.parse_args()
+
+    versions = dict(DEFAULT_VERSIONS)
+    for v in args.version:
+        engine, _, version = v.partition("=")
+        if engine not in versions or not version:
+            fail(f"--version {v}: expected vllm=X or sglang=X")
+        versions[engine] = version
+    gpus = args.gpu or TRAINING_GPUS
+    for gpu in gpus:
+        if gpu.startswith(HELD_OUT_PREFIXES) and not args.include_held_out:
+            fail(f"--gpu {gpu}: held out as attnsim's check of transfer to unseen GPUs (docs/MEASUREMENTS.md); "
+                 "pass --include-held-out only to build that check, never to fit")
+    root, commit, date = data_root_and_commit(args.aic, args.commit)
+    date = args.date or date
+    if not date:
+        fail("--date: needed with --commit (the tables' commit date, YYYY-MM-DD)")
+    os.makedirs(args.out, exist_ok=True)
+    for gpu in gpus:
+        if not os.path.isdir(os.path.join(root, gpu)):
+            fail(f"--gpu {gpu}: no folder {os.path.join(root, gpu)}")
+        rows = convert_gpu(root, gpu, versions, commit, date, args.per_class)
+        path = os.path.join(args.out, f"{gpu}.csv.gz")
+        write_rows(rows, path)
+        print(f"aic_convert: wrote {len(rows)} rows to {path}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

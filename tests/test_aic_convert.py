@@ -1,0 +1,86 @@
+"""measurements/aic_convert.py on a miniature AIConfigurator tree of CSV dumps (no pyarrow needed)."""
+import csv
+import gzip
+import os
+import subprocess
+import sys
+
+import pytest
+
+CONVERTER = os.path.join(os.path.dirname(__file__), "..", "measurements", "aic_convert.py")
+HEADER = ["framework", "version", "device", "op_name", "kernel_source", "batch_size", "isl", "num_heads",
+          "num_key_value_heads", "head_dim", "beam_width", "attn_dtype", "kv_cache_dtype", "step", "window_size",
+          "latency"]
+
+
+def write_table(root, rel, rows, header=HEADER):
+    path = os.path.join(root, rel)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+
+
+def run(*args):
+    return subprocess.run([sys.executable, CONVERTER, *args], capture_output=True, text=True)
+
+
+@pytest.fixture
+def tree(tmp_path):
+    root = tmp_path / "data"
+    dev = "NVIDIA H100 80GB HBM3"
+    write_table(root, "h100_sxm/attention/vllm/0.24.0/generation_attention_perf.csv", [
+        ["VLLM", "0.24.0", dev, "generation_attention", "vllm_flash_attn_fa3", 8, 1, 32, 8, 128, 1, "bfloat16", "fp8",
+         4095, 0, 0.0125],
+        ["VLLM", "0.24.0", dev, "generation_attention", "vllm_flash_attn_fa3", 8, 1, 32, 8, 128, 1, "bfloat16",
+         "bfloat16", 4095, 128, 0.0100],
+    ])
+    write_table(root, "h100_sxm/attention/sglang/0.5.14/context_attention_perf.csv", [
+        ["SGLang", "0.5.14", dev, "context_attention", "fa3", 2, 1024, 32, 8, 128, 1, "fp8", "fp8", 0, 0, 0.050],
+    ])
+    return root
+
+
+def rows_of(path):
+    with gzip.open(path, "rt", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_rows_carry_kv_length_query_dtype_window_and_origin(tree, tmp_path):
+    out = tmp_path / "out"
+    r = run("--aic", str(tree), "--commit", "abc123", "--date", "2026-08-21", "--gpu", "h100_sxm", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    rows = rows_of(out / "h100_sxm.csv.gz")
+    assert len(rows) == 3
+    decode = [x for x in rows if x["phase"] == "decode"]
+    # Generation rows attend isl + step keys; vLLM hands FA3 an FP8 query with an FP8 cache.
+    assert {x["kv_len"] for x in decode} == {"4096"}
+    fp8 = next(x for x in decode if x["dtype"] == "fp8_e4m3")
+    assert fp8["q_dtype"] == "fp8_e4m3" and fp8["impl"] == "vllm_fa3" and fp8["page_size"] == "64"
+    assert fp8["median_us"] == "12.5000" and fp8["kv_write"] == "1"
+    assert next(x for x in decode if x["dtype"] == "bf16")["window"] == "128"
+    prefill = next(x for x in rows if x["phase"] == "prefill")
+    assert prefill["impl"] == "sglang_fa3" and prefill["q_dtype"] == "fp8_e4m3" and prefill["page_size"] == "1"
+    assert prefill["q_len"] == prefill["kv_len"] == "1024" and prefill["causal"] == "1"
+    # Causal keys of a 1024-token prefill: 1024 · 1025 / 2 per head, K and V of 128.
+    assert float(prefill["flops"]) == pytest.approx(2 * 2 * 32 * (1024 * 1025 // 2) * 256, rel=1e-5)
+    assert all(x["origin"].startswith("ai-dynamo/aiconfigurator@abc123:") for x in rows)
+
+
+def test_held_out_gpus_are_refused(tree, tmp_path):
+    r = run("--aic", str(tree), "--commit", "abc", "--date", "2026-08-21", "--gpu", "h200_sxm", "--out",
+            str(tmp_path / "o"))
+    assert r.returncode == 2 and "held out" in r.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_an_unknown_kernel_source_is_an_error_naming_the_table(tree, tmp_path):
+    write_table(tree, "h100_sxm/attention/vllm/0.24.0/context_attention_perf.csv", [
+        ["VLLM", "0.24.0", "NVIDIA H100 80GB HBM3", "context_attention", "vllm_new_backend", 1, 16, 8, 8, 64, 1,
+         "bfloat16", "bfloat16", 0, 0, 0.01]])
+    out = tmp_path / "out"
+    r = run("--aic", str(tree), "--commit", "abc", "--date", "2026-08-21", "--gpu", "h100_sxm", "--out", str(out))
+    assert r.returncode == 2
+    assert "vllm_new_backend" in r.stderr and "context_attention_perf" in r.stderr
+    assert not (out / "h100_sxm.csv.gz").exists(), "nothing half-written"

@@ -1,0 +1,147 @@
+// unit: AIConfigurator's kernel database as attnsim measurements (measurements/aic_convert.py,
+// measurements/data/aic): the committed rows import with their origin, gzip files read like text,
+// and a row's KV-cache write, FP8 query and sliding window enter its prediction.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "cost/StepModel.hpp"
+#include "hardware/HardwareProfile.hpp"
+#include "study/Calibration.hpp"
+#include "study/Measurements.hpp"
+#include "tests/TestSupport.hpp"
+
+namespace attnsim::test {
+namespace {
+
+const std::string kAicData = std::string(ATTNSIM_SOURCE_DIR) + "/measurements/data/aic/";
+
+// One decode row of vLLM's FA3 on the H100 as the converter writes it.
+MeasurementRow aicRow(const std::string& phase, std::int64_t q_len, std::int64_t kv_len) {
+  MeasurementRow r;
+  r.hardware = "h100-sxm";
+  r.kind = "attention";
+  r.impl = "vllm_fa3";
+  r.kernel = "fa3";
+  r.phase = phase;
+  r.batch = 4;
+  r.q_len = q_len;
+  r.kv_len = kv_len;
+  r.heads = 32;
+  r.kv_heads = 8;
+  r.head_dim = 128;
+  r.causal = phase != "decode";
+  r.dtype = "bf16";
+  r.median_us = 10;
+  r.page_size = 64;
+  return r;
+}
+
+double predicted(const MeasurementRow& r) {
+  const Catalog& c = defaultCatalog();
+  const KernelModel base = measuredKernelModel(c, r.kernel, r.hardware, phaseOf(r));
+  const FitPoint p = fitPointFrom(r, base, c);
+  const FitParams params{0.5, 0.8, 3.0, 4.0};
+  return predictPoint(p, base, resolveDevice(c.hardware(r.hardware), DType::BF16), params);
+}
+
+TEST(KernelDatabase, TheCommittedRowsImportWithTheirOriginAndOnlyTheTrainingGpus) {
+  for (const std::string file : {"h100_sxm.csv.gz", "b200_sxm.csv.gz"}) {
+    const auto rows = readMeasurementCsv(kAicData + file, defaultCatalog());
+    ASSERT_GT(rows.size(), 5000U) << file;
+    std::set<std::string> hardware, kernels, engines;
+    for (const auto& r : rows) {
+      hardware.insert(r.hardware);
+      engines.insert(r.engine + " " + r.engine_version);
+      EXPECT_TRUE(r.origin.starts_with("ai-dynamo/aiconfigurator@")) << r.origin;
+      if (r.kind != "attention") continue;
+      kernels.insert(r.kernel);
+      EXPECT_TRUE(r.kv_write) << "every attention row of the database times the KV write with the kernel";
+    }
+    EXPECT_EQ(hardware.size(), 1U) << file;
+    EXPECT_TRUE(*hardware.begin() == "h100-sxm" || *hardware.begin() == "b200") << *hardware.begin();
+    EXPECT_EQ(engines, (std::set<std::string>{"sglang 0.5.14", "vllm 0.24.0"}));
+    // The engines' own defaults are there: FA3 on Hopper, FlashInfer's trtllm-gen on Blackwell.
+    EXPECT_TRUE(kernels.count(*hardware.begin() == "b200" ? "trtllm-gen" : "fa3")) << file;
+  }
+}
+
+TEST(KernelDatabase, AGzipFileImportsLikeItsTextAndABrokenOneIsRefused) {
+  OverlayDir dir;
+  const std::string text = readFile(std::string(ATTNSIM_TEST_DATA) + "/measurements_sample.csv");
+  const auto gz = (dir.path() / "sample.csv.gz").string();
+  gzFile f = gzopen(gz.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(gzwrite(f, text.data(), static_cast<unsigned>(text.size())), static_cast<int>(text.size()));
+  gzclose(f);
+  const auto plain = parseMeasurementCsv(text, "sample.csv", defaultCatalog());
+  EXPECT_EQ(readMeasurementCsv(gz, defaultCatalog()).size(), plain.size());
+
+  const auto broken = (dir.path() / "broken.csv.gz").string();
+  const std::string bytes = readFile(gz);
+  std::ofstream(broken, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  const auto r = runAttnsim("measurements import " + broken + " --db " + (dir.path() / "s.db").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("broken.csv.gz"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "s.db")) << "nothing half-imported";
+}
+
+TEST(KernelDatabase, ARowThatTimesTheKvWriteIsPredictedAsTheAttentionPlusTheWriteKernel) {
+  MeasurementRow without = aicRow("prefill", 2048, 2048);
+  MeasurementRow with = without;
+  with.kv_write = true;
+  const Catalog& c = defaultCatalog();
+  const HardwareProfile& hw = c.hardware("h100-sxm");
+  const KernelModel write = resolveKernel(c.kernel("kv-cache-write"), hw);
+  // 4 × 2048 new tokens, 8 KV heads of K and V (2 × 128), read as bf16 and stored as bf16.
+  const double bytes = 4.0 * 2048 * 8 * 256 * (2 + 2);
+  const double expected = rooflineUs(write, resolveDevice(hw, DType::BF16), 0, bytes);
+  EXPECT_NEAR(predicted(with) - predicted(without), expected, 1e-9);
+  EXPECT_GT(expected, write.fixed_us) << "the write moves bytes, not only a launch";
+}
+
+TEST(KernelDatabase, AnFp8QueryRunsTheMathAtTheFp8Peak) {
+  MeasurementRow bf16 = aicRow("prefill", 8192, 8192);
+  bf16.dtype = "fp8_e4m3";
+  MeasurementRow fp8 = bf16;
+  fp8.q_dtype = "fp8_e4m3";
+  const Catalog& c = defaultCatalog();
+  const KernelModel base = measuredKernelModel(c, "fa3", "h100-sxm", Phase::Prefill);
+  const FitPoint p = fitPointFrom(fp8, base, c);
+  EXPECT_DOUBLE_EQ(p.math_peak_scale,
+                   *c.hardware("h100-sxm").peak.fp8_tflops / *c.hardware("h100-sxm").peak.bf16_tflops);
+  EXPECT_FALSE(p.shape.kv_quantized) << "FP8 operands are not dequantized";
+  // A long prefill is compute-bound: the FP8 peak makes it clearly faster.
+  EXPECT_LT(predicted(fp8), 0.8 * predicted(bf16));
+}
+
+TEST(KernelDatabase, ASlidingWindowRowAttendsOnlyItsWindow) {
+  const MeasurementRow full = aicRow("decode", 1, 32768);
+  MeasurementRow windowed = full;
+  windowed.window = 128;
+  const Catalog& c = defaultCatalog();
+  const KernelModel base = measuredKernelModel(c, "fa3", "h100-sxm", Phase::Decode);
+  EXPECT_EQ(fitPointFrom(windowed, base, c).shape.window, 128);
+  EXPECT_LT(predicted(windowed), 0.5 * predicted(full));
+}
+
+TEST(KernelDatabase, TheStepCostsTheKvWriteWithItsOwnFamily) {
+  OverlayDir dir;
+  std::string family = embeddedFile("backends/kernels/kv-cache-write.yaml");
+  const auto at = family.find("fixed_us: 2.0");
+  ASSERT_NE(at, std::string::npos);
+  family.replace(at, 13, "fixed_us: 50.0");
+  dir.write("backends/kernels/kv-cache-write.yaml", family);
+  const Catalog slow = dir.load();
+  const Catalog& c = defaultCatalog();
+  const ModelSpec& model = c.model("llama-3.1-8b");
+  const LinearKernels base = resolveLinearKernels(c, c.hardware("h100-sxm"), model);
+  const LinearKernels slower = resolveLinearKernels(slow, slow.hardware("h100-sxm"), model);
+  EXPECT_DOUBLE_EQ(slower.kv_write.fixed_us - base.kv_write.fixed_us, 48.0);
+  EXPECT_DOUBLE_EQ(slower.elementwise.fixed_us, base.elementwise.fixed_us) << "the other elementwise ops keep theirs";
+}
+
+}  // namespace
+}  // namespace attnsim::test
