@@ -194,7 +194,7 @@ FitPoint fitPointFrom(const MeasurementRow& row, const KernelModel& kernel, cons
   if (row.kv_write) {
     const KernelModel write = resolveKernel(catalog.kernel("kv-cache-write"), hw);
     const DeviceModel device = resolveDevice(hw, DType::BF16);
-    const double tokens = static_cast<double>(p.group.count * p.group.q_len + p.decodes.count * p.decodes.q_len);
+    const auto tokens = static_cast<double>(p.group.count * p.group.q_len + p.decodes.count * p.decodes.q_len);
     const double elements = static_cast<double>(p.shape.num_kv_heads) * p.shape.kv_token_width;
     p.kv_write_us =
         rooflineUs(write, device, 0, kvWriteBytes(tokens, elements, p.shape.act_bytes, p.shape.kv_elem_bytes));
