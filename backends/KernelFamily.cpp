@@ -106,6 +106,16 @@ void parsePerformance(const YamlReader& r, KernelFamily& k) {
     k.paged_key_ns_source = paged->get<std::string>("source");
     paged->finish();
   }
+  if (auto unit = r.findMap("unit_us")) {
+    k.unit_us = unit->getNumber("value", 0, 1000);
+    k.unit_us_source = unit->get<std::string>("source");
+    unit->finish();
+  }
+  if (auto merge = r.findMap("merge_launch_us")) {
+    k.merge_launch_us = merge->getNumber("value", 0, 1000);
+    k.merge_launch_us_source = merge->get<std::string>("source");
+    merge->finish();
+  }
   if (auto rule = r.findMap("split_rule")) k.split_policy = parseSplitPolicy(*rule);
   // A split over the page pool is the per-SM count cut by the share of the pool one sequence fills.
   if (k.split_spans_pool && k.split_policy.rule != SplitRule::PerSm)

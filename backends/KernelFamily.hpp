@@ -101,6 +101,14 @@ struct KernelFamily {
   // loop, the page-table lookup of every key before its scores are masked. 0: none measured.
   double paged_key_ns = 0;
   std::string paged_key_ns_source;
+  // performance.unit_us: the fixed time every work unit (CTA) spends besides its keys (prologue,
+  // page-table and Q loads, epilogue), which sets a wave's length when the units attend few keys.
+  double unit_us = 0;
+  std::string unit_us_source;
+  // performance.merge_launch_us: the fixed time of the split-KV merge kernel; unset (< 0), a merge
+  // launch costs the family's whole fixed time again.
+  double merge_launch_us = -1;
+  std::string merge_launch_us_source;
   // Prefill/extend tiles pack the query heads of one KV head into the query tile (FA3 varlen
   // PackGQA, FlashInfer's packed qo rows, vLLM Triton unified BLOCK_M), so a short or single-token
   // row shares one KV read across its group.

@@ -137,7 +137,8 @@ Rates slotRates(const CallTerms& c, const KernelModel& kernel, const DeviceModel
                c.slots,
                kernel.key_us * key_factor + c.page_lookup_us,
                kernel.slot_bandwidth_share,
-               kernel.rolling_waves};
+               kernel.rolling_waves,
+               kernel.unit_us};
 }
 
 CallTerms callTerms(const AttentionShape& shape, const KernelModel& kernel, const DeviceModel& device, const Traffic& t,
@@ -149,6 +150,9 @@ CallTerms callTerms(const AttentionShape& shape, const KernelModel& kernel, cons
   c.page_lookup_us = kernel.paged_emulated && page_size > 0 ? kernel.paged_key_us : 0.0;
   c.rates = slotRates(c, kernel, device);
   c.single_token_rates = single_token_rows ? slotRates(c, *single_token_rows, device) : c.rates;
+  // A unit's own fixed time is a decode unit's (one KV head of a request): a prefill query tile's
+  // prologue overlaps the previous tile's work under the persistent schedulers.
+  if (!decode_like) c.rates.unit_us = 0;
   const int group = shape.groupSize();
   // A kernel that does not pack GQA heads re-reads KV per query head, less what L2 keeps. (Unfused
   // paths count their own K/V reads.) The query head is the grid's slowest dimension (FA2's
@@ -229,7 +233,8 @@ SplitTime splitTime(const Call& call, const CallTerms& c, const Waves& w, int s)
   st.kernel_us = kt.us;
   st.bandwidth = kt.bandwidth;
   st.merge_us = s > 1 ? st.partial_bytes / 2 / (call.device.bytes_per_us * call.kernel.memory_efficiency) : 0.0;
-  st.fixed_us = call.kernel.fixed_us * (s > 1 ? 2 : 1);
+  const double merge_launch = call.kernel.merge_launch_us >= 0 ? call.kernel.merge_launch_us : call.kernel.fixed_us;
+  st.fixed_us = call.kernel.fixed_us + (s > 1 ? merge_launch : 0.0);
   st.total_us = st.kernel_us + st.merge_us + st.fixed_us;
   return st;
 }

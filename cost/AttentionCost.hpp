@@ -63,6 +63,8 @@ struct KernelModel {
   double slot_bandwidth_share = 1;  // the family's (KernelFamily::slot_bandwidth_share)
   bool rolling_waves = false;       // KernelFamily::rolling_waves
   double paged_key_us = 0;          // KernelFamily::paged_key_ns, in µs
+  double unit_us = 0;               // KernelFamily::unit_us: every work unit's own fixed time
+  double merge_launch_us = -1;      // KernelFamily::merge_launch_us (< 0: fixed_us again)
   SplitPolicy split_policy;         // how the kernel picks its split count (search: the fastest)
   double compute_efficiency = 0.5;
   double memory_efficiency = 0.75;
@@ -82,6 +84,7 @@ struct DeviceModel {
   double vector_flops_per_us = 0;  // FP32 vector peak
   double bytes_per_us = 0;         // memory bandwidth
   double l2_bytes = 0;
+  double l2_bytes_per_us = 0;  // HardwareProfile::l2_bandwidth_gbps (0: unknown)
   int compute_units = 0;
 };
 

@@ -54,6 +54,7 @@ struct Rates {
   // family's slot_bandwidth_share; the call as a whole never exceeds the device's bandwidth).
   double slot_share = 1;
   bool rolling = false;  // KernelModel::rolling_waves
+  double unit_us = 0;    // KernelModel::unit_us
 };
 
 // One kind of equal work units: time on one slot (its math or bytes, overlapped, then its serial

@@ -46,7 +46,7 @@ void addUnits(Waves& w, const Rates& r, double count, double unit_flops, double 
               double unit_qo_bytes, double own_dram_bytes) {
   const double c = unit_flops / r.flop_per_slot;
   const double m = unit_bytes / (r.byte_per_slot * r.slot_share);
-  const double serial = unit_keys * r.key_us + unit_qo_bytes / r.byte_per_slot;
+  const double serial = r.unit_us + unit_keys * r.key_us + unit_qo_bytes / r.byte_per_slot;
   const double work = std::max(c, m) + serial;
   const double stream = own_dram_bytes / (r.byte_per_slot * r.slots);
   w.sum_work_us += count * work;

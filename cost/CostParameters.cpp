@@ -82,6 +82,8 @@ KernelModel resolveKernel(const KernelFamily& kernel, const HardwareProfile& hw,
   k.split_policy = kernel.split_policy;
   k.rolling_waves = kernel.rolling_waves;
   k.paged_key_us = kernel.paged_key_ns / 1000.0;
+  k.unit_us = kernel.unit_us;
+  k.merge_launch_us = kernel.merge_launch_us;
   // The device's fit for the phase class; an extend without its own fit uses the prefill fit.
   auto found = hw.calibrations.find({kernel.id, calibrationClass(phase)});
   if (found == hw.calibrations.end() && phase == Phase::Extend) found = hw.calibrations.find({kernel.id, "prefill"});
@@ -117,6 +119,7 @@ DeviceModel resolveDevice(const HardwareProfile& hw, DType dtype) {
   d.vector_flops_per_us = p.fp32_tflops.value_or(tflops / 8) * 1e6;
   d.bytes_per_us = hw.memory_bandwidth_gbps * 1e3;
   d.l2_bytes = static_cast<double>(hw.l2_bytes);
+  d.l2_bytes_per_us = hw.l2_bandwidth_gbps * 1e3;
   d.compute_units = hw.compute_units;
   return d;
 }

@@ -60,6 +60,11 @@ HardwareProfile parseHardwareProfile(const YamlReader& r) {
   h.memory_bandwidth_gbps = r.getNumber("memory_bandwidth_gbps", 1, 1e6);
   h.l2_bytes = r.getInt("l2_bytes", 0, std::int64_t{1} << 40);
   h.llc_bytes = r.findInt("llc_bytes", 0, std::int64_t{1} << 40);
+  if (auto l2 = r.findMap("l2_bandwidth")) {
+    h.l2_bandwidth_gbps = l2->getNumber("gbps", 1, 1e6);
+    h.l2_bandwidth_source = l2->get<std::string>("source");
+    l2->finish();
+  }
   h.shared_memory_per_cu_kib = r.findNumber("shared_memory_per_cu_kib", 0, 100000);
   if (r.has("features")) h.features = r.getListOf("features", kFeatures);
   if (auto o = r.findMap("overheads")) h.own_overheads = parseOverheadOverrides(*o);

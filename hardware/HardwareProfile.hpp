@@ -32,6 +32,10 @@ struct HardwareProfile {
   double memory_gb = 0;              // as the vendor states it (decimal GB)
   double memory_bandwidth_gbps = 0;  // GB/s
   std::int64_t l2_bytes = 0;
+  // Read bandwidth of a working set the L2 holds (GB/s; 0: unknown) and where it comes from: what a
+  // kernel replayed back to back on the same inputs reads at, as timed without an L2 flush.
+  double l2_bandwidth_gbps = 0;
+  std::string l2_bandwidth_source;
   std::optional<std::int64_t> llc_bytes;  // last-level cache beyond L2 (Infinity Cache, CPU L3)
   std::optional<double> shared_memory_per_cu_kib;
   std::vector<std::string> features;  // amx, xmx, tma, wgmma ...

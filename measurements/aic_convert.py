@@ -32,7 +32,7 @@ DEFAULT_VERSIONS = {"vllm": "0.24.0", "sglang": "0.5.14"}
 COLUMNS = ["device", "date", "torch", "triton", "cuda", "kind", "impl", "phase", "batch", "q_len", "kv_len",
            "heads", "kv_heads", "head_dim", "causal", "dtype", "median_us", "p20_us", "p80_us", "runs", "flops",
            "bytes", "page_size", "note", "engine_commit", "engine", "engine_version", "window", "q_dtype",
-           "kv_write", "origin"]
+           "kv_write", "l2_warm", "origin"]
 
 # (engine, AIConfigurator kernel_source) -> attnsim impl (a kernel family's measured_as), KV page size
 # in tokens, CUDA-graph replays per timing. vLLM's collector uses 64-token blocks for every backend;
@@ -150,28 +150,21 @@ def attention_row(r, engine, version, table, meta):
         "q_len": q_len, "kv_len": kv_len, "heads": heads, "kv_heads": kv_heads, "head_dim": d_qk,
         "causal": 1 if context else 0, "dtype": kv_dtype, "median_us": latency_us(r), "runs": runs,
         "flops": f"{flops:.6g}", "bytes": f"{nbytes:.6g}", "page_size": page, "window": window,
-        "q_dtype": q_dtype, "kv_write": 1,
+        "q_dtype": q_dtype, "kv_write": 1, "l2_warm": 1,
         "note": f"{table} kernel_source={r['kernel_source']}; mean of {runs} CUDA-graph replays, no L2 flush; "
                 f"includes writing the new tokens' K/V",
     }
 
 
 def query_dtype(engine, impl, context, compute, kv_dtype):
-    """The query's dtype inside the timed kernel (docs/MEASUREMENTS.md, 'FP8 queries').
+    """The math dtype the table logs (attn_dtype / mla_dtype): FP8 only for SGLang's FP8 prefill rows.
 
-    SGLang's context rows label an FP8 prefill attn_dtype=fp8 (fa3 takes FP8 Q, K, V; trtllm_mha
-    quantizes Q itself). With an FP8 cache, vLLM casts Q to FP8 for backends that take a quantized
-    query (FA3, FlashInfer's trtllm-gen) though it logs bfloat16, and SGLang's fa3 and trtllm_mha
-    decode run an FP8 query."""
-    if compute == "fp8_e4m3":
-        return "fp8_e4m3"
-    if kv_dtype != "fp8_e4m3":
-        return "bf16"
-    if engine == "vllm" and impl in ("vllm_fa3", "vllm_flashinfer_trtllm"):
-        return "fp8_e4m3"
-    if engine == "sglang" and not context and impl in ("sglang_fa3", "sglang_trtllm_mha"):
-        return "fp8_e4m3"
-    return "bf16"
+    vLLM casts the query to FP8 for FA3 and trtllm-gen when the cache is FP8 but logs bfloat16, and its
+    FP8-cache prefill runs no faster than bf16 (median time ratio 1.0 at head dim 64, 1.17 at 128,
+    1.3 at 192, 1.63 at 256 on the H100), so those rows keep the logged dtype: the FP8 math rate
+    the model gives an FP8 query would predict them twice too fast. SGLang's fa3 FP8 prefill (Q, K, V
+    in FP8) runs at 0.73-0.89 of its bf16 time."""
+    return "fp8_e4m3" if compute == "fp8_e4m3" else "bf16"
 
 
 def latency_us(r):
@@ -187,7 +180,7 @@ def gemm_row(r, engine, version, table, meta):
     dtype = GEMM_DTYPES.get(r["gemm_dtype"], r["gemm_dtype"])
     return {
         "kind": "gemm", "impl": f"{engine}_gemm", "phase": "", "batch": m, "q_len": n, "kv_len": k, "dtype": dtype,
-        "median_us": latency_us(r), "runs": 6, "flops": f"{2.0 * m * n * k:.6g}", "bytes": "",
+        "median_us": latency_us(r), "runs": 6, "flops": f"{2.0 * m * n * k:.6g}", "bytes": "", "l2_warm": 1,
         "note": f"{table} kernel_source={r['kernel_source']}; batch, q_len, kv_len = M, N, K; "
                 "activation quantization inside the timing",
     }
@@ -200,7 +193,7 @@ def allreduce_row(r, engine, version, table, meta):
     return {
         "kind": "allreduce", "impl": f"{engine}_allreduce", "phase": "", "batch": int(r["num_gpus"]),
         "q_len": elements, "dtype": DTYPES.get(r["allreduce_dtype"], r["allreduce_dtype"]),
-        "median_us": latency_us(r), "runs": 6, "bytes": f"{elements * 2:.6g}",
+        "median_us": latency_us(r), "runs": 6, "bytes": f"{elements * 2:.6g}", "l2_warm": 1,
         "note": f"{table} kernel_source={r['kernel_source']}; batch = GPUs, q_len = elements; mean over "
                 "5 all-reduces per CUDA-graph replay",
     }

@@ -83,10 +83,14 @@ double predictPoint(const FitPoint& p, const KernelModel& base, const DeviceMode
     // The harness's pool: the batch's pages.
     k.kv_pool_tokens = static_cast<double>(p.group.count * p.group.context + p.decodes.count * p.decodes.context);
   }
-  return predictAttention(p.shape, k, d, p.phase, std::span(groups.data(), count),
-                          std::max<std::int64_t>(1, p.page_size))
-             .time_us +
-         p.kv_write_us;
+  const auto groups_span = std::span(groups.data(), count);
+  const std::int64_t page = std::max<std::int64_t>(1, p.page_size);
+  AttentionCost cost = predictAttention(p.shape, k, d, p.phase, groups_span, page);
+  if (p.l2_warm && d.l2_bytes_per_us > 0 && cost.bytes <= d.l2_bytes) {
+    d.bytes_per_us = d.l2_bytes_per_us;
+    cost = predictAttention(p.shape, k, d, p.phase, groups_span, page);
+  }
+  return cost.time_us + p.kv_write_us;
 }
 
 FitResult fitKernel(const std::vector<FitPoint>& points, const KernelModel& base, const DeviceModel& device,
@@ -181,6 +185,7 @@ FitPoint fitPointFrom(const MeasurementRow& row, const KernelModel* kernel) {
   }
   p.page_size = row.page_size;
   p.shape.window = row.window;
+  p.l2_warm = row.l2_warm;
   return p;
 }
 
@@ -189,7 +194,6 @@ FitPoint fitPointFrom(const MeasurementRow& row, const KernelModel& kernel, cons
   const HardwareProfile& hw = catalog.hardware(row.hardware);
   if (row.q_dtype.starts_with("fp8") && hw.peak.fp8_tflops && hw.peak.bf16_tflops) {
     p.math_peak_scale = *hw.peak.fp8_tflops / *hw.peak.bf16_tflops;
-    p.shape.kv_quantized = false;  // FP8 operands meet in FP8 math: nothing is dequantized
   }
   if (row.kv_write) {
     const KernelModel write = resolveKernel(catalog.kernel("kv-cache-write"), hw);

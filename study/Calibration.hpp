@@ -37,6 +37,9 @@ struct FitPoint {
   // The timed call also wrote the new tokens' K/V (AIConfigurator's rows): that kernel's time,
   // from the kv-cache-write family, which the step model costs as its own node.
   double kv_write_us = 0;
+  // Timed back to back without an L2 flush: a call whose bytes the L2 holds reads them at the L2's
+  // bandwidth (the device's l2_bandwidth), not from DRAM.
+  bool l2_warm = false;
   const MeasurementRow* row = nullptr;
 };
 

@@ -27,9 +27,9 @@ const std::vector<std::string> kKinds{"attention",    "copy",         "gemm",   
                                       "graph_replay", "graph_launch", "graph_node", "step",   "allreduce"};
 const std::vector<std::string> kPhases{"prefill", "extend", "decode", "verify", "mixed"};
 // Columns the harness writes besides kColumns; any other column is a typo or another tool's file.
-// The converter of AIConfigurator's database (measurements/aic_convert.py) adds the last six.
-const std::vector<std::string> kOptionalColumns{"page_size", "engine_commit", "engine",   "engine_version",
-                                                "window",    "q_dtype",       "kv_write", "origin"};
+// The converter of AIConfigurator's database (measurements/aic_convert.py) adds the last seven.
+const std::vector<std::string> kOptionalColumns{"page_size", "engine_commit", "engine",  "engine_version", "window",
+                                                "q_dtype",   "kv_write",      "l2_warm", "origin"};
 const std::vector<std::string> kDtypes{"fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2"};
 // A GEMM's operand format: the attention dtypes, and the block-scaled and weight-only formats of
 // the engines' quantized linear layers.
@@ -224,6 +224,9 @@ void numberFields(MeasurementRow& r, RowCells& cells) {
   const auto kv_write = cells.integer("kv_write", false);
   if (kv_write > 1) cells.fail("kv_write", fmt::format("'{}' is not 0 or 1", kv_write));
   r.kv_write = kv_write != 0;
+  const auto l2_warm = cells.integer("l2_warm", false);
+  if (l2_warm > 1) cells.fail("l2_warm", fmt::format("'{}' is not 0 or 1", l2_warm));
+  r.l2_warm = l2_warm != 0;
   if (!r.engine.empty() && std::find(kEngines.begin(), kEngines.end(), r.engine) == kEngines.end()) {
     cells.fail("engine",
                fmt::format("'{}' is not one of: {}{}", r.engine, join(kEngines, ", "), didYouMean(r.engine, kEngines)));

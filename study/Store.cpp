@@ -96,8 +96,8 @@ void Store::insertMeasurements(const std::vector<MeasurementRow>& rows) {
   try {
     Statement s(db_, R"(INSERT OR REPLACE INTO measurements (source, line, device, hardware, date, torch, triton, cuda,
         kind, impl, kernel, phase, batch, q_len, kv_len, heads, kv_heads, head_dim, causal, dtype, median_us, p20_us,
-        p80_us, runs, flops, bytes, note, page_size, window, q_dtype, kv_write, engine, engine_version, origin)
-        VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?))");
+        p80_us, runs, flops, bytes, note, page_size, window, q_dtype, kv_write, l2_warm, engine, engine_version,
+        origin) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?))");
     for (const auto& r : rows) {
       int i = 1;
       s.bind(i++, r.source);
@@ -118,6 +118,7 @@ void Store::insertMeasurements(const std::vector<MeasurementRow>& rows) {
       s.bind(i++, r.window);
       s.bind(i++, r.q_dtype);
       s.bind(i++, static_cast<std::int64_t>(r.kv_write));
+      s.bind(i++, static_cast<std::int64_t>(r.l2_warm));
       for (const auto* t : {&r.engine, &r.engine_version, &r.origin}) s.bind(i++, *t);
       s.step();
       s.reset();
@@ -135,7 +136,7 @@ std::vector<MeasurementRow> Store::measurements(const std::string& kind) const {
   Statement s(db_,
               R"(SELECT source, line, device, hardware, date, torch, triton, cuda, kind, impl, kernel, phase, batch,
       q_len, kv_len, heads, kv_heads, head_dim, causal, dtype, median_us, p20_us, p80_us, runs, flops, bytes, note,
-      page_size, window, q_dtype, kv_write, engine, engine_version, origin FROM measurements WHERE (?1 = '' OR kind = ?1) ORDER BY source, line)");
+      page_size, window, q_dtype, kv_write, l2_warm, engine, engine_version, origin FROM measurements WHERE (?1 = '' OR kind = ?1) ORDER BY source, line)");
   s.bind(1, kind);
   std::vector<MeasurementRow> out;
   while (s.step()) {
@@ -161,6 +162,7 @@ std::vector<MeasurementRow> Store::measurements(const std::string& kind) const {
     r.window = s.integer(i++);
     r.q_dtype = s.text(i++);
     r.kv_write = s.integer(i++) != 0;
+    r.l2_warm = s.integer(i++) != 0;
     for (auto* t : {&r.engine, &r.engine_version, &r.origin}) *t = s.text(i++);
     out.push_back(std::move(r));
   }

@@ -23,6 +23,7 @@ struct MeasurementRow {
   std::int64_t window = 0;             // sliding window in keys (0: full attention)
   std::string q_dtype;                 // the query's dtype in the kernel; empty: the compute dtype (bf16)
   bool kv_write = false;               // the timed call also writes the new tokens' K/V into the cache
+  bool l2_warm = false;                // timed back to back on the same inputs without flushing the L2
   std::string engine, engine_version;  // the engine the kernel was timed in, where it was
   std::string origin;                  // repository@commit:path of the table the row came from
 };

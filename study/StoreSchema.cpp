@@ -130,7 +130,7 @@ struct AddedColumn {
 };
 // Version 5 adds the measurement columns of converted kernel databases (window, query dtype, KV write,
 // engine, origin).
-constexpr std::array<AddedColumn, 13> kAddedColumns{{
+constexpr std::array<AddedColumn, 14> kAddedColumns{{
     {"calibrations", "heldout_mape", "REAL"},
     {"calibrations", "heldout_p90_abs_rel_error", "REAL"},
     {"calibrations", "heldout_points", "INTEGER"},
@@ -141,6 +141,7 @@ constexpr std::array<AddedColumn, 13> kAddedColumns{{
     {"measurements", "window", "INTEGER NOT NULL DEFAULT 0"},
     {"measurements", "q_dtype", "TEXT NOT NULL DEFAULT ''"},
     {"measurements", "kv_write", "INTEGER NOT NULL DEFAULT 0"},
+    {"measurements", "l2_warm", "INTEGER NOT NULL DEFAULT 0"},
     {"measurements", "engine", "TEXT NOT NULL DEFAULT ''"},
     {"measurements", "engine_version", "TEXT NOT NULL DEFAULT ''"},
     {"measurements", "origin", "TEXT NOT NULL DEFAULT ''"},

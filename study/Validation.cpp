@@ -25,8 +25,10 @@ FitParams defaultsOf(const Catalog& c, const std::string& kernel, const std::str
 
 // The attention problem a row solves: phase, batch, lengths, heads, head size and KV dtype.
 std::string problemKey(const MeasurementRow& r) {
-  return fmt::format("{} b{} q{} kv{} h{}/{} d{}{}", r.phase, r.batch, r.q_len, r.kv_len, r.heads, r.kv_heads,
-                     r.head_dim, r.dtype == "bf16" ? std::string{} : " " + r.dtype);
+  return fmt::format("{} b{} q{} kv{} h{}/{} d{}{}{}{}", r.phase, r.batch, r.q_len, r.kv_len, r.heads, r.kv_heads,
+                     r.head_dim, r.dtype == "bf16" ? std::string{} : " " + r.dtype,
+                     r.q_dtype.empty() || r.q_dtype == "bf16" ? std::string{} : " q " + r.q_dtype,
+                     r.window > 0 ? fmt::format(" window {}", r.window) : std::string{});
 }
 
 std::string shapeKey(const MeasurementRow& r) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <array>
 #include <cmath>
 #include <fstream>
 
@@ -112,7 +113,6 @@ TEST(KernelDatabase, AnFp8QueryRunsTheMathAtTheFp8Peak) {
   const FitPoint p = fitPointFrom(fp8, base, c);
   EXPECT_DOUBLE_EQ(p.math_peak_scale,
                    *c.hardware("h100-sxm").peak.fp8_tflops / *c.hardware("h100-sxm").peak.bf16_tflops);
-  EXPECT_FALSE(p.shape.kv_quantized) << "FP8 operands are not dequantized";
   // A long prefill is compute-bound: the FP8 peak makes it clearly faster.
   EXPECT_LT(predicted(fp8), 0.8 * predicted(bf16));
 }
@@ -125,6 +125,64 @@ TEST(KernelDatabase, ASlidingWindowRowAttendsOnlyItsWindow) {
   const KernelModel base = measuredKernelModel(c, "fa3", "h100-sxm", Phase::Decode);
   EXPECT_EQ(fitPointFrom(windowed, base, c).shape.window, 128);
   EXPECT_LT(predicted(windowed), 0.5 * predicted(full));
+}
+
+// A GQA decode shape of 32 query / 8 KV heads of 128 in bf16.
+AttentionShape gqaShape() {
+  AttentionShape s;
+  s.num_heads = 32;
+  s.num_kv_heads = 8;
+  s.d_qk = s.d_v = 128;
+  s.kv_token_width = 256;
+  return s;
+}
+
+double callUs(const KernelModel& k, Phase phase, RequestGroup g) {
+  const DeviceModel d = resolveDevice(defaultCatalog().hardware("h100-sxm"), DType::BF16);
+  const std::array<RequestGroup, 1> groups{g};
+  return predictAttention(gqaShape(), k, d, phase, groups, 64).time_us;
+}
+
+TEST(KernelDatabase, EveryDecodeUnitsOwnTimeLengthensItsWaveAndPrefillTilesDoNotPayIt) {
+  const Catalog& c = defaultCatalog();
+  EXPECT_DOUBLE_EQ(resolveKernel(c.kernel("fa3"), c.hardware("h100-sxm"), Phase::Decode).unit_us, 4.5);
+  KernelModel k = resolveKernel(c.kernel("fa3"), c.hardware("h100-sxm"), Phase::Decode);
+  k.unit_us = 0;
+  KernelModel slow = k;
+  slow.unit_us = 5;
+  // 2048 requests over 2 tokens: 2048 × 8 one-KV-head units, 16384 / 132 SMs = 125 waves (one split).
+  const RequestGroup tiny{2048, 1, 2, 1};
+  EXPECT_NEAR(callUs(slow, Phase::Decode, tiny) - callUs(k, Phase::Decode, tiny), 125 * 5.0, 1e-6);
+  const RequestGroup prompt{4, 2048, 2048, 1};
+  EXPECT_DOUBLE_EQ(callUs(slow, Phase::Prefill, prompt), callUs(k, Phase::Prefill, prompt));
+}
+
+TEST(KernelDatabase, ASplitCallsMergeLaunchCostsItsOwnTimeInsteadOfASecondFixedTime) {
+  const Catalog& c = defaultCatalog();
+  KernelModel k = resolveKernel(c.kernel("fa3"), c.hardware("h100-sxm"), Phase::Decode);
+  k.merge_launch_us = -1;  // unset: the family's fixed time again
+  KernelModel own = k;
+  own.merge_launch_us = 0.5;
+  const RequestGroup one_long{1, 1, 65536, 1};  // one request, 8 units: the call splits
+  const DeviceModel d = resolveDevice(c.hardware("h100-sxm"), DType::BF16);
+  const std::array<RequestGroup, 1> g{one_long};
+  const AttentionCost split = predictAttention(gqaShape(), k, d, Phase::Decode, g, 64);
+  ASSERT_GT(split.splits, 1);
+  EXPECT_NEAR(split.time_us - callUs(own, Phase::Decode, one_long), k.fixed_us - 0.5, 1e-6);
+}
+
+TEST(KernelDatabase, AnL2WarmRowReadsAWorkingSetTheL2HoldsAtTheL2Bandwidth) {
+  const Catalog& c = defaultCatalog();
+  ASSERT_GT(c.hardware("h100-sxm").l2_bandwidth_gbps, c.hardware("h100-sxm").memory_bandwidth_gbps);
+  MeasurementRow small = aicRow("decode", 1, 4096);  // 4 × 4096 keys × 8 heads × 256 × 2 B = 67 MB > 50 MB
+  small.batch = 1;                                   // 17 MB: the L2 holds it
+  MeasurementRow warm = small;
+  warm.l2_warm = true;
+  EXPECT_LT(predicted(warm), predicted(small));
+  MeasurementRow large = aicRow("decode", 1, 4096);
+  MeasurementRow large_warm = large;
+  large_warm.l2_warm = true;
+  EXPECT_DOUBLE_EQ(predicted(large_warm), predicted(large)) << "a working set past the L2 comes from DRAM";
 }
 
 TEST(KernelDatabase, TheStepCostsTheKvWriteWithItsOwnFamily) {

@@ -253,8 +253,8 @@ TEST(StoreSchema, AVersionThreeStoreIsMigratedToTheCurrentSchema) {
   // Version 5's measurement columns (converted kernel databases) are there, with their defaults.
   EXPECT_EQ(count(db,
                   "SELECT count(*) FROM pragma_table_info('measurements') WHERE name IN ('window', 'q_dtype', "
-                  "'kv_write', 'engine', 'engine_version', 'origin')"),
-            6);
+                  "'kv_write', 'l2_warm', 'engine', 'engine_version', 'origin')"),
+            7);
   // The old rows are kept, with no band.
   EXPECT_EQ(count(db, "SELECT count(*) FROM predictions WHERE sweep = 7 AND band IS NULL AND provenance IS NULL"), 1);
   EXPECT_EQ(count(db, "SELECT count(*) FROM points WHERE sweep = 7 AND default_within_band IS NULL"), 1);
