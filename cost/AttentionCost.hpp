@@ -85,6 +85,8 @@ struct DeviceModel {
   int compute_units = 0;
 };
 
+// Which roof sets a call's time (compute_us or memory_us, when it takes at least half the time), or
+// neither: latency (a serial per-key loop, a launch, an idle machine).
 enum class Bound { Compute, Memory, Latency };
 const char* boundName(Bound b);
 
