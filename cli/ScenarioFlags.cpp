@@ -158,4 +158,16 @@ CLI::Validator positiveNumber() {
           "NUMBER > 0"};
 }
 
+CLI::Validator integerList(std::int64_t min, std::int64_t max) {
+  return {[min, max](const std::string& text) -> std::string {
+            try {
+              parseIntList(text, min, max);
+            } catch (const InputError& e) {
+              return e.what();
+            }
+            return {};
+          },
+          fmt::format("INT in [{}, {}], ...", min, max)};
+}
+
 }  // namespace attnsim::cli
