@@ -14,7 +14,8 @@ BENCHMARK(BM_LoadEmbeddedCatalog)->Unit(benchmark::kMillisecond);
 void BM_Select(benchmark::State& state, const char* engine, const char* hardware, const char* model) {
   const Catalog catalog = Catalog::loadDefault();
   const Selector selector(catalog);
-  const SelectionInput s{&catalog.hardware(hardware), &catalog.model(model), &catalog.engine(engine).policy, {}};
+  const SelectionInput s{
+      &catalog.hardware(hardware), &catalog.model(model), &catalog.engine(engine).policy, {}, std::nullopt};
   for (auto _ : state) benchmark::DoNotOptimize(selector.select(s));
 }
 BENCHMARK_CAPTURE(BM_Select, vllm_h100_llama, "vllm", "h100-sxm", "llama-3.1-8b")->Unit(benchmark::kMicrosecond);

@@ -14,6 +14,7 @@
 #include "simulator/Capacity.hpp"
 #include "simulator/CapacitySearch.hpp"
 #include "study/CapacitySpec.hpp"
+#include "study/SweepSpec.hpp"
 
 namespace attnsim::cli {
 
@@ -88,6 +89,8 @@ void printSplit(const CapacityReport& r) {
 
 }  // namespace
 
+constexpr std::int64_t kMaxTp = 1024;  // as --tp in every scenario command
+
 struct SearchFlags {
   ScenarioFlags scenario;  // hardware, models and engines hold comma lists
   std::string tps = "1";
@@ -96,18 +99,35 @@ struct SearchFlags {
   double slo_ttft_ms = 2000, slo_tpot_ms = 50, target_rate = 0;
 };
 
+// A search where no rate meets the SLO has no rate's figures: they are null and slo_unmet says why.
 nlohmann::json searchRow(const CapacityReport& c, const RateSearch& r, const SearchFlags& f) {
-  return {{"hardware", c.hardware->id},
-          {"model", c.model->id},
-          {"engine", c.engine},
-          {"backend", c.backend},
-          {"tp", c.tp},
-          {"max_rate_rps", r.max_rate},
-          {"output_tokens_per_s", r.at_max.output_tokens_per_s},
-          {"p99_ttft_ms", r.at_max.ttft.p99 * 1e3},
-          {"p99_tpot_ms", r.at_max.tpot.p99 * 1e3},
-          {"gpus_for_target", f.target_rate > 0 ? nlohmann::json(r.gpusFor(f.target_rate, c.tp)) : nlohmann::json()},
-          {"simulations", r.simulations}};
+  const bool met = r.slo_unmet.empty();
+  auto figure = [met](double v) { return met ? nlohmann::json(v) : nlohmann::json(); };
+  return {
+      {"hardware", c.hardware->id},
+      {"model", c.model->id},
+      {"engine", c.engine},
+      {"backend", c.backend},
+      {"tp", c.tp},
+      {"max_rate_rps", r.max_rate},
+      {"slo_unmet", met ? nlohmann::json() : nlohmann::json(r.slo_unmet)},
+      {"output_tokens_per_s", figure(r.at_max.output_tokens_per_s)},
+      {"p99_ttft_ms", figure(r.at_max.ttft.p99 * 1e3)},
+      {"p99_tpot_ms", figure(r.at_max.tpot.p99 * 1e3)},
+      {"gpus_for_target", met && f.target_rate > 0 ? nlohmann::json(r.gpusFor(f.target_rate, c.tp)) : nlohmann::json()},
+      {"simulations", r.simulations}};
+}
+
+void printSearchRow(const std::string& hw, const std::string& engine, const CapacityReport& c, const RateSearch& r,
+                    const SearchFlags& f) {
+  const std::string name = engine + ":" + c.backend;
+  if (!r.slo_unmet.empty()) {
+    fmt::print("{:<14}{:<26}{:>4}  {}\n", hw, name, c.tp, r.slo_unmet);
+    return;
+  }
+  fmt::print("{:<14}{:<26}{:>4}{:>12.2f}{:>12.0f}{:>10.0f}ms{:>10.1f}ms{:>8}\n", hw, name, c.tp, r.max_rate,
+             r.at_max.output_tokens_per_s, r.at_max.ttft.p99 * 1e3, r.at_max.tpot.p99 * 1e3,
+             f.target_rate > 0 ? std::to_string(r.gpusFor(f.target_rate, c.tp)) : "-");
 }
 
 void storeSearch(CapacityStore& out, const CapacityReport& c, const Scenario& s, const SearchFlags& f,
@@ -134,22 +154,16 @@ int runSearch(const GlobalOptions& global, const SearchFlags& f) {
   }
   for (const auto& hw : splitList(f.scenario.hardware)) {
     for (const auto& engine : splitList(f.scenario.engines)) {
-      for (const auto& tp : splitList(f.tps)) {
+      for (const auto tp : parseIntList(f.tps, 1, kMaxTp)) {
         ScenarioFlags one = f.scenario;
-        one.tp = std::stoll(tp);
+        one.tp = tp;
         const Scenario s = one.scenario(hw, f.scenario.models, engine);
         try {
           ServeSession session(c, s);
           const RateSearch r = searchRate(session, f.arrivals, slo);
           if (stored) storeSearch(*stored, session.setup().capacity, s, f, r);
-          const nlohmann::json row = searchRow(session.setup().capacity, r, f);
-          rows.push_back(row);
-          if (!global.json) {
-            fmt::print("{:<14}{:<26}{:>4}{:>12.2f}{:>12.0f}{:>10.0f}ms{:>10.1f}ms{:>8}\n", hw,
-                       engine + ":" + session.setup().capacity.backend, tp, r.max_rate, r.at_max.output_tokens_per_s,
-                       r.at_max.ttft.p99 * 1e3, r.at_max.tpot.p99 * 1e3,
-                       f.target_rate > 0 ? std::to_string(r.gpusFor(f.target_rate, static_cast<int>(one.tp))) : "-");
-          }
+          rows.push_back(searchRow(session.setup().capacity, r, f));
+          if (!global.json) printSearchRow(hw, engine, session.setup().capacity, r, f);
         } catch (const std::runtime_error& e) {  // InputError or EngineRefusal: a refusal or a model that does not fit:
                                                  // reported, the search goes on
           rows.push_back({{"hardware", hw}, {"engine", engine}, {"tp", one.tp}, {"error", e.what()}});
@@ -167,14 +181,15 @@ CLI::App* addSearch(CLI::App& app, SearchFlags& f) {
   search->add_option("--hardware", f.scenario.hardware, "hardware profile ids, comma list")->required();
   search->add_option("--model", f.scenario.models, "model id")->required();
   search->add_option("--engine", f.scenario.engines, "engine ids, comma list")->required();
-  search->add_option("--tp", f.tps, "tensor-parallel sizes, comma list (default 1)");
+  search->add_option("--tp", f.tps, "tensor-parallel sizes, comma list (default 1)")->check(integerList(1, kMaxTp));
   search->add_option("--kv-dtype", f.scenario.kv_dtype, "KV-cache dtype as the engine spells it");
   search->add_option("--option", f.scenario.engine_options,
                      "engine flag name=value, given to every engine of the list (repeatable)");
   addArrivalFlags(*search, f.arrivals);
   search->add_option("--slo-ttft-ms", f.slo_ttft_ms, "SLO on p99 time to first token")->check(positiveNumber());
   search->add_option("--slo-tpot-ms", f.slo_tpot_ms, "SLO on p99 time per output token")->check(positiveNumber());
-  search->add_option("--target-rate", f.target_rate, "requests per second to serve: prints the GPUs needed");
+  search->add_option("--target-rate", f.target_rate, "requests per second to serve: prints the GPUs needed")
+      ->check(positiveNumber());
   search->add_option("--db", f.db, "study file: also store every simulation (report capacity reads it)");
   return search;
 }

@@ -49,11 +49,12 @@ YAML::Node workloadNode(const ScenarioFlags& f) {
   const std::int64_t q_len = f.q_len.value_or(1);
   const auto contexts = f.context.empty() ? std::vector<std::int64_t>{} : listFlag("--context", f.context, kMaxTokens);
   const Phase phase = f.prefill_length.empty() ? parsePhase(f.phase) : Phase::Prefill;
+  // The contexts, or a prefill's lengths: each is checked against --q-len as the single-value path does.
+  const auto lengths = f.prefill_length.empty() ? contexts : listFlag("--prefill-length", f.prefill_length, kMaxTokens);
+  for (const auto n : lengths) checkQLenForPhase(phase, f.q_len, n);
   if (phase == Phase::Prefill) {
     w["prefill"]["batch"] = batch;
-    w["prefill"]["length"] = f.prefill_length.empty()
-                                 ? intList(contexts)
-                                 : intList(listFlag("--prefill-length", f.prefill_length, kMaxTokens));
+    w["prefill"]["length"] = intList(lengths);
   } else if (phase == Phase::Extend) {
     std::vector<std::int64_t> prefixes;
     for (const auto c : contexts) {

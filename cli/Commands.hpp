@@ -39,6 +39,8 @@ Runner addStoreCommand(CLI::App& app, const GlobalOptions& global);
 // A finite number above zero. CLI::PositiveNumber answers -1 with the whole double range printed
 // digit by digit ("not in range 0.000000 to 179769313486...").
 CLI::Validator positiveNumber();
+// A comma list of integers (or ranges, 1..8x2) each in [min, max].
+CLI::Validator integerList(std::int64_t min, std::int64_t max);
 
 // --holdout-contexts: a comma list of context lengths (UsageError naming a bad item).
 std::vector<std::int64_t> parseContexts(const std::string& text);

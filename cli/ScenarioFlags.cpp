@@ -58,8 +58,10 @@ void ScenarioFlags::addWorkload(CLI::App& cmd) {
   auto* batch_flag =
       cmd.add_option("--batch", batch, "requests in the batch (predict, rank: a list or range, e.g. 1,8 or 1..256x2)")
           ->capture_default_str();
-  auto* q_len_flag = cmd.add_option("--q-len", q_len, "new tokens per request (extend and verify: required)")
-                         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 24));
+  auto* q_len_flag =
+      cmd.add_option("--q-len", q_len,
+                     "new tokens per request (extend and verify: required; decode: 1; prefill: the context)")
+          ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 24));
   auto* context_flag = cmd.add_option("--context", context,
                                       "tokens each request attends to, new ones included (required unless --mix or "
                                       "--prefill-length; prefill: the prompt length; predict, rank: a list)");
@@ -83,18 +85,12 @@ Workload ScenarioFlags::workload() const {
   const std::int64_t b = singleValue("--batch", batch, std::int64_t{1} << 24);
   if (!prefill_length.empty()) {
     const std::int64_t n = singleValue("--prefill-length", prefill_length, std::int64_t{1} << 26);
-    return Workload::uniform(Phase::Prefill, b, n, n);
+    return Workload::forPhase(Phase::Prefill, b, q_len, n);
   }
   const Phase p = parsePhase(phase);
   if (context.empty()) throw UsageError("--context is required for phase " + phase + " (or give --mix)");
-  const bool takes_q_len = p == Phase::Extend || p == Phase::Verify;
-  if (takes_q_len && !q_len) throw UsageError("--q-len is required for phase " + phase);
-  if (!takes_q_len && q_len) {
-    throw UsageError("--q-len applies to phases extend and verify; phase " + phase +
-                     " has q_len = " + (p == Phase::Prefill ? "--context" : "1"));
-  }
-  return Workload::uniform(p, b, q_len.value_or(1), singleValue("--context", context, std::int64_t{1} << 26),
-                           spec_topk.value_or(1));
+  return Workload::forPhase(p, b, q_len, singleValue("--context", context, std::int64_t{1} << 26),
+                            spec_topk.value_or(1));
 }
 
 void ScenarioFlags::addGeometry(CLI::App& cmd) {
@@ -160,6 +156,18 @@ CLI::Validator positiveNumber() {
             return fmt::format("'{}' is not a number above 0", text);
           },
           "NUMBER > 0"};
+}
+
+CLI::Validator integerList(std::int64_t min, std::int64_t max) {
+  return {[min, max](const std::string& text) -> std::string {
+            try {
+              parseIntList(text, min, max);
+            } catch (const InputError& e) {
+              return e.what();
+            }
+            return {};
+          },
+          fmt::format("INT in [{}, {}], ...", min, max)};
 }
 
 }  // namespace attnsim::cli

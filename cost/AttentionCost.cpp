@@ -25,8 +25,6 @@ using attention_cost::roundUp;
 using attention_cost::Traffic;
 using attention_cost::Waves;
 
-constexpr double kLatencyUtilization = 0.25;  // below this busy fraction a call counts as latency-bound
-
 // Decode and verify: each unit is one KV head with its packed query heads (or one query head),
 // over one KV split. What does not depend on the split count is computed once per group.
 struct DecodeUnit {
@@ -216,12 +214,12 @@ void addSplitUnits(Waves& w, const Call& call, const CallTerms& c, const std::op
 
 // One split count's time: the waves, the merge of the fp32 partial outputs, and one launch per kernel.
 struct SplitTime {
-  bool bandwidth = false;  // the machine's bandwidth, not the wave schedule, sets kernel_us
   double partial_bytes = 0;
   double kernel_us = 0;
   double merge_us = 0;
   double fixed_us = 0;
   double total_us = 0;
+  bool merge_gap_included = false;  // the family's merge_launch_us stands for the merge's launch and gap
 };
 
 SplitTime splitTime(const Call& call, const CallTerms& c, const Waves& w, int s) {
@@ -229,12 +227,11 @@ SplitTime splitTime(const Call& call, const CallTerms& c, const Waves& w, int s)
   SplitTime st;
   st.partial_bytes = s > 1 ? 2.0 * s * call.split_tokens * shape.num_heads * (shape.d_v + 1) * kPartialBytes : 0.0;
   // Split units write their fp32 partials (half of partial_bytes; the merge reads the other half).
-  const attention_cost::KernelTime kt = attention_cost::kernelTime(w, c.rates, c.base_bytes + st.partial_bytes / 2);
-  st.kernel_us = kt.us;
-  st.bandwidth = kt.bandwidth;
+  st.kernel_us = attention_cost::kernelTime(w, c.rates, c.base_bytes + st.partial_bytes / 2);
   st.merge_us = s > 1 ? st.partial_bytes / 2 / (call.device.bytes_per_us * call.kernel.memory_efficiency) : 0.0;
   const double merge_launch = call.kernel.merge_launch_us >= 0 ? call.kernel.merge_launch_us : call.kernel.fixed_us;
   st.fixed_us = call.kernel.fixed_us + (s > 1 ? merge_launch : 0.0);
+  st.merge_gap_included = call.kernel.merge_launch_us >= 0;
   st.total_us = st.kernel_us + st.merge_us + st.fixed_us;
   return st;
 }
@@ -242,6 +239,7 @@ SplitTime splitTime(const Call& call, const CallTerms& c, const Waves& w, int s)
 void recordSplit(AttentionCost& out, const CallTerms& c, const Waves& w, const SplitTime& st, int s) {
   out.splits = s;
   out.launches = s > 1 ? 2 : 1;
+  out.gapped_launches = s > 1 && !st.merge_gap_included ? 2 : 1;
   out.ctas = w.ctas;
   out.slots = c.slots;
   out.flops_tiled = w.flops_tiled * c.dequant;
@@ -250,10 +248,6 @@ void recordSplit(AttentionCost& out, const CallTerms& c, const Waves& w, const S
   out.fixed_us = st.fixed_us;
   out.time_us = st.total_us;
   out.utilization = st.kernel_us > 0 ? w.sum_work_us / (c.slots * st.kernel_us) : 0;
-  // Latency: launch overhead dominates, or the machine is mostly idle so one unit's serial
-  // work sets the time rather than the device's FLOP/s or bandwidth.
-  const bool latency = st.fixed_us >= out.kernel_us || out.utilization < kLatencyUtilization;
-  out.bound = latency ? Bound::Latency : (w.compute_dominant && !st.bandwidth) ? Bound::Compute : Bound::Memory;
 }
 
 // The split count the kernel runs with. "fastest" (FlashInfer's and the Triton planners balance the
@@ -344,6 +338,7 @@ AttentionCost predictAttention(const AttentionShape& shape, const KernelModel& k
   out.bytes_min = t.q_bytes + t.o_bytes + t.kv_unique;
   out.compute_us = out.flops_tiled / (c.peak * kernel.compute_efficiency);
   out.memory_us = out.bytes / (device.bytes_per_us * kernel.memory_efficiency);
+  out.bound = attention_cost::roofBound(out);
   return out;
 }
 

@@ -88,6 +88,8 @@ struct DeviceModel {
   int compute_units = 0;
 };
 
+// Which roof sets a call's time (compute_us or memory_us, when it takes at least half the time), or
+// neither: latency (a serial per-key loop, a launch, an idle machine).
 enum class Bound { Compute, Memory, Latency };
 const char* boundName(Bound b);
 
@@ -99,7 +101,10 @@ struct AttentionCost {
   double ctas = 0;
   double slots = 0;  // work units the machine holds at once: SMs × the kernel's CTAs per SM (0: unfused)
   int splits = 1;
-  int launches = 1;       // kernels launched: the attention kernel, its split merge, a second call
+  int launches = 1;  // kernels launched: the attention kernel, its split merge, a second call
+  // Launches whose gap before them the step's timeline adds: a merge with its own merge_launch_us
+  // counts its gap in that time (so the split search, which sees only the call, also sees the gap).
+  int gapped_launches = 1;
   double compute_us = 0;  // whole-machine roofline terms
   double memory_us = 0;
   double kernel_us = 0;  // waves × per-unit work

@@ -74,7 +74,6 @@ struct Waves {
   double unit_serial_us = 0;  // one kind of unit: its per-key and Q/O work
   double ctas = 0;
   double flops_tiled = 0;
-  bool compute_dominant = false;
   // Bytes the streaming floor adds beyond the call's DRAM bytes: a mixed call's single-token rows
   // stream at their decode rate, expressed in bytes at the call's rate.
   double stream_extra_bytes = 0;
@@ -94,12 +93,13 @@ void addUnits(Waves& w, const Rates& r, double count, double unit_flops, double 
 // The longest-first wave schedule, each wave lasting as long as its longest unit or as the device
 // takes to stream the wave's bytes, whichever is longer; and the call never faster than the machine
 // streams its DRAM bytes (units that read the same KV at once, such as the row tiles of one request,
-// share it through L2). `bandwidth` says whether the bytes, not the longest units, set the time.
-struct KernelTime {
-  double us = 0;
-  bool bandwidth = false;
-};
-KernelTime kernelTime(const Waves& w, const Rates& r, double dram_bytes);
+// share it through L2).
+double kernelTime(const Waves& w, const Rates& r, double dram_bytes);
+
+// The fraction of a call's time the larger roof (compute_us or memory_us) must reach to set it.
+inline constexpr double kRoofShare = 0.5;
+// Compute or memory when that roof's time is at least kRoofShare of the call's; else latency.
+Bound roofBound(const AttentionCost& c);
 
 // Prefill and extend: query tiles of one query head, or of one KV head's packed query heads; a mixed
 // call's single-token rows at `single` rates, their KV cut into `single_splits` (cost/AttentionCostPrefill.cpp).

@@ -35,6 +35,7 @@ AttentionCost sequentialCalls(const AttentionCost& first, const AttentionCost& s
   out.fixed_us = first.fixed_us + second.fixed_us;
   out.time_us = first.time_us + second.time_us;
   out.launches = first.launches + second.launches;
+  out.gapped_launches = first.gapped_launches + second.gapped_launches;
   return out;
 }
 
@@ -50,10 +51,7 @@ void addUnits(Waves& w, const Rates& r, double count, double unit_flops, double 
   const double work = std::max(c, m) + serial;
   const double stream = own_dram_bytes / (r.byte_per_slot * r.slots);
   w.sum_work_us += count * work;
-  if (work > w.max_work_us) {
-    w.max_work_us = work;
-    w.compute_dominant = c >= m;
-  }
+  w.max_work_us = std::max(w.max_work_us, work);
   w.unit_serial_us = std::max(w.unit_serial_us, serial);
   w.unit_stream_us = std::max(w.unit_stream_us, stream);
   w.ctas += count;
@@ -65,7 +63,7 @@ namespace {
 
 constexpr double kWhole = 1e-9;  // counts are whole numbers held in doubles
 
-// The schedule's time, and the part of it that the waves' bytes rather than their longest units set.
+// The schedule's time.
 // Lockstep (the default): a wave lasts as long as its longest unit, or as the device takes to stream
 // the bytes of all its units plus the serial per-key and Q/O work of the unit with the most of it,
 // whichever is longer: a unit's own bytes overlap its math, but no unit finishes before the bandwidth
@@ -76,7 +74,6 @@ constexpr double kWhole = 1e-9;  // counts are whole numbers held in doubles
 // one's loads (flex-decoding: 5 resident CTAs per SM, each visiting a key every ~50 ns).
 struct Schedule {
   double us = 0;
-  double streamed_us = 0;
   bool rolling = false;
   double chain_us = 0;  // rolling: Σ of the waves' longest units
   double bytes_us = 0;  // rolling: Σ of the waves' streaming times
@@ -90,14 +87,11 @@ struct Schedule {
     }
     const double streamed = wave_bytes_us + serial_us;
     us += times * std::max(longest_us, streamed);
-    if (streamed > longest_us) streamed_us += times * streamed;
   }
   // After the last wave: a rolling schedule's time from its sums.
   void finish() {
     if (!rolling) return;
-    const double streamed = bytes_us + tail_us;
-    us = std::max(chain_us, streamed);
-    streamed_us = streamed > chain_us ? streamed : 0.0;
+    us = std::max(chain_us, bytes_us + tail_us);
   }
 };
 
@@ -152,11 +146,19 @@ Schedule waveSchedule(const Waves& w, double slots, bool rolling) {
 
 }  // namespace
 
-KernelTime kernelTime(const Waves& w, const Rates& r, double dram_bytes) {
+double kernelTime(const Waves& w, const Rates& r, double dram_bytes) {
   Schedule waves = waveSchedule(w, r.slots, r.rolling);
   waves.finish();
   const double stream = (dram_bytes + w.stream_extra_bytes) / (r.byte_per_slot * r.slots);
-  return {std::max(waves.us, stream), stream >= waves.us || 2 * waves.streamed_us >= waves.us};
+  return std::max(waves.us, stream);
+}
+
+// A roof sets the call's time when the call takes at most twice that roof's time; a call that takes
+// longer waits on something neither roof counts (a serial per-key loop, a launch), so it is latency-bound.
+Bound roofBound(const AttentionCost& c) {
+  const double roof_us = std::max(c.compute_us, c.memory_us);
+  if (roof_us < kRoofShare * c.time_us) return Bound::Latency;
+  return c.compute_us >= c.memory_us ? Bound::Compute : Bound::Memory;
 }
 
 }  // namespace attnsim::attention_cost

@@ -282,9 +282,11 @@ double Predictor::commUs(const Workload& replica, const Workload& batch) const {
 void setAttentionCosts(StepCosts& costs, const std::vector<LayerAttention>& layers) {
   costs.attention_us.assign(layers.size(), 0);
   costs.attention_launches.assign(layers.size(), 1);
+  costs.attention_gapped_launches.assign(layers.size(), 1);
   for (std::size_t i = 0; i < layers.size(); ++i) {
     costs.attention_us[i] = layers[i].cost.time_us;
     costs.attention_launches[i] = layers[i].cost.launches;
+    costs.attention_gapped_launches[i] = layers[i].cost.gapped_launches;
   }
 }
 

@@ -97,6 +97,9 @@ struct StepCosts {
   std::array<int, static_cast<std::size_t>(StepOp::Count)> op_launches{};
   std::vector<double> attention_us;  // per attention layer type
   std::vector<int> attention_launches;
+  // The launches whose gap the timeline adds (AttentionCost::gapped_launches: a merge whose
+  // merge_launch_us stands for its gap is not one).
+  std::vector<int> attention_gapped_launches;
   double host_plan_us = 0;  // the attention backend's per-forward CPU work
 };
 

@@ -34,6 +34,8 @@ StepTimeline walk(const StepGraph& graph, const StepCosts& costs, GraphMode mode
     const bool attention = node.launch == NodeLaunch::Attention;
     const double dur = attention ? costs.attention_us[node.slot - kStepOpCount] : costs.op_us[node.slot];
     const int launches = attention ? costs.attention_launches[node.slot - kStepOpCount] : costs.op_launches[node.slot];
+    const int gapped =
+        attention ? costs.attention_gapped_launches[node.slot - kStepOpCount] : costs.op_launches[node.slot];
     double ready = 0;
     if constexpr (kReadPredecessors) {
       for (const int p : graph.predecessors(i)) ready = std::max(ready, (*end)[static_cast<std::size_t>(p)]);
@@ -49,14 +51,14 @@ StepTimeline walk(const StepGraph& graph, const StepCosts& costs, GraphMode mode
       cpu += launch.kernel_launch_us;
       t.launches += launches;
       piece_open = false;
-      gap = launch.eager_gap_us * launches;
+      gap = launch.eager_gap_us * gapped;
     } else {
       if (mode == GraphMode::Piecewise && !piece_open) {
         cpu += launch.graph_replay_base_us;
         t.launches += 1;
         piece_open = true;
       }
-      gap = launch.graph_replay_per_node_us * launches;
+      gap = launch.graph_replay_per_node_us * gapped;
     }
     double start = std::max(cpu, gpu_free + gap);
     if constexpr (kReadPredecessors) {
@@ -86,7 +88,8 @@ bool streamOrdered(const StepCosts& costs, const LaunchCosts& launch) {
          nonNegative(launch.eager_gap_us) && std::all_of(costs.op_us.begin(), costs.op_us.end(), ok) &&
          std::all_of(costs.attention_us.begin(), costs.attention_us.end(), ok) &&
          std::all_of(costs.op_launches.begin(), costs.op_launches.end(), ok_launches) &&
-         std::all_of(costs.attention_launches.begin(), costs.attention_launches.end(), ok_launches);
+         std::all_of(costs.attention_launches.begin(), costs.attention_launches.end(), ok_launches) &&
+         costs.attention_gapped_launches.size() == costs.attention_launches.size();
 }
 
 }  // namespace
@@ -138,7 +141,7 @@ struct LaneTables {
       }
       for (std::size_t a = 0; a < c.attention_us.size() && kStepOpCount + a < graph.slots(); ++a) {
         dur[(kStepOpCount + a) * n + l] = c.attention_us[a];
-        gap[(kStepOpCount + a) * n + l] = attention_gap * c.attention_launches[a];
+        gap[(kStepOpCount + a) * n + l] = attention_gap * c.attention_gapped_launches[a];
       }
       // Adding zero leaves a non-negative time unchanged, so every mode adds a per-kind CPU cost.
       const double eager = launch.kernel_launch_us;

@@ -48,9 +48,7 @@ AttentionCost predictUnfused(const AttentionShape& s, const KernelModel& kernel,
   out.time_us = out.kernel_us + out.fixed_us;
   out.ctas = std::max(1, device.compute_units * kernel.ctas_per_sm);
   out.utilization = 1.0;
-  out.bound = out.fixed_us >= out.kernel_us     ? Bound::Latency
-              : out.compute_us >= out.memory_us ? Bound::Compute
-                                                : Bound::Memory;
+  out.bound = roofBound(out);
   return out;
 }
 

@@ -27,6 +27,24 @@ Phase parsePhase(std::string_view name) {
   throw UsageError(fmt::format("--phase {}: expected prefill, extend, decode or verify", name));
 }
 
+void checkQLenForPhase(Phase phase, std::optional<std::int64_t> q_len, std::int64_t context) {
+  if ((phase == Phase::Extend || phase == Phase::Verify) && !q_len) {
+    throw UsageError(fmt::format("--q-len is required for phase {}", phaseName(phase)));
+  }
+  if (phase == Phase::Decode && q_len && *q_len != 1) {
+    throw UsageError(fmt::format(
+        "--q-len {} contradicts --phase decode, which adds one token per request (q_len 1); for {} new tokens per "
+        "request use --phase extend (a chunk over a prefix) or verify (draft tokens)",
+        *q_len, *q_len));
+  }
+  if (phase == Phase::Prefill && q_len && *q_len != context) {
+    throw UsageError(fmt::format(
+        "--q-len {} contradicts --phase prefill with --context {}: a prefill's new tokens are its whole context "
+        "(q_len = context); for {} new tokens over a cached prefix use --phase extend",
+        *q_len, context, *q_len));
+  }
+}
+
 Workload Workload::uniform(Phase phase, std::int64_t batch, std::int64_t q_len, std::int64_t context,
                            std::int64_t tree_topk) {
   if (batch < 1) throw UsageError("--batch must be at least 1");
@@ -40,6 +58,12 @@ Workload Workload::uniform(Phase phase, std::int64_t batch, std::int64_t q_len, 
         fmt::format("--q-len {} exceeds --context {}: the context counts the new tokens", g.q_len, g.context));
   }
   return Workload{phase, {g}};
+}
+
+Workload Workload::forPhase(Phase phase, std::int64_t batch, std::optional<std::int64_t> q_len, std::int64_t context,
+                            std::int64_t tree_topk) {
+  checkQLenForPhase(phase, q_len, context);
+  return uniform(phase, batch, q_len.value_or(1), context, tree_topk);
 }
 
 std::int64_t Workload::requests() const {

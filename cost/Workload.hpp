@@ -2,6 +2,7 @@
 // What one forward step computes: a batch of requests, each with new query tokens over a KV
 // context. Uniform batches are one group; mixed batches (chunked prefill + decodes) are several.
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -12,6 +13,10 @@ namespace attnsim {
 enum class Phase { Prefill, Extend, Decode, Verify };
 std::string_view phaseName(Phase p);
 Phase parsePhase(std::string_view name);  // throws UsageError listing the phases
+// A q_len a user gives (--q-len, Python's q_len=) against the phase: one that agrees with it is
+// accepted (1 for decode, the context for prefill), one that contradicts it is a UsageError naming
+// both, and extend and verify require one.
+void checkQLenForPhase(Phase phase, std::optional<std::int64_t> q_len, std::int64_t context);
 // Decode and verify run the decode kernel over single (or a few speculative) tokens per request.
 [[nodiscard]] inline bool decodeLike(Phase p) { return p == Phase::Decode || p == Phase::Verify; }
 
@@ -36,6 +41,9 @@ struct Workload {
   // verify (q = draft tokens).
   static Workload uniform(Phase phase, std::int64_t batch, std::int64_t q_len, std::int64_t context,
                           std::int64_t tree_topk = 1);
+  // The same from what a user gives (--q-len, Python's q_len=), checked by checkQLenForPhase.
+  static Workload forPhase(Phase phase, std::int64_t batch, std::optional<std::int64_t> q_len, std::int64_t context,
+                           std::int64_t tree_topk = 1);
   [[nodiscard]] std::int64_t requests() const;
   [[nodiscard]] std::int64_t tokens() const;
   [[nodiscard]] bool isUniform() const;

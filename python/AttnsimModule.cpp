@@ -118,7 +118,8 @@ std::optional<std::int64_t> optInt(const py::handle& v, const std::string& key) 
 struct ScenarioKeywords {
   Scenario s;
   std::string phase = "decode", mix;
-  std::int64_t batch = 1, q_len = 1, context = 4096;
+  std::int64_t batch = 1, context = 4096;
+  std::optional<std::int64_t> q_len;  // as --q-len: the phase's own when not given
 };
 using Setter = void (*)(ScenarioKeywords&, const py::handle&, const std::string&);
 
@@ -140,7 +141,7 @@ const std::map<std::string, Setter>& scenarioSetters() {
       {"kernel", [](K& k, H v, S key) { k.s.kernel = str(v, key); }},
       {"phase", [](K& k, H v, S key) { k.phase = str(v, key); }},
       {"batch", [](K& k, H v, S key) { k.batch = integer(v, key); }},
-      {"q_len", [](K& k, H v, S key) { k.q_len = integer(v, key); }},
+      {"q_len", [](K& k, H v, S key) { k.q_len = optInt(v, key); }},
       {"context", [](K& k, H v, S key) { k.context = integer(v, key); }},
       {"mix", [](K& k, H v, S key) { k.mix = str(v, key); }},
       {"kv_dtype", [](K& k, H v, S key) { k.s.kv_dtype = optString(v, key); }},
@@ -178,10 +179,12 @@ Scenario scenarioFrom(const py::kwargs& kwargs) {
     }
     it->second(k, value, key);
   }
-  if (k.batch < 1 || k.q_len < 1 || k.context < 1) throw UsageError("batch, q_len and context must be at least 1");
+  if (k.batch < 1 || k.q_len.value_or(1) < 1 || k.context < 1) {
+    throw UsageError("batch, q_len and context must be at least 1");
+  }
   if (k.s.tp < 1) throw UsageError("tp must be at least 1");
   k.s.workload = k.mix.empty()
-                     ? Workload::uniform(parsePhase(k.phase), k.batch, k.q_len, k.context, k.s.spec.topk.value_or(1))
+                     ? Workload::forPhase(parsePhase(k.phase), k.batch, k.q_len, k.context, k.s.spec.topk.value_or(1))
                      : parseMix(k.mix);
   qualifyBackends(k.s);
   return k.s;

@@ -37,6 +37,10 @@ struct SelectionInput {
   const ModelSpec* model = nullptr;
   const EnginePolicy* engine = nullptr;
   ServingOptions options;
+  // An engine that selects per stage chooses only this one ("prefill" or "decode"), for a question
+  // about one phase: a decode is not refused for the prefill backend it would pair with. Unset: every
+  // stage, as a deployment runs them (select, serve-sim, capacity).
+  std::optional<std::string> only_stage;
 };
 
 // Builds the variables for the engine's rules. Validates options against the engine (exit 2 on

@@ -323,6 +323,22 @@ bool Selector::chooseForStage(const Engine& engine, const std::string& stage, co
   return true;
 }
 
+void Selector::noteOtherStage(const Engine& engine, const std::string& stage, const Env& env, Selection& out) const {
+  if (engine.policy.explicit_backend_stages_it_runs) return;  // the engine's own order picks the other stage
+  const std::string other = stage == "prefill" ? "decode" : "prefill";
+  Env other_env = env;
+  other_env["stage"] = other;
+  if (!isNull(var(other_env, other == "prefill" ? "prefill_attention_backend" : "decode_attention_backend"))) return;
+  const auto* name = std::get_if<std::string>(&var(other_env, "attention_backend"));
+  if (!name) return;
+  const auto reasons = validate(engine, *name, other_env);
+  if (reasons.empty()) return;
+  out.notes.push_back(fmt::format(
+      "{} cannot serve the {} stage here ({}), so a deployment naming it for both stages is refused; this answer is "
+      "for the {} stage alone, with {} as its backend",
+      *name, other, join(reasons, "; "), stage, *name));
+}
+
 Selection Selector::select(const SelectionInput& scenario) const {
   const Engine& engine = catalog_.engine(scenario.engine->engine);
   Selection out;
@@ -344,7 +360,11 @@ Selection Selector::select(const SelectionInput& scenario) const {
     const std::vector<std::string> stages =
         engine.policy.per_stage ? std::vector<std::string>{"prefill", "decode"} : std::vector<std::string>{""};
     for (const auto& stage : stages) {
+      if (scenario.only_stage && !stage.empty() && stage != *scenario.only_stage) continue;
       if (!chooseForStage(engine, stage, env, out)) break;
+    }
+    if (scenario.only_stage && engine.policy.per_stage && !out.refusal) {
+      noteOtherStage(engine, *scenario.only_stage, env, out);
     }
   }
   out.env = std::move(env);

@@ -70,6 +70,9 @@ class Selector {
   // stages_it_runs): true, with a note, for a stage NAME cannot serve while it serves the other.
   bool leavesStageToEngine(const Engine& engine, const std::string& name, const std::string& stage, Env& stage_env,
                            Selection& out) const;
+  // A question about `stage` alone, under a backend named for both stages: a note when that name cannot
+  // serve the other stage (a deployment is refused; the answer holds for this stage alone).
+  void noteOtherStage(const Engine& engine, const std::string& stage, const Env& env, Selection& out) const;
   // False when the engine refuses the stage.
   bool chooseForStage(const Engine& engine, const std::string& stage, const Env& env, Selection& out) const;
 

@@ -35,7 +35,8 @@ CapacityReport capacityOf(const Catalog& c, const Scenario& s) {
   const Engine& e = c.engine(s.engine);
   ServingOptions options = servingOptions(s);
   options.backend.reset();
-  const EngineRun run = runEngine(c, *r.hardware, *r.model, e, options, s.backend, Phase::Decode);
+  const EngineRun run =
+      runEngine(c, *r.hardware, *r.model, e, options, s.backend, Phase::Decode, StageScope::Deployment);
   if (run.selection.refusal) throw EngineRefusal(*run.selection.refusal);
   const PredictionInput in = predictionInputFor(c, *r.hardware, *r.model, e, run, s.cuda_graphs);
   r.engine = e.policy.engine;

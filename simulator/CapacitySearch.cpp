@@ -1,11 +1,44 @@
 #include "simulator/CapacitySearch.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cmath>
+#include <vector>
+
+#include "core/Strings.hpp"
 
 namespace attnsim {
 
 bool meetsSlo(const ServeResult& r, const ServeSlo& slo) {
   return r.rejected == 0 && r.ttft.p99 <= slo.ttft_s && r.tpot.p99 <= slo.tpot_s;
+}
+
+std::string whySloUnmet(const ServeResult& r, const ServeSlo& slo, std::int64_t kv_tokens, double rate) {
+  std::int64_t longest = 0;
+  double total = 0;
+  for (const auto& o : r.requests) {
+    longest = std::max(longest, o.prompt_tokens + o.output_tokens);
+    total += static_cast<double>(o.prompt_tokens + o.output_tokens);
+  }
+  if (r.rejected > 0) {
+    return fmt::format(
+        "{} of {} requests never fit the KV pool of {} tokens (prompt + output up to {} tokens), so the SLO cannot "
+        "be met at any rate",
+        r.rejected, r.requests.size(), kv_tokens, longest);
+  }
+  std::vector<std::string> over;
+  if (r.ttft.p99 > slo.ttft_s) {
+    over.push_back(fmt::format("p99 TTFT {:.0f} ms > {:g} ms", r.ttft.p99 * 1e3, slo.ttft_s * 1e3));
+  }
+  if (r.tpot.p99 > slo.tpot_s) {
+    over.push_back(fmt::format("p99 TPOT {:.1f} ms > {:g} ms", r.tpot.p99 * 1e3, slo.tpot_s * 1e3));
+  }
+  const double mean = r.requests.empty() ? 0 : total / static_cast<double>(r.requests.size());
+  return fmt::format(
+      "the SLO is not met at any rate searched: even at {:g} req/s, {}; the KV pool of {} tokens holds {:.0f} "
+      "request(s) of {:.0f} tokens (prompt + output, mean) at once",
+      rate, join(over, " and "), kv_tokens, mean > 0 ? std::floor(static_cast<double>(kv_tokens) / mean) : 0.0, mean);
 }
 
 std::int64_t RateSearch::gpusFor(double target_rate, int tp) const {
@@ -28,7 +61,10 @@ RateSearch searchRate(ServeSession& session, ArrivalSpec arrivals, const ServeSl
     out.probes.push_back({rate, ok, std::move(r)});
     return ok;
   };
-  if (!attempt(min_rate)) return out;
+  if (!attempt(min_rate)) {
+    out.slo_unmet = whySloUnmet(out.probes.front().result, slo, session.setup().scheduler.kv_tokens, min_rate);
+    return out;
+  }
   double good = min_rate;
   double bad = 0;
   for (double rate = min_rate * 2; rate <= max_rate; rate *= 2) {

@@ -2,6 +2,7 @@
 // The highest request rate a scenario serves within an SLO (p99 TTFT and p99 TPOT), found by
 // doubling then bisecting over generated arrivals with a fixed seed, and the GPUs a target rate needs.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "simulator/ServeRun.hpp"
@@ -22,12 +23,18 @@ struct RateSearch {
   ServeResult at_max;   // the simulation at that rate
   int simulations = 0;
   std::vector<RateProbe> probes;  // in the order simulated
-  // Replicas of the scenario (each `tp` GPUs) needed for `target_rate`, in GPUs; 0 when none suffice.
+  // Why not even the lowest rate meets the SLO, in words (max_rate 0); empty when a rate does.
+  std::string slo_unmet;
+  // Replicas of the scenario (each `tp` GPUs) needed for `target_rate`, in GPUs; 0 when none suffice
+  // (slo_unmet says why).
   [[nodiscard]] std::int64_t gpusFor(double target_rate, int tp) const;
 };
 
 // Meets the SLO: p99 TTFT and p99 TPOT within it, and nothing rejected.
 bool meetsSlo(const ServeResult& r, const ServeSlo& slo);
+// What a simulation at `rate` broke of the SLO, in words: requests that never fit the KV pool of
+// `kv_tokens` (at any rate), or the p99 TTFT or TPOT over their limits.
+std::string whySloUnmet(const ServeResult& r, const ServeSlo& slo, std::int64_t kv_tokens, double rate);
 
 // `arrivals` gives the lengths, process, request count and seed; its rate is searched in
 // [min_rate, max_rate] to a relative precision of about 1%.

@@ -10,10 +10,13 @@ namespace attnsim {
 const char* stageOf(Phase p) { return p == Phase::Prefill || p == Phase::Extend ? "prefill" : "decode"; }
 
 EngineRun runEngine(const Catalog& c, const HardwareProfile& hw, const ModelSpec& m, const Engine& e,
-                    const ServingOptions& options, const std::optional<std::string>& backend, Phase phase) {
+                    const ServingOptions& options, const std::optional<std::string>& backend, Phase phase,
+                    StageScope scope) {
   ServingOptions o = options;
   o.backend = backend;
-  EngineRun run{Selector(c).select({&hw, &m, &e.policy, o}), std::nullopt, backend, stageOf(phase)};
+  SelectionInput in{&hw, &m, &e.policy, o, std::nullopt};
+  if (scope == StageScope::PhaseOnly) in.only_stage = stageOf(phase);
+  EngineRun run{Selector(c).select(in), std::nullopt, backend, stageOf(phase)};
   if (!run.selection.refusal) run.choice = run.stage == "prefill" ? run.selection.prefill : run.selection.decode;
   return run;
 }

@@ -32,10 +32,15 @@ struct EngineRun {
 // The engine stage that runs a phase: prefill (prefill, extend) or decode (decode, verify).
 const char* stageOf(Phase p);
 
-// The engine's selection exactly as `select --backend NAME` runs it (`backend` nullopt: the
-// engine's own choice), and the backend of the phase's stage.
+// What an engine run selects: the stage of the phase asked about (predict, rank, check, sweeps), or
+// every stage, as `select` and a deployment (serve-sim, capacity) need them.
+enum class StageScope { PhaseOnly, Deployment };
+
+// The engine's selection as `select --backend NAME` runs it (`backend` nullopt: the engine's own
+// choice), over `scope`'s stages, and the backend of the phase's stage.
 EngineRun runEngine(const Catalog& c, const HardwareProfile& hw, const ModelSpec& m, const Engine& e,
-                    const ServingOptions& options, const std::optional<std::string>& backend, Phase phase);
+                    const ServingOptions& options, const std::optional<std::string>& backend, Phase phase,
+                    StageScope scope = StageScope::PhaseOnly);
 
 // The prediction input for the backend an engine run chose: its kernels, its CUDA-graph support,
 // the engine's capture rules and the variables after the engine's rules.

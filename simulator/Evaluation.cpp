@@ -16,7 +16,8 @@ ScenarioSelection selectBackends(const Catalog& c, const Scenario& s) {
   out.hardware = &c.hardware(s.hardware);
   out.model = resolveModel(c, s);
   out.engine = &c.engine(s.engine);
-  out.selection = Selector(c).select({out.hardware, out.model.get(), &out.engine->policy, servingOptions(s)});
+  out.selection =
+      Selector(c).select({out.hardware, out.model.get(), &out.engine->policy, servingOptions(s), std::nullopt});
   return out;
 }
 

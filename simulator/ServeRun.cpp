@@ -19,7 +19,7 @@ PredictionInput engineInput(const Catalog& c, const Scenario& s, const ModelSpec
   const Engine& e = c.engine(s.engine);
   ServingOptions options = servingOptions(s);
   options.backend.reset();
-  const EngineRun run = runEngine(c, hw, model, e, options, s.backend, phase);
+  const EngineRun run = runEngine(c, hw, model, e, options, s.backend, phase, StageScope::Deployment);
   if (run.selection.refusal) throw EngineRefusal(*run.selection.refusal);
   return predictionInputFor(c, hw, model, e, run, s.cuda_graphs);
 }

@@ -184,6 +184,7 @@ CapacityConfigRow searchAndStore(const Catalog& catalog, const CapacityConfig& c
     search = searchRate(session, arrivals, slo);
     row.max_rate = search->max_rate;
     row.simulations = search->simulations;
+    row.error = search->slo_unmet;         // why not even the lowest rate meets the SLO; empty when one does
   } catch (const std::runtime_error& e) {  // the engine's refusal, a TP the heads do not split into, no KV room
     row.error = e.what();
   }

@@ -170,7 +170,8 @@ std::int64_t CapacityStore::addConfig(std::optional<std::int64_t> study, const C
   if (row.max_rate) {
     s.bind(26, *row.max_rate);
     if (row.target_rate > 0) {
-      const RateSearch r{*row.max_rate, {}, 0, {}};
+      RateSearch r;
+      r.max_rate = *row.max_rate;
       s.bind(28, r.gpusFor(row.target_rate, row.tp));
     }
   }

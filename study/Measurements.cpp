@@ -373,6 +373,7 @@ std::vector<MeasurementRow> readMeasurementCsv(const std::string& path, const Ca
 
 MeasurementImport importMeasurements(const std::vector<std::string>& files, const std::string& db,
                                      const Catalog& catalog) {
+  requireWritableStore(db);  // a read-only store is said to be so whatever the input files hold
   std::vector<MeasurementRow> all;
   for (const auto& f : files) {
     auto rows = readMeasurementCsv(f, catalog);

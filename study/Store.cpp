@@ -1,6 +1,7 @@
 #include "study/Store.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <optional>
@@ -47,7 +48,30 @@ std::optional<int> readerSchemaVersion(sqlite3*& db, const std::string& path) {
   return std::nullopt;
 }
 
+UsageError readOnlyStore(const std::string& path) {
+  return UsageError(
+      fmt::format("--db {}: the store is read-only to this process (the file or its folder is not writable) and this "
+                  "command writes to it; reports read a read-only store",
+                  path));
+}
+
 }  // namespace
+
+void requireWritableStore(const std::string& path) {
+  if (path == ":memory:") return;
+  if (!std::filesystem::exists(path)) {
+    std::filesystem::path folder = std::filesystem::path(path).parent_path();
+    if (folder.empty()) folder = ".";
+    // A missing folder is Store's own "cannot open" error; an existing one must take a new file.
+    if (std::filesystem::is_directory(folder) && ::access(folder.c_str(), W_OK | X_OK) != 0) throw readOnlyStore(path);
+    return;
+  }
+  // Opened without creating or writing: SQLite says whether it would write the file.
+  sqlite3* db = openConnection(path, SQLITE_OPEN_READWRITE);
+  const bool read_only = sqlite3_db_readonly(db, "main") == 1;
+  sqlite3_close(db);
+  if (read_only) throw readOnlyStore(path);
+}
 
 Store::Store(const std::string& path, StoreAccess access) : path_(path) {
   if (access == StoreAccess::ReadOnly) {
@@ -73,12 +97,7 @@ Store::Store(const std::string& path, StoreAccess access) : path_(path) {
   db_ = openConnection(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   try {
     // SQLite opens a file it may not write read-only without a word; say so before any write fails.
-    if (sqlite3_db_readonly(db_, "main") == 1) {
-      throw UsageError(fmt::format(
-          "--db {}: the store is read-only to this process (the file or its folder is not writable) and this "
-          "command writes to it; reports read a read-only store",
-          path));
-    }
+    if (sqlite3_db_readonly(db_, "main") == 1) throw readOnlyStore(path);
     createOrMigrateSchema(db_, path);
   } catch (...) {
     sqlite3_close(db_);

@@ -59,6 +59,10 @@ void createOrMigrateSchema(sqlite3* db, const std::string& path);
 // Whether a command only reads the store (reports, --db calibrations) or also writes to it.
 enum class StoreAccess { ReadWrite, ReadOnly };
 
+// A writer's first check, before it reads its input: the store at `path` (or, when new, its folder) is
+// writable to this process; the same UsageError as Store's ReadWrite open otherwise. Writes nothing.
+void requireWritableStore(const std::string& path);
+
 class Store {
  public:
   // ReadWrite: creates the schema when new, migrates an older one (docs/STORE.md), refuses a newer

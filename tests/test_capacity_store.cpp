@@ -1,6 +1,7 @@
 // Serving results in the study store (serve-sim --db, capacity search --db, capacity study) and
 // attnsim report capacity: rows against the command's own JSON, the search's probes, the spec's
 // errors, the golden report (numbers with tolerances), and the HTML drawn by headless Chromium.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
@@ -95,7 +96,8 @@ TEST(CapacityStore, SearchStoresEveryProbeAndTheRunAtTheHighestRate) {
   EXPECT_NEAR(number(db, "SELECT rate FROM serve_runs WHERE at_max = 1"), max_rate, 1e-12);
   EXPECT_EQ(number(db, "SELECT COUNT(*) FROM serve_requests"), 200);  // only the run at the highest rate
   // Every rate that met the SLO is at most the maximum; every one above it failed.
-  EXPECT_EQ(number(db, "SELECT COUNT(*) FROM serve_runs WHERE meets_slo = 1 AND rate > " + std::to_string(max_rate)),
+  // (The bound is written with every digit: std::to_string keeps six decimals and may round below the maximum.)
+  EXPECT_EQ(number(db, fmt::format("SELECT COUNT(*) FROM serve_runs WHERE meets_slo = 1 AND rate > {:.17g}", max_rate)),
             0);
   EXPECT_GT(number(db, "SELECT COUNT(*) FROM serve_runs WHERE meets_slo = 0"), 0);
   EXPECT_NEAR(number(db, "SELECT p99 FROM (SELECT tpot_p99_ms AS p99 FROM serve_runs WHERE at_max = 1)"),

@@ -79,7 +79,7 @@ TEST(Smoke, EveryCombinationGivesAnAnswer) {
   for (const auto& e : c.engines()) {
     for (const auto& h : c.hardwareProfiles()) {
       for (const auto& m : c.models()) {
-        const Selection s = selector.select({&h, &m, &e.policy, {}});
+        const Selection s = selector.select({&h, &m, &e.policy, {}, std::nullopt});
         if (s.refusal) {
           EXPECT_FALSE(s.refusal->empty());
         } else {

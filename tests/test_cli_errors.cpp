@@ -115,3 +115,44 @@ TEST(CliErrors, HelpShowsDefaultsAllowedValuesAndCatalogIds) {
 
 }  // namespace
 }  // namespace attnsim::test
+
+namespace attnsim::test {
+namespace {
+
+const std::string kPredict = "--json predict --engine vllm --hardware h100-sxm --model llama-3.1-8b ";
+
+TEST(CliErrors, QLenThatAgreesWithThePhaseIsAcceptedWithTheSameAnswer) {
+  for (const auto& [with, without] : std::vector<std::pair<std::string, std::string>>{
+           {"--phase decode --batch 8 --q-len 1 --context 4096", "--phase decode --batch 8 --context 4096"},
+           {"--phase prefill --q-len 2048 --context 2048", "--phase prefill --context 2048"},
+           {"--phase prefill --q-len 1024 --prefill-length 1024", "--prefill-length 1024"}}) {
+    const auto a = runAttnsim(kPredict + with);
+    ASSERT_EQ(a.exit_code, 0) << with << "\n" << a.output;
+    const auto b = runAttnsim(kPredict + without);
+    ASSERT_EQ(b.exit_code, 0) << without << "\n" << b.output;
+    EXPECT_EQ(json::parse(a.output), json::parse(b.output)) << with;
+  }
+  // Lists (a sweep of predictions) check each context the same way.
+  const auto listed = runAttnsim(kPredict + "--phase prefill --q-len 512 --context 512 --batch 1,2");
+  EXPECT_EQ(listed.exit_code, 0) << listed.output;
+}
+
+TEST(CliErrors, QLenThatContradictsThePhaseIsAUsageErrorNamingBoth) {
+  for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+           {"--phase decode --q-len 4 --context 4096", "--q-len 4 contradicts --phase decode"},
+           {"--phase prefill --q-len 100 --context 2048",
+            "--q-len 100 contradicts --phase prefill with --context 2048"},
+           {"--phase decode --q-len 4 --context 1024,2048", "--q-len 4 contradicts --phase decode"},
+           {"--phase prefill --q-len 512 --context 512,1024",
+            "--q-len 512 contradicts --phase prefill with --context 1024"},
+           {"--phase extend --context 1024,2048", "--q-len is required for phase extend"}}) {
+    const auto r = runAttnsim(kPredict + args);
+    ASSERT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    const json e = json::parse(r.output).at("error");
+    EXPECT_EQ(e["kind"], "usage") << args;
+    EXPECT_NE(e["message"].get<std::string>().find(message), std::string::npos) << args << "\n" << e["message"];
+  }
+}
+
+}  // namespace
+}  // namespace attnsim::test

@@ -295,8 +295,13 @@ TEST(CostLawsAttention, TimeNeverFallsWhenBatchOrContextGrows) {
 // engine's rule (vLLM's unified attention leaves its 3D split launch past 16 sequences of 8 KV heads,
 // SGLang's get_num_kv_splits_triton, the ROCm partitions) launches what the rule says: where the count
 // changes, both bounds are the rule's, not the waves' (the monotone law has the same exemption).
+// A call is memory-bound here when it is labelled so and its memory roof is at least twice its compute
+// roof: near the ridge (MLA decode on Blackwell, roofs within 20%) the label names the larger roof, but
+// the units' math can set the waves.
 constexpr double kLinearAbove = 0.05;
 constexpr double kLinearBelow = 0.15;
+
+bool clearlyMemoryBound(const AttentionCost& c) { return c.bound == Bound::Memory && 2 * c.compute_us <= c.memory_us; }
 
 TEST(CostLawsAttention, MemoryBoundDecodeGrowsWithTheBytesItReadsInTheKernelsWaves) {
   double worst_above = 0, worst_below = 0, worst_edge = 0;
@@ -313,7 +318,7 @@ TEST(CostLawsAttention, MemoryBoundDecodeGrowsWithTheBytesItReadsInTheKernelsWav
         for (std::int64_t b = 16; b < 512; b = nextStep(b)) {
           const AttentionCost x = sweep.at(b, 4096);
           const AttentionCost y = sweep.at(nextStep(b), 4096);
-          if (x.bound != Bound::Memory || y.bound != Bound::Memory) continue;
+          if (!clearlyMemoryBound(x) || !clearlyMemoryBound(y)) continue;
           ++steps;
           if (ruled && x.splits != y.splits) {
             ++ruled_changes;

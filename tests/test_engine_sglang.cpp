@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "core/Error.hpp"
 #include "core/Value.hpp"
 #include "simulator/Evaluation.hpp"
 #include "tests/TestSupport.hpp"
@@ -355,6 +356,45 @@ TEST(SglangDefault, AsymmetricKvOnSm100DefaultsToFa4) {
   const Selection symmetric = selectionOf(sglang("b200", "llama-3.1-8b"));
   ASSERT_FALSE(symmetric.refusal) << *symmetric.refusal;
   EXPECT_EQ(nameOf(symmetric.prefill), "trtllm_mha");
+}
+
+}  // namespace
+}  // namespace attnsim::test
+
+namespace attnsim::test {
+namespace {
+
+// Issue 29: SGLang picks a backend per stage; a question about one phase (predict, rank, sweeps) chooses
+// only that phase's stage, so a decode is not refused for the prefill backend it would pair with, while
+// `select` (a deployment, both stages) still is. trtllm_mha prefills only on SM100 (the catalog's
+// requirement) but decodes on the H100.
+TEST(SglangStages, ADecodeQueryIsNotRefusedForThePrefillBackendItWouldPairWith) {
+  Scenario s = sglang("h100-sxm", "llama-3.1-8b");
+  s.workload = Workload::uniform(Phase::Decode, 8, 1, 4096);
+  EXPECT_TRUE(ranksBackend(s, "trtllm_mha"));
+  s.backend = "trtllm_mha";
+  ASSERT_TRUE(predictScenario(defaultCatalog(), s).backend.has_value());
+  EXPECT_EQ(predictScenario(defaultCatalog(), s).backend->backend, "trtllm_mha");
+  EXPECT_NE(refusalOf(selectionOf(s)).find("trtllm_mha cannot serve the prefill phase"), std::string::npos)
+      << refusalOf(selectionOf(s));
+  s.workload = Workload::uniform(Phase::Prefill, 1, 4096, 4096);
+  try {
+    (void)predictScenario(defaultCatalog(), s);
+    ADD_FAILURE() << "a prefill on trtllm_mha is refused on the H100";
+  } catch (const EngineRefusal& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot serve the prefill phase"), std::string::npos) << e.what();
+  }
+}
+
+TEST(SglangStages, ADecodeQuerysRefusalsNameTheDecodePhase) {
+  Scenario s = sglang("h200", "deepseek-v3");
+  s.tp = 8;
+  s.workload = Workload::uniform(Phase::Decode, 64, 1, 8192);
+  const Ranking r = rankBackends(defaultCatalog(), s, {"sglang"});
+  ASSERT_FALSE(r.invalid.empty());
+  for (const auto& [name, why] : r.invalid)
+    EXPECT_EQ(why.find("prefill phase"), std::string::npos) << name << ": " << why;
+  EXPECT_NE(r.invalid.at("sglang:cutlass_mla").find("cutlass_mla cannot serve the decode phase"), std::string::npos);
 }
 
 }  // namespace

@@ -48,6 +48,8 @@ StepCosts syntheticCosts(std::size_t attention_types, unsigned seed) {
   for (std::size_t a = 0; a < attention_types; ++a) {
     c.attention_us.push_back(static_cast<double>(next() % 100000) / 31.0);
     c.attention_launches.push_back(next() % 2 == 0 ? 2 : 1);
+    c.attention_gapped_launches.push_back(
+        c.attention_launches.back() == 2 && next() % 2 == 0 ? 1 : c.attention_launches.back());
   }
   c.host_plan_us = static_cast<double>(next() % 100) / 7.0;
   return c;

@@ -106,5 +106,23 @@ TEST(VllmMlaExtend, BlackwellPrefillRunsFlashInfersRaggedKernelInMhaForm) {
   EXPECT_FALSE(f.latent);
 }
 
+// vllm/v1/attention/backends/mla/rocm_aiter_mla.py and aiter_triton_mla.py override only
+// _flash_attn_varlen_diff_headdims (aiter's CK or Triton flash_attn_varlen_func over per-head q/k/v):
+// their prefill is MLACommonImpl's MHA form, with the FLOPs of every vLLM MLA backend's prefill
+// (issue 29: they were priced absorbed, 3.4x TRITON_MLA's FLOPs).
+TEST(VllmMlaExtend, RocmAiterMlaBackendsPrefillInMhaFormWithTritonMlasFlops) {
+  for (const Workload& w : {batchOf({{1, 8192, 8192}}), batchOf({{2, 2048, 8192}})}) {
+    const ScenarioPrediction triton = predictDeepSeek("vllm", "TRITON_MLA", "mi300x", w);
+    for (const char* backend : {"ROCM_AITER_MLA", "ROCM_AITER_TRITON_MLA"}) {
+      const ScenarioPrediction p = predictDeepSeek("vllm", backend, "mi300x", w);
+      const Form f = formOf(p);
+      EXPECT_EQ(f.kernel, "aiter-fa") << backend;
+      EXPECT_FALSE(f.latent) << backend;
+      EXPECT_DOUBLE_EQ(p.prediction.attention.front().cost.flops, triton.prediction.attention.front().cost.flops)
+          << backend << " " << describe(w);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace attnsim::test

@@ -95,36 +95,70 @@ TEST(RobustStore, FullDiskDuringSweepIsExitTwoAndTheRerunFinishesIt) {
   EXPECT_EQ(scalar(db, "PRAGMA integrity_check"), "ok");
 }
 
-// A command line run as the unprivileged user 65534 (setpriv), for whom the stores made by this test
-// (root's files in root's folder) are read-only whatever root could do.
-std::string asNobody(const std::string& arguments) {
-  return "setpriv --reuid=65534 --regid=65534 --clear-groups " + std::string(ATTNSIM_BINARY) + " " + arguments;
-}
+// A folder user 65534 may enter and read but not write, whatever the clone's folder (a 0700 home or
+// temporary folder): the attnsim program, the measurement file and the store this test gives it are
+// copies in here, owned by root, so the unprivileged run reads them all and writes none.
+class ReadableFolder {
+ public:
+  ReadableFolder() : dir_(fs::temp_directory_path() / ("attnsim-readonly-" + std::to_string(::getpid()))) {
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                              fs::perms::others_read | fs::perms::others_exec);
+    binary_ = copy(ATTNSIM_BINARY, "attnsim");
+    csv_ = copy(kCsv, "measurements.csv");
+  }
+  ~ReadableFolder() {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  ReadableFolder(const ReadableFolder&) = delete;
+  ReadableFolder& operator=(const ReadableFolder&) = delete;
+  [[nodiscard]] const fs::path& path() const { return dir_; }
+  [[nodiscard]] const fs::path& csv() const { return csv_; }
+  // The copied attnsim run as the unprivileged user 65534 (setpriv).
+  [[nodiscard]] std::string asNobody(const std::string& arguments) const {
+    return "setpriv --reuid=65534 --regid=65534 --clear-groups " + binary_.string() + " " + arguments;
+  }
+
+ private:
+  fs::path copy(const fs::path& from, const std::string& name) const {
+    const fs::path to = dir_ / name;
+    fs::copy_file(from, to, fs::copy_options::overwrite_existing);
+    fs::permissions(to, fs::perms::others_read | fs::perms::group_read, fs::perm_options::add);
+    return to;
+  }
+
+  fs::path dir_, binary_, csv_;
+};
 
 TEST(RobustStore, ReadOnlyStoreIsReadByReportsAndRefusedByWritersWithoutAWrite) {
-  const auto probe = runShell(asNobody("--version"));
+  const ReadableFolder folder;
+  const auto probe = runShell(folder.asNobody("--version"));
   if (probe.exit_code != 0) GTEST_SKIP() << "cannot run attnsim as user 65534 here (not root?): " << probe.output;
-  OverlayDir dir;
-  const fs::path db = dir.path() / "s.db";
-  ASSERT_EQ(runAttnsim("measurements import " + kCsv + " --db " + db.string()).exit_code, 0);
+  const fs::path db = folder.path() / "s.db";
+  const std::string csv = folder.csv().string();
+  ASSERT_EQ(runAttnsim("measurements import " + csv + " --db " + db.string()).exit_code, 0);
   ASSERT_EQ(runAttnsim("sweep default --db " + db.string()).exit_code, 0);
+  fs::permissions(db, fs::perms::others_read | fs::perms::group_read, fs::perm_options::add);
   const std::string rows = scalar(db, "SELECT count(*) FROM measurements");
   const fs::path out = fs::temp_directory_path() / ("attnsim-readonly-out-" + std::to_string(::getpid()));
   fs::create_directories(out);
   fs::permissions(out, fs::perms::all);
 
   for (const std::string report : {"validation", "priorities", "matrix", "whatif --compare-engines"}) {
-    const auto r = runShell(asNobody("--json report " + report + " --db " + db.string() + " --out " + out.string()));
+    const auto r =
+        runShell(folder.asNobody("--json report " + report + " --db " + db.string() + " --out " + out.string()));
     EXPECT_EQ(r.exit_code, 0) << report << ": " << r.output;
   }
   const auto predicted =
-      runShell(asNobody("--json predict --hardware h100-sxm --model llama-3.1-8b --engine vllm "
-                        "--phase decode --batch 8 --context 4096 --db " +
-                        db.string()));
+      runShell(folder.asNobody("--json predict --hardware h100-sxm --model llama-3.1-8b --engine vllm "
+                               "--phase decode --batch 8 --context 4096 --db " +
+                               db.string()));
   EXPECT_EQ(predicted.exit_code, 0) << predicted.output;
 
-  for (const std::string& writer : {"measurements import " + kCsv, std::string("sweep default")}) {
-    const auto r = runShell(asNobody("--json " + writer + " --db " + db.string()));
+  for (const std::string& writer : {"measurements import " + csv, std::string("sweep default")}) {
+    const auto r = runShell(folder.asNobody("--json " + writer + " --db " + db.string()));
     ASSERT_EQ(r.exit_code, 2) << writer << ": " << r.output;
     const std::string message = nlohmann::json::parse(r.output).at("error").at("message");
     EXPECT_NE(message.find("read-only"), std::string::npos) << message;
@@ -132,6 +166,28 @@ TEST(RobustStore, ReadOnlyStoreIsReadByReportsAndRefusedByWritersWithoutAWrite) 
   EXPECT_EQ(scalar(db, "PRAGMA integrity_check"), "ok");
   EXPECT_EQ(scalar(db, "SELECT count(*) FROM measurements"), rows);
   fs::remove_all(out);
+}
+
+// A writer checks that its store is writable before it reads its input: an unreadable measurement
+// file does not hide a read-only store.
+TEST(RobustStore, WriterRefusesAReadOnlyStoreBeforeReadingItsInput) {
+  const ReadableFolder folder;
+  const auto probe = runShell(folder.asNobody("--version"));
+  if (probe.exit_code != 0) GTEST_SKIP() << "cannot run attnsim as user 65534 here (not root?): " << probe.output;
+  const fs::path db = folder.path() / "s.db";
+  ASSERT_EQ(runAttnsim("measurements import " + folder.csv().string() + " --db " + db.string()).exit_code, 0);
+  fs::permissions(db, fs::perms::others_read | fs::perms::group_read, fs::perm_options::add);
+  const fs::path hidden = folder.path() / "hidden.csv";
+  fs::copy_file(folder.csv(), hidden);
+  fs::permissions(hidden, fs::perms::owner_read | fs::perms::owner_write);  // 0600: user 65534 cannot read it
+  for (const fs::path& target : {db, folder.path() / "new.db"}) {
+    const auto r =
+        runShell(folder.asNobody("--json measurements import " + hidden.string() + " --db " + target.string()));
+    ASSERT_EQ(r.exit_code, 2) << target << ": " << r.output;
+    const std::string message = nlohmann::json::parse(r.output).at("error").at("message");
+    EXPECT_NE(message.find("read-only"), std::string::npos) << message;
+    EXPECT_FALSE(fs::exists(folder.path() / "new.db"));
+  }
 }
 
 // A reader asks for the current schema and never upgrades: an older store is named as such.

@@ -340,8 +340,8 @@ TEST_P(SelectionRules, MatchesTheEngineRule) {
   const Case& c = GetParam();
   const Catalog& catalog = defaultCatalog();
   const Selector selector(catalog);
-  const Selection s = selector.select(
-      {&catalog.hardware(c.hardware), &catalog.model(c.model), &catalog.engine(c.engine).policy, c.options});
+  const Selection s = selector.select({&catalog.hardware(c.hardware), &catalog.model(c.model),
+                                       &catalog.engine(c.engine).policy, c.options, std::nullopt});
   SCOPED_TRACE(c.rule);
   if (!c.refusal.empty()) {
     ASSERT_TRUE(s.refusal.has_value()) << "chose " << label(s.prefill) << " / " << label(s.decode);

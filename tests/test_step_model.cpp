@@ -45,12 +45,13 @@ Predictor engineBackend(const Catalog& c, const char* engine, const char* hw, co
 
 TEST(CudaGraphs, CaptureSizesFollowTheEngines) {
   const Catalog& c = defaultCatalog();
-  Env env = buildEnv({&c.hardware("h200"), &c.model("llama-3.1-8b"), &c.engine("sglang").policy, {}});
+  Env env = buildEnv({&c.hardware("h200"), &c.model("llama-3.1-8b"), &c.engine("sglang").policy, {}, std::nullopt});
   EXPECT_EQ(c.engine("vllm").policy.cuda_graph->captureSizes(env).size(), 51U);    // engines.md §1.9
   EXPECT_EQ(c.engine("sglang").policy.cuda_graph->captureSizes(env).size(), 36U);  // max 256: §2.7
   env["memory_gb"] = 180.0;
   EXPECT_EQ(c.engine("sglang").policy.cuda_graph->captureSizes(env).size(), 52U);  // max 512: §2.7
-  Env rtp = buildEnv({&c.hardware("h100-sxm"), &c.model("llama-3.1-8b"), &c.engine("rtp-llm").policy, {}});
+  Env rtp =
+      buildEnv({&c.hardware("h100-sxm"), &c.model("llama-3.1-8b"), &c.engine("rtp-llm").policy, {}, std::nullopt});
   EXPECT_EQ(c.engine("rtp-llm").policy.cuda_graph->captureSizes(rtp), (std::vector<std::int64_t>{1, 8, 16, 24, 32}));
   rtp["concurrency_limit"] = std::int64_t{128};
   EXPECT_EQ(c.engine("rtp-llm").policy.cuda_graph->captureSizes(rtp).size(), 11U);  // §3.5

@@ -16,7 +16,7 @@ TEST(Validate, ReasonsComeInTheEnginesOrderAndPhrases) {
   const Catalog& c = defaultCatalog();
   const Selector selector(c);
   const Engine& vllm = c.engine("vllm");
-  Env env = buildEnv({&c.hardware("a100-sxm-80g"), &c.model("gpt-oss-20b"), &vllm.policy, {}});
+  Env env = buildEnv({&c.hardware("a100-sxm-80g"), &c.model("gpt-oss-20b"), &vllm.policy, {}, std::nullopt});
   // FA2 on SM 8.0 with sinks: the sink check (7th) comes before supports_combination (11th).
   EXPECT_EQ(selector.validate(vllm, "FLASH_ATTN", env),
             (std::vector<std::string>{"sink setting not supported", "sink not supported on compute capability < 9.0"}));
@@ -28,8 +28,8 @@ TEST(Validate, ReasonsComeInTheEnginesOrderAndPhrases) {
 
 TEST(Validate, RejectedListsEveryInvalidBackendWithReasons) {
   const Catalog& c = defaultCatalog();
-  const Selection s =
-      Selector(c).select({&c.hardware("h100-sxm"), &c.model("llama-3.1-8b"), &c.engine("vllm").policy, {}});
+  const Selection s = Selector(c).select(
+      {&c.hardware("h100-sxm"), &c.model("llama-3.1-8b"), &c.engine("vllm").policy, {}, std::nullopt});
   std::map<std::string, std::vector<std::string>> rejected(s.rejected.begin(), s.rejected.end());
   EXPECT_EQ(rejected.count("FLASH_ATTN"), 0U);
   EXPECT_EQ(rejected.count("FLASHINFER"), 0U);
@@ -44,8 +44,8 @@ TEST(Validate, NoValidBackendListsAllReasons) {
                                             {{"head_dim: 128", "head_dim: 20"}, {"dtype: bf16", "dtype: fp32"}});
   ServingOptions o;
   o.kv_dtype = "fp8";
-  const Selection s =
-      Selector(c).select({&c.hardware("a100-sxm-80g"), &c.model("odd-heads"), &c.engine("vllm").policy, o});
+  const Selection s = Selector(c).select(
+      {&c.hardware("a100-sxm-80g"), &c.model("odd-heads"), &c.engine("vllm").policy, o, std::nullopt});
   ASSERT_TRUE(s.refusal.has_value());
   EXPECT_NE(s.refusal->find("No valid attention backend found for cuda with AttentionSelectorConfig(head_size=20"),
             std::string::npos)

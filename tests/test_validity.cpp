@@ -1,10 +1,13 @@
 // One validity rule for every command: over the whole default catalog (every engine × hardware
 // profile × model × phase), the backends `rank` treats as valid are exactly the names for which
-// `select --backend NAME` accepts the scenario and runs NAME in the phase's stage; every other
-// name is either refused with the engine's reason (the same text in both commands) or runs as a
-// backend that `rank` itself lists (docs/SELECTION.md "Validity").
+// `select --backend NAME`, asked about the phase's stage alone (runEngine's StageScope::PhaseOnly),
+// accepts the scenario and runs NAME in that stage; every other name is either refused with the
+// engine's reason (the same text in both) or runs as a backend that `rank` itself lists
+// (docs/SELECTION.md "Validity"). A deployment (`select` itself: every stage) accepts a subset: what
+// it refuses beyond that, it refuses for the other stage only.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <set>
 
 #include "TestSupport.hpp"
@@ -20,16 +23,25 @@ struct SelectAnswer {
   std::string engine_default;                     // select without --backend; "" when refused
 };
 
-SelectAnswer selectAnswers(const Scenario& base, const Engine& e) {
+// `select` over every stage (a deployment), or over the phase's stage alone.
+Selection selectOf(const Scenario& s, bool phase_only) {
+  const Catalog& c = defaultCatalog();
+  const auto model = resolveModel(c, s);
+  SelectionInput in{&c.hardware(s.hardware), model.get(), &c.engine(s.engine).policy, servingOptions(s), std::nullopt};
+  if (phase_only) in.only_stage = stageOf(s.workload.phase);
+  return Selector(c).select(in);
+}
+
+SelectAnswer selectAnswers(const Scenario& base, const Engine& e, bool phase_only) {
   SelectAnswer a;
   const bool prefill = base.workload.phase == Phase::Prefill;
   auto stageName = [prefill](const Selection& s) { return nameOf(prefill ? s.prefill : s.decode); };
-  const Selection own = selectBackends(defaultCatalog(), base).selection;
+  const Selection own = selectOf(base, phase_only);
   if (!own.refusal) a.engine_default = stageName(own);
   for (const auto& name : backendNames(e)) {
     Scenario s = base;
     s.backend = name;
-    const Selection sel = selectBackends(defaultCatalog(), s).selection;
+    const Selection sel = selectOf(s, phase_only);
     if (sel.refusal) {
       a.refusals[name] = *sel.refusal;
     } else if (stageName(sel) == name) {
@@ -90,6 +102,21 @@ void compare(const Scenario& s, const SelectAnswer& sel, const RankAnswer& rank,
   mismatches += rank.valid == sel.runs ? 0 : 1;
 }
 
+// What a deployment accepts, rank accepts too; what rank accepts beyond it, the deployment refuses for
+// the other stage.
+void compareWithDeployment(const Scenario& s, const SelectAnswer& deployment, const RankAnswer& rank) {
+  const std::string where =
+      s.engine + " × " + s.hardware + " × " + s.model + " × " + std::string(phaseName(s.workload.phase));
+  const std::string other = s.workload.phase == Phase::Prefill ? "decode" : "prefill";
+  for (const auto& name : deployment.runs) EXPECT_TRUE(rank.valid.count(name)) << where << ": " << name;
+  for (const auto& name : rank.valid) {
+    if (deployment.runs.count(name)) continue;
+    ASSERT_TRUE(deployment.refusals.count(name)) << where << ": " << name;
+    EXPECT_NE(deployment.refusals.at(name).find("serve the " + other), std::string::npos)
+        << where << ": " << name << ": " << deployment.refusals.at(name);
+  }
+}
+
 TEST(Validity, RankAndSelectAgreeOverTheWholeCatalog) {
   const Catalog& c = defaultCatalog();
   int scenarios = 0, mismatches = 0;
@@ -99,7 +126,9 @@ TEST(Validity, RankAndSelectAgreeOverTheWholeCatalog) {
         for (const Phase phase : {Phase::Prefill, Phase::Decode}) {
           Scenario s = engineScenario(e.policy.engine, hw.id, m.id);
           s.workload = Workload::uniform(phase, 4, phase == Phase::Prefill ? 512 : 1, 2048);
-          compare(s, selectAnswers(s, e), rankAnswers(s, e.policy.engine), mismatches);
+          const RankAnswer rank = rankAnswers(s, e.policy.engine);
+          compare(s, selectAnswers(s, e, true), rank, mismatches);
+          compareWithDeployment(s, selectAnswers(s, e, false), rank);
           ++scenarios;
         }
       }
@@ -109,13 +138,20 @@ TEST(Validity, RankAndSelectAgreeOverTheWholeCatalog) {
   EXPECT_EQ(scenarios, static_cast<int>(c.engines().size() * c.hardwareProfiles().size() * c.models().size() * 2));
 }
 
-// The old rank asked a per-stage engine for the phase's backend alone when both stages failed;
-// SGLang's trtllm_mha on H100 was then ranked for decode although --attention-backend refuses it.
-TEST(Validity, SglangTrtllmMhaOnHopperIsNotRankedForDecode) {
+// A decode query is not refused for the prefill backend it would pair with (issue 29): SGLang's
+// trtllm_mha prefills only on SM100 but decodes on the H100, so rank ranks it for decode and says, in
+// the selection's notes, that a deployment naming it for both stages is refused; select still refuses it.
+TEST(Validity, SglangTrtllmMhaOnHopperRanksForDecodeAndSaysItsPrefillIsRefused) {
   Scenario s = engineScenario("sglang", "h100-sxm", "llama-3.1-8b");
-  EXPECT_FALSE(ranksBackend(s, "trtllm_mha"));
+  EXPECT_TRUE(ranksBackend(s, "trtllm_mha"));
   s.backend = "trtllm_mha";
-  EXPECT_NE(refusalOf(selectionOf(s)), "");
+  EXPECT_NE(refusalOf(selectionOf(s)).find("trtllm_mha cannot serve the prefill phase"), std::string::npos);
+  const ScenarioPrediction p = predictScenario(defaultCatalog(), s);
+  ASSERT_TRUE(p.backend.has_value());
+  EXPECT_TRUE(mentions(p.backend->notes, "trtllm_mha cannot serve the prefill stage here")) << p.backend->notes.size();
+  Scenario prefill = engineScenario("sglang", "h100-sxm", "llama-3.1-8b");
+  prefill.workload = Workload::uniform(Phase::Prefill, 1, 2048, 2048);
+  EXPECT_FALSE(ranksBackend(prefill, "trtllm_mha"));
 }
 
 // vLLM's CPU platform runs CPU_ATTN whatever is asked: rank lists CPU_ATTN once and names the rest

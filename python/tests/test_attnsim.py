@@ -122,6 +122,18 @@ def test_unknown_keyword_and_wrong_type_name_the_keyword():
         attnsim.select(attnsim.Scenario(hardware="h100-sxm"), engine="vllm")
 
 
+def test_q_len_that_agrees_with_the_phase_is_accepted_and_a_contradiction_refused():
+    base = dict(hardware="h100-sxm", model="llama-3.1-8b", backend="vllm:FLASH_ATTN")
+    assert attnsim.predict(**base, phase="decode", q_len=1, context=4096) == \
+        attnsim.predict(**base, phase="decode", context=4096)
+    assert attnsim.predict(**base, phase="prefill", q_len=2048, context=2048) == \
+        attnsim.predict(**base, phase="prefill", context=2048)
+    with pytest.raises(attnsim.UsageError, match="--q-len 4 contradicts --phase decode"):
+        attnsim.Scenario(**base, phase="decode", q_len=4, context=4096)
+    with pytest.raises(attnsim.UsageError, match="--q-len 100 contradicts --phase prefill with --context 2048"):
+        attnsim.Scenario(**base, phase="prefill", q_len=100, context=2048)
+
+
 def test_engine_refusal_is_its_own_exception():
     with pytest.raises(attnsim.EngineRefusal, match="FLASHMLA"):
         attnsim.predict(hardware="a100-sxm-80g", model="deepseek-v3", backend="vllm:FLASHMLA", batch=8)
