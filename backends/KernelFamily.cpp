@@ -65,6 +65,17 @@ KernelEfficiency parseEfficiency(const YamlReader& r) {
   return e;
 }
 
+// A `{value, source}` figure of the performance map, when the family gives it; returns whether it did.
+bool readSourcedFigure(const YamlReader& r, const std::string& key, double lo, double hi, double& value,
+                       std::string& source) {
+  auto figure = r.findMap(key);
+  if (!figure) return false;
+  value = figure->getNumber("value", lo, hi);
+  source = figure->get<std::string>("source");
+  figure->finish();
+  return true;
+}
+
 void parsePerformance(const YamlReader& r, KernelFamily& k) {
   k.math = r.getOneOf("math", {"tensor", "vector"});
   if (r.has("working_precision")) k.working_precision = r.getOneOf("working_precision", {"native", "fp32"});
@@ -79,16 +90,8 @@ void parsePerformance(const YamlReader& r, KernelFamily& k) {
   k.slot_bandwidth_share = 4;
   k.slot_bandwidth_share_source =
       "attnsim default: Little's law, two K/V tiles in flight per CTA over ~600 ns of DRAM latency";
-  if (auto share = r.findMap("slot_bandwidth_share")) {
-    k.slot_bandwidth_share = share->getNumber("value", 1, 64);
-    k.slot_bandwidth_share_source = share->get<std::string>("source");
-    share->finish();
-  }
-  if (auto factor = r.findMap("quantized_kv_key_factor")) {
-    k.quantized_kv_key_factor = factor->getNumber("value", 1, 16);
-    k.quantized_kv_key_factor_source = factor->get<std::string>("source");
-    factor->finish();
-  }
+  readSourcedFigure(r, "slot_bandwidth_share", 1, 64, k.slot_bandwidth_share, k.slot_bandwidth_share_source);
+  readSourcedFigure(r, "quantized_kv_key_factor", 1, 16, k.quantized_kv_key_factor, k.quantized_kv_key_factor_source);
   if (auto decode = r.findMap("decode_occupancy")) {
     k.decode_ctas_per_sm = static_cast<int>(decode->getInt("ctas_per_sm", 1, 64));
     k.decode_slot_bandwidth_share = decode->getNumber("slot_bandwidth_share", 1, 64);
@@ -100,22 +103,12 @@ void parsePerformance(const YamlReader& r, KernelFamily& k) {
     k.wave_schedule_source = schedule->get<std::string>("source");
     schedule->finish();
   }
-  if (auto paged = r.findMap("paged_key_ns")) {
-    if (k.paging != Paging::Emulated) r.fail("paged_key_ns", "only a family with paging: emulated looks keys up");
-    k.paged_key_ns = paged->getNumber("value", 0, 1000);
-    k.paged_key_ns_source = paged->get<std::string>("source");
-    paged->finish();
+  if (readSourcedFigure(r, "paged_key_ns", 0, 1000, k.paged_key_ns, k.paged_key_ns_source) &&
+      k.paging != Paging::Emulated) {
+    r.fail("paged_key_ns", "only a family with paging: emulated looks keys up");
   }
-  if (auto unit = r.findMap("unit_us")) {
-    k.unit_us = unit->getNumber("value", 0, 1000);
-    k.unit_us_source = unit->get<std::string>("source");
-    unit->finish();
-  }
-  if (auto merge = r.findMap("merge_launch_us")) {
-    k.merge_launch_us = merge->getNumber("value", 0, 1000);
-    k.merge_launch_us_source = merge->get<std::string>("source");
-    merge->finish();
-  }
+  readSourcedFigure(r, "unit_us", 0, 1000, k.unit_us, k.unit_us_source);
+  readSourcedFigure(r, "merge_launch_us", 0, 1000, k.merge_launch_us, k.merge_launch_us_source);
   if (auto rule = r.findMap("split_rule")) k.split_policy = parseSplitPolicy(*rule);
   // A split over the page pool is the per-SM count cut by the share of the pool one sequence fills.
   if (k.split_spans_pool && k.split_policy.rule != SplitRule::PerSm)

@@ -49,10 +49,10 @@ std::optional<int> readerSchemaVersion(sqlite3*& db, const std::string& path) {
 }
 
 UsageError readOnlyStore(const std::string& path) {
-  return UsageError(
+  return UsageError{
       fmt::format("--db {}: the store is read-only to this process (the file or its folder is not writable) and this "
                   "command writes to it; reports read a read-only store",
-                  path));
+                  path)};
 }
 
 }  // namespace

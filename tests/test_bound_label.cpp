@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <string>
 
 #include "cost/AttentionCost.hpp"
@@ -56,7 +57,7 @@ TEST(BoundLabel, EveryLabelFollowsTheComparisonOfTheTimeWithEachRoof) {
     const char* backend;
     Workload workload;
   };
-  const Case cases[] = {
+  const std::array<Case, 7> cases{{
       {"h100-sxm", "llama-3.1-8b", "vllm:FLASH_ATTN", Workload::uniform(Phase::Decode, 1, 1, 512)},
       {"h100-sxm", "llama-3.1-8b", "vllm:FLASH_ATTN", Workload::uniform(Phase::Decode, 64, 1, 4096)},
       {"h100-sxm", "llama-3.1-8b", "vllm:FLASH_ATTN", Workload::uniform(Phase::Prefill, 1, 4096, 4096)},
@@ -64,7 +65,7 @@ TEST(BoundLabel, EveryLabelFollowsTheComparisonOfTheTimeWithEachRoof) {
       {"h100-sxm", "llama-3.1-8b", "vllm:TRITON_ATTN", Workload::uniform(Phase::Prefill, 2, 2048, 2048)},
       {"h200", "llama-3.1-8b", "sglang:flashinfer", Workload::uniform(Phase::Decode, 256, 1, 8192)},
       {"h200", "llama-3.1-8b", "sglang:triton", Workload::uniform(Phase::Extend, 4, 512, 4096)},
-  };
+  }};
   for (const auto& k : cases) {
     const std::string what = std::string(k.backend) + " " + describe(k.workload);
     expectLabelFollowsTheRoofs(attentionOf(k.hardware, k.model, k.backend, k.workload), what);
