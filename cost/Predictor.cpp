@@ -8,6 +8,7 @@
 
 #include "backends/KernelFamily.hpp"
 #include "catalog/Catalog.hpp"
+#include "core/Error.hpp"
 #include "core/Value.hpp"
 #include "cost/Collective.hpp"
 #include "hardware/HardwareProfile.hpp"
@@ -73,6 +74,15 @@ Predictor::Predictor(const Catalog& catalog, PredictionInput input)
   if (!input_.decode_kernel) input_.decode_kernel = input_.prefill_kernel;
   if (input_.attention_dp < 1 || input_.tp % input_.attention_dp != 0) {
     throw std::logic_error("PredictionInput: attention_dp must divide tp");  // the engine's rules refuse it first
+  }
+  // A tensor-parallel step all-reduces over the GPUs' link: without one its communication would cost
+  // nothing, silently (issue 30), so the prediction is refused, naming the key to add.
+  if (input_.tp > 1 && !hw.interconnect_link) {
+    throw UsageError(fmt::format(
+        "--tp {}: hardware '{}' has no interconnect_link, so its tensor-parallel all-reduces cannot be costed; add "
+        "interconnect_link {{kind, bandwidth_gbps, latency_us, max_gpus, source}} to its profile (docs/ADDING.md) or "
+        "use --tp 1",
+        input_.tp, hw.id));
   }
   // Callers pass the kernels the selection chose; a prediction without either is our bug, not bad input.
   if (!input_.prefill_kernel) throw std::logic_error("PredictionInput needs a prefill or a decode kernel");

@@ -35,6 +35,9 @@ struct EngineStep {
 
 std::optional<EngineStep> enginePredictor(const std::string& engine, const std::string& hw, const ModelCase& m,
                                           std::int64_t context) {
+  // A profile without an interconnect_link cannot cost a tensor-parallel step (Extending.*): its
+  // DeepSeek-V3 at TP 8 is refused, not predicted.
+  if (m.tp > 1 && !defaultCatalog().hardware(hw).interconnect_link) return std::nullopt;
   Scenario s = engineScenario(engine, hw, m.model);
   s.tp = m.tp;
   s.workload = Workload::uniform(Phase::Decode, 1, 1, context);
