@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/Error.hpp"
+#include "core/Strings.hpp"
 
 namespace attnsim {
 
@@ -24,13 +25,41 @@ CatalogSource CatalogSource::fromFiles(std::vector<CatalogFile> files) {
   return s;
 }
 
+namespace {
+
+// The folders the catalog reads (catalog/CMakeLists.txt embeds the same): anything else in an overlay
+// would be skipped without a word, so it is an error naming the nearest folder.
+const std::vector<std::string> kCatalogFolders{"hardware/profiles", "hardware/calibrations", "hardware/platforms",
+                                               "model/configs",     "backends/kernels",      "backends/<engine>"};
+
+void checkOverlayPath(const std::filesystem::path& file, const std::filesystem::path& dir) {
+  const std::string relative = std::filesystem::relative(file, dir).generic_string();
+  const std::string folder = std::filesystem::path(relative).parent_path().generic_string();
+  const bool known = folder.starts_with("backends/") ||
+                     std::find(kCatalogFolders.begin(), kCatalogFolders.end(), folder) != kCatalogFolders.end();
+  if (!known) {
+    throw UsageError(
+        fmt::format("--catalog {}: '{}' is in no catalog folder, so nothing would read it; the folders "
+                    "are {}{}",
+                    dir.string(), relative, join(kCatalogFolders, ", "), didYouMean(folder, kCatalogFolders)));
+  }
+  if (file.extension() != ".yaml") {
+    throw UsageError(
+        fmt::format("--catalog {}: '{}' is not a .yaml file, so nothing would read it", dir.string(), relative));
+  }
+}
+
+}  // namespace
+
 void CatalogSource::overlayDirectory(const std::filesystem::path& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw UsageError(fmt::format("--catalog: '{}' is not a directory", dir.string()));
   std::vector<fs::path> found;
   for (const auto& entry : fs::recursive_directory_iterator(dir)) {
-    if (entry.is_regular_file() && entry.path().extension() == ".yaml") found.push_back(entry.path());
+    if (!entry.is_regular_file()) continue;
+    checkOverlayPath(entry.path(), dir);
+    found.push_back(entry.path());
   }
   std::sort(found.begin(), found.end());
   for (const auto& p : found) {

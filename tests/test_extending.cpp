@@ -46,5 +46,27 @@ TEST(Extending, AProfileWithoutALinkRefusesTensorParallelPredictionsNamingTheKey
             0);
 }
 
+TEST(Extending, AMisplacedOverlayFileIsAnErrorWithTheNearestFolder) {
+  OverlayDir dir;
+  dir.write("hardware/profile/h100-nolink.yaml", profileWithoutLink());  // "profile", one letter off
+  const auto r = runAttnsim("--catalog " + dir.path().string() + " list hardware");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("'hardware/profile/h100-nolink.yaml' is in no catalog folder"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("did you mean 'hardware/profiles'"), std::string::npos) << r.output;
+  // A file that is not YAML in a catalog folder would be skipped just the same.
+  OverlayDir notes;
+  notes.write("model/configs/README.md", "my models\n");
+  const auto md = runAttnsim("--catalog " + notes.path().string() + " list models");
+  EXPECT_EQ(md.exit_code, 2) << md.output;
+  EXPECT_NE(md.output.find("is not a .yaml file"), std::string::npos) << md.output;
+  // In its folder the same profile loads.
+  OverlayDir right;
+  right.write("hardware/profiles/h100-nolink.yaml", profileWithoutLink());
+  const auto ok = runAttnsim("--catalog " + right.path().string() + " list hardware");
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(ok.output.find("h100-nolink"), std::string::npos) << ok.output;
+}
+
 }  // namespace
 }  // namespace attnsim::test

@@ -297,8 +297,8 @@ TEST(Calibration, ExportedFitsLoadIntoTheCatalogAndDbTakesOver) {
       resolveKernel(defaultCatalog().kernel("fa3"), defaultCatalog().hardware("h100-sxm"), Phase::Decode);
   EXPECT_EQ(other.efficiency_source->rfind("calibrated on", 0), std::string::npos);
   // A study's own fit, exported and overlaid, or taken over with --db.
-  OverlayDir dir;
-  const std::string db = (dir.path() / "study.db").string();
+  OverlayDir dir, study;  // the overlay holds catalog files only (a stray file in it is an error)
+  const std::string db = (study.path() / "study.db").string();
   ASSERT_EQ(runAttnsim("measurements import " + kSample + " --db " + db).exit_code, 0);
   const auto fit =
       runAttnsim("calibrate --db " + db + " --export " + (dir.path() / "hardware" / "calibrations").string());
