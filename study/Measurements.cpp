@@ -1,7 +1,6 @@
 #include "study/Measurements.hpp"
 
 #include <fmt/format.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <charconv>
@@ -133,6 +132,12 @@ class RowCells {
       fail(name, "'" + s + "' is not a non-negative integer");
     return v;
   }
+  // A 0/1 column (absent or empty: 0).
+  bool flag(const std::string& name, bool required) {
+    const auto v = integer(name, required);
+    if (v > 1) fail(name, fmt::format("'{}' is not 0 or 1", v));
+    return v != 0;
+  }
   double real(const std::string& name, bool required) {
     const std::string s = cell(name);
     if (s.empty()) {
@@ -205,9 +210,7 @@ void numberFields(MeasurementRow& r, RowCells& cells) {
   r.heads = cells.integer("heads", attention);
   r.kv_heads = cells.integer("kv_heads", attention);
   r.head_dim = cells.integer("head_dim", attention);
-  const auto causal = cells.integer("causal", attention);
-  if (causal > 1) cells.fail("causal", fmt::format("'{}' is not 0 or 1", causal));
-  r.causal = causal != 0;
+  r.causal = cells.flag("causal", attention);
   r.median_us = cells.real("median_us", true);
   r.p20_us = cells.real("p20_us", false);
   r.p80_us = cells.real("p80_us", false);
@@ -221,12 +224,8 @@ void numberFields(MeasurementRow& r, RowCells& cells) {
   r.bytes = cells.real("bytes", attention);
   r.page_size = cells.integer("page_size", false);  // optional column: absent or empty is contiguous KV
   r.window = cells.integer("window", false);        // optional: absent or empty is full attention
-  const auto kv_write = cells.integer("kv_write", false);
-  if (kv_write > 1) cells.fail("kv_write", fmt::format("'{}' is not 0 or 1", kv_write));
-  r.kv_write = kv_write != 0;
-  const auto l2_warm = cells.integer("l2_warm", false);
-  if (l2_warm > 1) cells.fail("l2_warm", fmt::format("'{}' is not 0 or 1", l2_warm));
-  r.l2_warm = l2_warm != 0;
+  r.kv_write = cells.flag("kv_write", false);
+  r.l2_warm = cells.flag("l2_warm", false);
   if (!r.engine.empty() && std::find(kEngines.begin(), kEngines.end(), r.engine) == kEngines.end()) {
     cells.fail("engine",
                fmt::format("'{}' is not one of: {}{}", r.engine, join(kEngines, ", "), didYouMean(r.engine, kEngines)));
