@@ -160,17 +160,6 @@ void crossCheck(const Catalog& c) {
 }
 
 // A fit's optional `heldout: {mape, p90_abs_rel_error, points}`: its residuals on points kept out of it.
-std::optional<HeldOutResiduals> parseHeldOut(const YamlReader& fit) {
-  const auto r = fit.findMap("heldout");
-  if (!r) return std::nullopt;
-  HeldOutResiduals h;
-  h.mape = r->getNumber("mape", 0, 100);
-  h.p90_abs_rel_error = r->getNumber("p90_abs_rel_error", 0, 100);
-  h.points = static_cast<int>(r->getInt("points", 1, 1 << 30));
-  r->finish();
-  return h;
-}
-
 KernelEfficiency parseCalibration(const YamlReader& r, const std::string& source) {
   KernelEfficiency e;
   e.compute_efficiency = r.getNumber("compute_efficiency", 0.01, 1.0);
@@ -181,7 +170,7 @@ KernelEfficiency parseCalibration(const YamlReader& r, const std::string& source
   const double mape = r.getNumber("fit_mape", 0, 100);
   e.provenance = Provenance::Measured;
   e.fit_mape = mape;
-  e.heldout = parseHeldOut(r);
+  e.heldout = parseHeldOutResiduals(r);
   e.source =
       fmt::format("calibrated on {} points (fit MAPE {:.1f}%{}): {}", points, 100 * mape,
                   e.heldout ? fmt::format(", held-out MAPE {:.1f}% p90 {:.1f}% on {} points", 100 * e.heldout->mape,
@@ -228,6 +217,11 @@ void loadCalibrations(const CatalogSource& source, std::vector<HardwareProfile>&
                       hw->overheads.source);
       o->finish();
     }
+    if (auto gemm = r.findMap("gemm")) hw->gemm_surfaces = parseGemmSurfaces(*gemm, origin);
+    if (auto all_reduce = r.findMap("allreduce")) {
+      if (!hw->interconnect_link) r.fail("allreduce", "profile '" + id + "' has no interconnect_link to measure");
+      hw->interconnect_link->all_reduces = parseAllReduceFits(*all_reduce, origin);
+    }
     const YamlReader families = r.map("kernels");
     for (const auto& name : families.keysOf()) {
       if (std::none_of(kernels.begin(), kernels.end(), [&](const KernelFamily& k) { return k.id == name; })) {
@@ -242,6 +236,56 @@ void loadCalibrations(const CatalogSource& source, std::vector<HardwareProfile>&
     families.finish();
     r.finish();
   }
+}
+
+// A device without its own GEMM surface or all-reduce fit takes those of the first calibrated device (by
+// id) of its architecture: the same tensor cores and kernels, run at its own peaks and bandwidth; an
+// all-reduce only over a link of the same kind and bandwidth. Each says where it came from.
+void transferOperatorFits(std::vector<HardwareProfile>& hardware) {
+  std::vector<const HardwareProfile*> donors;
+  for (const auto& h : hardware) donors.push_back(&h);
+  std::sort(donors.begin(), donors.end(), [](const auto* a, const auto* b) { return a->id < b->id; });
+  std::vector<std::pair<std::size_t, GemmSurface>> surfaces;
+  std::vector<std::pair<std::size_t, std::vector<AllReduceFit>>> all_reduces;
+  for (std::size_t i = 0; i < hardware.size(); ++i) {
+    const HardwareProfile& h = hardware[i];
+    for (const auto& dtype : kGemmDtypes) {
+      if (h.gemmSurface(dtype)) continue;
+      for (const auto* d : donors) {
+        const GemmSurface* s = d->gemmSurface(dtype);
+        if (d->architecture != h.architecture || !s || !s->transferred_from.empty()) continue;
+        surfaces.emplace_back(i, *s);
+        surfaces.back().second.transferred_from = d->id;
+        surfaces.back().second.source = fmt::format("measured on {}, applied at {}'s peaks: {}", d->id, h.id, s->source);
+        break;
+      }
+    }
+    if (!h.interconnect_link || !h.interconnect_link->all_reduces.empty()) continue;
+    for (const auto* d : donors) {
+      const auto& link = d->interconnect_link;
+      if (d->architecture != h.architecture || !link || link->all_reduces.empty() ||
+          link->kind != h.interconnect_link->kind || link->bandwidth_gbps != h.interconnect_link->bandwidth_gbps ||
+          !link->all_reduces.front().transferred_from.empty())
+        continue;
+      all_reduces.emplace_back(i, link->all_reduces);
+      for (auto& f : all_reduces.back().second) {
+        f.transferred_from = d->id;
+        f.source = fmt::format("measured on {} over the same link: {}", d->id, f.source);
+      }
+      break;
+    }
+  }
+  for (auto& [i, s] : surfaces) hardware[i].gemm_surfaces.push_back(std::move(s));
+  // Each surface on its own device's roofline; none where the device has no peak for the dtype.
+  for (auto& h : hardware) {
+    std::erase_if(h.gemm_surfaces, [&](GemmSurface& s) {
+      const GemmRoofline roofline = h.gemmRoofline(s.dtype);
+      if (roofline.flops_per_us <= 0) return true;
+      s.resolve(roofline);
+      return false;
+    });
+  }
+  for (auto& [i, f] : all_reduces) hardware[i].interconnect_link->all_reduces = std::move(f);
 }
 
 }  // namespace
@@ -297,6 +341,7 @@ Catalog Catalog::load(const CatalogSource& source) {
   c.models_ = loadAll<ModelSpec>(source, "model/configs/", parseModelSpec);
   c.kernels_ = loadAll<KernelFamily>(source, "backends/kernels/", parseKernelFamily);
   loadCalibrations(source, c.hardware_, c.kernels_);
+  transferOperatorFits(c.hardware_);
   std::set<std::string> engine_folders;
   for (const auto& f : source.files()) {
     const std::filesystem::path p(f.path);

@@ -1,6 +1,8 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <set>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -10,6 +12,7 @@
 #include "core/Strings.hpp"
 #include "study/CalibrationRun.hpp"
 #include "study/Measurements.hpp"
+#include "study/OperatorCalibration.hpp"
 #include "study/StepValidation.hpp"
 #include "study/Validation.hpp"
 
@@ -83,6 +86,34 @@ void printOverheads(const std::vector<OverheadFit>& overheads) {
   }
 }
 
+void printOperators(const OperatorCalibration& ops) {
+  if (ops.points.empty()) return;
+  fmt::print("\n{:<10} {:<7} {:<15} {:>7} {:>10} {:>9} {:>8}  {}\n", "hardware", "engine", "operator", "held out",
+             "MAPE dflt", "MAPE fit", "p90 fit", "worst held-out call (predicted / measured µs)");
+  for (const auto& e : ops.heldOutErrors()) {
+    fmt::print("{:<10} {:<7} {:<15} {:>7} {:>9.1f}% {:>8.1f}% {:>7.1f}%  {} ({:.1f} / {:.1f})\n", e.hardware, e.engine,
+               e.op, e.points, 100 * e.default_mape, 100 * e.mape, 100 * e.p90, e.worst.shape, e.worst.fitted_us,
+               e.worst.measured_us);
+  }
+}
+
+json operatorsJson(const OperatorCalibration& ops) {
+  json out = json::array();
+  for (const auto& e : ops.heldOutErrors()) {
+    out.push_back({{"hardware", e.hardware},
+                   {"engine", e.engine},
+                   {"operator", e.op},
+                   {"heldout_points", e.points},
+                   {"heldout_mape_default", e.default_mape},
+                   {"heldout_mape_fit", e.mape},
+                   {"heldout_p90_fit", e.p90},
+                   {"worst", {{"shape", e.worst.shape}, {"predicted_us", e.worst.fitted_us}, {"measured_us", e.worst.measured_us}}}});
+  }
+  return out;
+}
+
+const std::vector<std::string> kCalibrateParts{"attention", "overheads", "gemm", "allreduce"};
+
 void writeCalibrationFiles(const std::string& dir, const std::map<std::string, std::string>& files) {
   std::filesystem::create_directories(dir);
   for (const auto& [hardware, text] : files)
@@ -110,23 +141,49 @@ Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global) {
   auto hardware = std::make_shared<std::string>();
   auto holdout = std::make_shared<std::string>("1024,8192");
   auto export_dir = std::make_shared<std::string>();
+  auto only = std::make_shared<std::string>();
   app.add_option("--db", *db, "study file with imported measurements")->required();
+  app.add_option("--only", *only,
+                 "fit only these parts (comma list of attention, overheads, gemm, allreduce; default: all measured)");
   app.add_option("--hardware", *hardware, "only this hardware profile");
   app.add_option("--holdout-contexts", *holdout, "context lengths kept out of the fit (comma list)");
   app.add_option("--export", *export_dir,
                  "write the fits as catalog YAML into this folder (hardware/calibrations layout)");
-  return [&global, db, hardware, holdout, export_dir]() {
+  return [&global, db, hardware, holdout, export_dir, only]() {
     const Catalog c = global.loadCatalog();
+    const std::vector<std::string> parts = only->empty() ? kCalibrateParts : splitList(*only);
+    for (const auto& p : parts) {
+      if (std::find(kCalibrateParts.begin(), kCalibrateParts.end(), p) == kCalibrateParts.end())
+        throw UsageError(fmt::format("--only: no part '{}' (one of: {})", p, join(kCalibrateParts, ", ")));
+    }
+    auto wanted = [&](const char* part) { return std::find(parts.begin(), parts.end(), part) != parts.end(); };
     Store store(*db);
-    const auto rows = calibrationRows(store, c, *hardware);
-    if (rows.empty()) throw UsageError("--db " + *db + ": no attention measurements to fit (run measurements import)");
+    const auto rows = wanted("attention") ? calibrationRows(store, c, *hardware) : std::vector<MeasurementRow>{};
+    const auto measured = store.measurements();
+    const OperatorCalibration ops =
+        wanted("gemm") || wanted("allreduce") ? calibrateOperators(c, measured, *hardware) : OperatorCalibration{};
+    if (rows.empty() && ops.points.empty())
+      throw UsageError("--db " + *db + ": no attention, gemm or allreduce measurements to fit (run measurements import)");
     const CalibrationOptions options{*hardware, *holdout, {parseContexts(*holdout)}};
-    const auto families = calibrateFamilies(store, c, rows, options);
-    if (!global.json) printFamilies(families);
-    const auto overheads = calibrateOverheads(store, c, options);
+    const auto families = rows.empty() ? std::vector<FamilyCalibration>{} : calibrateFamilies(store, c, rows, options);
+    if (!global.json && !families.empty()) printFamilies(families);
+    const auto overheads = wanted("overheads") ? calibrateOverheads(store, c, options) : std::vector<OverheadFit>{};
     if (!global.json) printOverheads(overheads);
-    if (!export_dir->empty()) writeCalibrationFiles(*export_dir, calibrationYaml(families, overheads));
-    if (global.json) std::cout << familiesJson(families).dump(2) << "\n";
+    OperatorCalibration kept = ops;
+    if (!wanted("gemm")) kept.gemm.clear();
+    if (!wanted("allreduce")) kept.all_reduce.clear();
+    if (!global.json) printOperators(kept);
+    if (!export_dir->empty()) {
+      auto files = calibrationYaml(families, overheads);
+      std::vector<std::string> sources;
+      for (const auto& r : measured) {
+        if ((r.kind == "gemm" || r.kind == "allreduce") && std::find(sources.begin(), sources.end(), r.source) == sources.end())
+          sources.push_back(r.source);
+      }
+      addOperatorSections(files, kept, "attnsim calibrate: gemm and allreduce rows of " + join(sources, ", "));
+      writeCalibrationFiles(*export_dir, files);
+    }
+    if (global.json) std::cout << json{{"families", familiesJson(families)}, {"operators", operatorsJson(kept)}}.dump(2) << "\n";
     return 0;
   };
 }

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <ctime>
 #include <numeric>
 
 namespace attnsim {
@@ -64,6 +66,13 @@ std::string didYouMean(std::string_view word, const std::vector<std::string>& ca
   const std::string last = quoted.back();
   quoted.pop_back();
   return " (did you mean " + (quoted.empty() ? last : join(quoted, ", ") + " or " + last) + "?)";
+}
+
+std::string todayIso() {
+  const std::time_t t = std::time(nullptr);
+  std::array<char, 16> buf{};
+  std::strftime(buf.data(), buf.size(), "%Y-%m-%d", std::gmtime(&t));
+  return buf.data();
 }
 
 std::string join(const std::vector<std::string>& items, std::string_view separator) {

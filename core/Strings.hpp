@@ -15,6 +15,8 @@ std::string closestMatch(std::string_view word, const std::vector<std::string>& 
 std::vector<std::string> suggestions(std::string_view word, const std::vector<std::string>& candidates);
 // " (did you mean 'x'?)", " (did you mean 'x' or 'y'?)" or "".
 std::string didYouMean(std::string_view word, const std::vector<std::string>& candidates);
+// Today's date (UTC) as YYYY-MM-DD.
+std::string todayIso();
 std::string join(const std::vector<std::string>& items, std::string_view separator);
 // `text` with & < > " escaped for HTML or XML, and ' written as `apostrophe` (&#39; or &apos;).
 std::string escapeMarkup(std::string_view text, std::string_view apostrophe);

@@ -4,6 +4,7 @@
 // pipeline-parallel sends, multi-node links, compute/communication overlap (docs/CAPACITY.md).
 #include <cstdint>
 #include <optional>
+#include <string_view>
 
 #include "hardware/Interconnect.hpp"
 
@@ -11,13 +12,15 @@ namespace attnsim {
 
 struct ModelSpec;
 
-// One ring all-reduce of `bytes` over `ranks` GPUs: latency + 2(n-1)/n · bytes / bandwidth.
-double allReduceUs(const InterconnectLink& link, double bytes, int ranks);
+// One all-reduce of `bytes` over `ranks` GPUs: the engines' custom all-reduce as measured over the
+// link (InterconnectLink::all_reduce) where it was, else a ring: latency + 2(n-1)/n · bytes / bandwidth.
+// `engine` picks that engine's measured all-reduce (InterconnectLink::allReduceFor).
+double allReduceUs(const InterconnectLink& link, double bytes, int ranks, std::string_view engine = {});
 
 // Two all-reduces per decoder layer (after the attention output projection and after the MLP or
 // MoE down projection) of tokens × hidden activations. 0 at TP 1 or without a described link.
 double tpCommunicationUs(const ModelSpec& m, const std::optional<InterconnectLink>& link, std::int64_t tokens, int tp,
-                         double activation_bytes);
+                         double activation_bytes, std::string_view engine = {});
 
 // One ring all-gather (or reduce-scatter) whose gathered result is `total_bytes` over `ranks` GPUs:
 // latency + (n-1)/n · total_bytes / bandwidth.
@@ -30,6 +33,6 @@ double allGatherUs(const InterconnectLink& link, double total_bytes, int ranks);
 // reduce-scatter of them after the MLP, instead of the plain TP all-reduce. 0 at TP 1 or without a link.
 double dpAttentionCommunicationUs(const ModelSpec& m, const std::optional<InterconnectLink>& link,
                                   std::int64_t replica_tokens, std::int64_t gathered_tokens, bool max_len, int tp,
-                                  int attention_dp, double activation_bytes);
+                                  int attention_dp, double activation_bytes, std::string_view engine = {});
 
 }  // namespace attnsim

@@ -283,10 +283,11 @@ double Predictor::commUs(const Workload& replica, const Workload& batch) const {
   const ModelSpec& model = *input_.model;
   const double act_bytes = bytesOf(*input_.model_dtype);
   const auto& link = input_.hardware->interconnect_link;
-  if (input_.attention_dp == 1) return tpCommunicationUs(model, link, replica.tokens(), input_.tp, act_bytes);
+  if (input_.attention_dp == 1)
+    return tpCommunicationUs(model, link, replica.tokens(), input_.tp, act_bytes, input_.engine);
   const bool max_len = decodeLike(replica.phase);
   return dpAttentionCommunicationUs(model, link, replica.tokens(), gathered(replica, batch).tokens(), max_len,
-                                    input_.tp, input_.attention_dp, act_bytes);
+                                    input_.tp, input_.attention_dp, act_bytes, input_.engine);
 }
 
 void setAttentionCosts(StepCosts& costs, const std::vector<LayerAttention>& layers) {

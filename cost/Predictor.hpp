@@ -32,6 +32,7 @@ struct PredictionInput {
   std::string cuda_graph_level = "always";  // the backend's support: always, uniform_batch, ...
   const CudaGraphPolicy* graphs = nullptr;  // the engine's capture rules; null: every batch captured
   Env engine_env;                           // variables for the engine's graph rules
+  std::string engine;                       // vllm, sglang, rtp-llm: picks its measured all-reduce
   KvCacheDtype kv_dtype = KvCacheDtype::Auto;
   std::optional<DType> model_dtype;  // unset: the model's
   std::int64_t page_size = 16;

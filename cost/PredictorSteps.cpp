@@ -16,6 +16,7 @@ namespace {
 struct SharedLinear {
   const ModelSpec* model = nullptr;
   const HardwareProfile* hardware = nullptr;
+  std::string_view engine;  // its measured all-reduce
   int tp = 1;
   double kv_bytes = 0, act_bytes = 0;
   std::int64_t padded_batch = 0;  // 0: the workload as given
@@ -68,7 +69,8 @@ struct Predictor::StepsScratch {
     const MlaExtendRows rows = p.mlaExtendRows(workload);
     for (std::size_t i = 0; i < linear_used; ++i) {
       const SharedLinear& e = linear[i];
-      if (e.model == &model && e.hardware == p.input_.hardware && e.tp == p.input_.tp && e.kv_bytes == kv_bytes &&
+      if (e.model == &model && e.hardware == p.input_.hardware && e.engine == p.input_.engine && e.tp == p.input_.tp &&
+          e.kv_bytes == kv_bytes &&
           e.act_bytes == act_bytes && e.padded_batch == padded_batch && e.mla_rows.up_projected == rows.up_projected &&
           e.mla_rows.absorbed_tokens == rows.absorbed_tokens) {
         return e;
@@ -78,6 +80,7 @@ struct Predictor::StepsScratch {
     SharedLinear& e = linear[linear_used++];
     e.model = &model;
     e.hardware = p.input_.hardware;
+    e.engine = p.input_.engine;
     e.tp = p.input_.tp;
     e.kv_bytes = kv_bytes;
     e.act_bytes = act_bytes;
@@ -87,7 +90,8 @@ struct Predictor::StepsScratch {
     const Workload* w = &workload;
     if (padded_batch > 0) workload.padInto(padded_batch, padded), w = &padded;
     costLinearOps(model, p.linear_, *w, p.input_.tp, kv_bytes, e.costs, rows);
-    e.comm_us = tpCommunicationUs(model, p.input_.hardware->interconnect_link, w->tokens(), p.input_.tp, act_bytes);
+    e.comm_us = tpCommunicationUs(model, p.input_.hardware->interconnect_link, w->tokens(), p.input_.tp, act_bytes,
+                                  p.input_.engine);
     return e;
   }
 

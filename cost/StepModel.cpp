@@ -43,7 +43,7 @@ int categoryOf(StepOp op) {
 }
 
 double weightBytesPerElement(const std::string& weight_dtype, bool experts) {
-  if (weight_dtype == "fp8") return 1.0;
+  if (weight_dtype == "fp8" || weight_dtype == "fp8_block") return 1.0;
   if (experts && weight_dtype == "mxfp4") return 4.25 / 8;
   if (experts && weight_dtype == "nvfp4") return 4.5 / 8;
   if (weight_dtype == "fp32") return 4.0;
@@ -198,8 +198,21 @@ LinearKernels resolveLinearKernels(const Catalog& catalog, const HardwareProfile
   k.kv_write = resolveKernel(catalog.kernel("kv-cache-write"), hw);
   k.device = resolveDevice(hw, model.dtype);
   k.device_weights = k.device;
-  if (model.weight_dtype == "fp8" && hw.peak.fp8_tflops)
-    k.device_weights.tensor_flops_per_us = *hw.peak.fp8_tflops * 1e6;
+  const bool fp8 = model.weight_dtype == "fp8" || model.weight_dtype == "fp8_block";
+  if (fp8 && hw.peak.fp8_tflops) k.device_weights.tensor_flops_per_us = *hw.peak.fp8_tflops * 1e6;
+  k.gemm_bf16 = hw.gemmSurface("bf16");
+  k.gemm_weights = fp8 ? hw.gemmSurface(model.weight_dtype) : k.gemm_bf16;
+  // Measured surfaces stand for the family's figures: their source, provenance and the wider band.
+  bool first = true;
+  for (const GemmSurface* s : {k.gemm_weights, k.gemm_bf16}) {
+    if (!s) continue;
+    const UncertaintyBand band = bandOf(*s);
+    k.gemm.efficiency_source = &s->source;
+    k.gemm.provenance = Provenance::Measured;
+    k.gemm.band = first ? band.band : std::max(k.gemm.band, band.band);
+    k.gemm.band_basis = band.basis;
+    first = false;
+  }
   return k;
 }
 
@@ -213,15 +226,27 @@ struct Roofline {
   [[nodiscard]] double operator()(double flops, double bytes) const { return rooflineUs(kernel, device, flops, bytes); }
 };
 
+// A dense GEMM: over the device's measured surface for its dtype, else the family's roofline.
+struct DenseGemm {
+  const GemmSurface* surface;
+  Roofline roofline;
+  double act;
+  [[nodiscard]] double operator()(double m, double n, double kdim, double weight_bytes) const {
+    if (surface) return surface->us(m, n, kdim);
+    return roofline(2.0 * m * n * kdim, m * kdim * act + n * kdim * weight_bytes + m * n * act);
+  }
+};
+
 // What every non-attention op's cost reads: the batch, the element widths per rank and the kernels'
 // rooflines. FP8 weights run their GEMMs at the FP8 peak.
 struct LinearOps {
   double ranks, act, wb, wb_experts, tokens, routed_distinct, requests, kv_tokens, hidden, hq, hkv;
-  Roofline gemm_fp, gemm_bf, grouped, elementwise, kv_write;
+  Roofline gemm_bf, grouped, elementwise, kv_write;
+  DenseGemm dense_low, dense_bf;
 
+  // A projection against weights of `weight_bytes` per element (below 2: the checkpoint's FP8).
   [[nodiscard]] double linear(double m, double n, double kdim, double weight_bytes) const {
-    const Roofline& gemm = wb < 2.0 ? gemm_fp : gemm_bf;
-    return gemm(2.0 * m * n * kdim, m * kdim * act + n * kdim * weight_bytes + m * n * act);
+    return weight_bytes < 2.0 ? dense_low(m, n, kdim, weight_bytes) : dense_bf(m, n, kdim, weight_bytes);
   }
 };
 
@@ -244,11 +269,12 @@ LinearOps linearOps(const ModelSpec& model, const LinearKernels& k, const Worklo
       .hidden = static_cast<double>(model.hidden_size),
       .hq = std::max(1.0, attn.num_heads / ranks),
       .hkv = attn.isMla() ? 1.0 : std::max(1.0, attn.num_kv_heads / ranks),
-      .gemm_fp = {k.gemm, k.device_weights},
       .gemm_bf = {k.gemm, k.device},
       .grouped = {k.grouped_gemm, k.device_weights},
       .elementwise = {k.elementwise, k.device},
-      .kv_write = {k.kv_write, k.device}};
+      .kv_write = {k.kv_write, k.device},
+      .dense_low = {k.gemm_weights, {k.gemm, k.device_weights}, bytesOf(model.dtype)},
+      .dense_bf = {k.gemm_bf16, {k.gemm, k.device}, bytesOf(model.dtype)}};
 }
 
 void costMlaProjections(const LinearOps& c, const MlaGeometry& m, double kv_elem_bytes, const MlaExtendRows& rows,
@@ -302,7 +328,7 @@ void costMoe(const LinearOps& c, const MoeSpec& moe, OpTimes& op) {
   const double routed = tokens * topk;
   // Distinct experts a batch touches: each distinct token picks topk of E.
   const double touched = experts * (1.0 - std::pow(1.0 - topk / experts, c.routed_distinct));
-  op[at(StepOp::Router)] = c.gemm_bf(2 * tokens * experts * hidden, tokens * hidden * act + experts * hidden * 2.0);
+  op[at(StepOp::Router)] = c.dense_bf(tokens, experts, hidden, 2.0);
   op[at(StepOp::TopK)] = c.elementwise(0, tokens * experts * 4.0 * 2);
   op[at(StepOp::ExpertsGateUp)] =
       c.grouped(2 * routed * 2 * e_inter * hidden,

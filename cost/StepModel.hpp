@@ -14,6 +14,7 @@ namespace attnsim {
 
 struct ModelSpec;
 struct HardwareProfile;
+struct GemmSurface;
 class Catalog;
 
 enum class GraphMode { Eager, Full, Piecewise };
@@ -152,6 +153,10 @@ struct LinearKernels {
   KernelModel kv_write;        // the KV-cache write of the new tokens (family kv-cache-write)
   DeviceModel device;          // activation dtype
   DeviceModel device_weights;  // peak for the weights' dtype (FP8 GEMMs)
+  // Dense GEMMs over the device's measured surface where it has one (HardwareProfile::gemmSurface):
+  // bf16 GEMMs, and those against the checkpoint's low-precision weights. Null: the family's roofline.
+  const GemmSurface* gemm_bf16 = nullptr;
+  const GemmSurface* gemm_weights = nullptr;
 };
 LinearKernels resolveLinearKernels(const Catalog& catalog, const HardwareProfile& hw, const ModelSpec& model);
 

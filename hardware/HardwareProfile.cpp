@@ -39,6 +39,32 @@ bool HardwareProfile::hasFeature(const std::string& f) const {
   return std::find(features.begin(), features.end(), f) != features.end();
 }
 
+GemmRoofline gemmRoofline(const PeakThroughput& peak, double bandwidth_gbps, std::string_view dtype) {
+  GemmRoofline r;
+  r.bytes_per_us = bandwidth_gbps * 1e3;
+  std::optional<double> tflops = peak.bf16_tflops ? peak.bf16_tflops : peak.fp16_tflops;
+  if (dtype == "fp8" || dtype == "fp8_block") {
+    tflops = peak.fp8_tflops;
+    r.a_bytes = r.b_bytes = 1;
+  } else if (dtype == "nvfp4") {
+    tflops = peak.fp4_tflops;
+    r.a_bytes = r.b_bytes = 4.5 / 8;
+  }
+  r.flops_per_us = tflops ? *tflops * 1e6 : 0;
+  return r;
+}
+
+GemmRoofline HardwareProfile::gemmRoofline(std::string_view dtype) const {
+  return attnsim::gemmRoofline(peak, memory_bandwidth_gbps, dtype);
+}
+
+const GemmSurface* HardwareProfile::gemmSurface(std::string_view dtype) const {
+  for (const auto& s : gemm_surfaces) {
+    if (s.dtype == dtype) return &s;
+  }
+  return nullptr;
+}
+
 HardwareProfile parseHardwareProfile(const YamlReader& r) {
   HardwareProfile h;
   h.id = r.get<std::string>("id");

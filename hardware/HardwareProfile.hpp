@@ -54,9 +54,15 @@ struct HardwareProfile {
   // keyed by (kernel family, phase class: prefill, extend or decode); they take precedence over the
   // family's own figures.
   std::map<std::pair<std::string, std::string>, KernelEfficiency> calibrations;
+  // Dense GEMM efficiency surfaces per dtype (a calibration's `gemm:`), this device's own or, where
+  // it has none, those of the calibrated device of its architecture (GemmSurface::transferred_from).
+  std::vector<GemmSurface> gemm_surfaces;
 
   [[nodiscard]] int ccMajor() const { return compute_capability ? static_cast<int>(*compute_capability) : 0; }
   [[nodiscard]] bool hasFeature(const std::string& f) const;
+  // The dtype's measured GEMM surface, resolved on this device (null: none, or no peak for the dtype).
+  [[nodiscard]] const GemmSurface* gemmSurface(std::string_view dtype) const;
+  [[nodiscard]] GemmRoofline gemmRoofline(std::string_view dtype) const;
 };
 
 HardwareProfile parseHardwareProfile(const YamlReader& r);

@@ -4,6 +4,13 @@ namespace attnsim {
 
 const std::vector<std::string> kInterconnectKinds = {"nvswitch", "nvlink", "xgmi", "pcie"};
 
+const AllReduceFit* InterconnectLink::allReduceFor(std::string_view engine) const {
+  for (const auto& f : all_reduces) {
+    if (f.engine == engine) return &f;
+  }
+  return all_reduces.empty() ? nullptr : all_reduces.data();
+}
+
 std::optional<InterconnectLink> parseInterconnectLink(const YamlReader& profile) {
   const auto r = profile.findMap("interconnect_link");
   if (!r) return std::nullopt;

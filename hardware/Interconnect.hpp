@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/YamlReader.hpp"
+#include "hardware/OperatorFits.hpp"
 
 namespace attnsim {
 
@@ -14,6 +15,12 @@ struct InterconnectLink {
   double latency_us = 0;      // fixed cost of one collective call
   int max_gpus = 1;           // GPUs one node connects this way (the largest TP over this link)
   std::string source;
+  // The engines' custom all-reduces measured over this link (a calibration's `allreduce:`); none:
+  // the ring model above, on the profile's figures.
+  std::vector<AllReduceFit> all_reduces;
+
+  // The fit of this engine's all-reduce, else the first measured; null when none was.
+  [[nodiscard]] const AllReduceFit* allReduceFor(std::string_view engine) const;
 };
 
 extern const std::vector<std::string> kInterconnectKinds;

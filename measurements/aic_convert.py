@@ -171,6 +171,8 @@ def latency_us(r):
     return f"{float(r['latency']) * 1000.0:.4f}"
 
 
+GEMM_HELD_OUT_FACTOR = 4  # held-out GEMM rows per dtype: 4 × --per-class
+
 GEMM_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4",
                "mxfp4": "mxfp4", "int4_wo": "int4_wo", "int8_wo": "int8_wo", "w4a8_awq": "w4a8_awq"}
 
@@ -178,11 +180,15 @@ GEMM_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8", "fp8_block":
 def gemm_row(r, engine, version, table, meta):
     m, n, k = int(r["m"]), int(r["n"]), int(r["k"])
     dtype = GEMM_DTYPES.get(r["gemm_dtype"], r["gemm_dtype"])
+    # vLLM's collector times fp8_block without a CUDA graph (collect_gemm.py run_gemm,
+    # use_cuda_graph=gemm_type != "fp8_block"): its small calls are the host's launch time.
+    timing = "eager (no CUDA graph): host launch time included" if (engine, dtype) == ("vllm", "fp8_block") \
+        else "CUDA-graph replay"
     return {
         "kind": "gemm", "impl": f"{engine}_gemm", "phase": "", "batch": m, "q_len": n, "kv_len": k, "dtype": dtype,
         "median_us": latency_us(r), "runs": 6, "flops": f"{2.0 * m * n * k:.6g}", "bytes": "", "l2_warm": 1,
         "note": f"{table} kernel_source={r['kernel_source']}; batch, q_len, kv_len = M, N, K; "
-                "activation quantization inside the timing",
+                f"activation quantization inside the timing; {timing}",
     }
 
 
@@ -238,6 +244,20 @@ def sample(rows, per_class):
     return kept
 
 
+def on_gemm_grid(row):
+    """A node of the GEMM efficiency surface: M, N and K all powers of two (the grid attnsim calibrate fits)."""
+    return all(v > 0 and v & (v - 1) == 0 for v in (int(row["batch"]), int(row["q_len"]), int(row["kv_len"])))
+
+
+def gemm_sample(rows, engine, per_class):
+    """SGLang's GEMM rows on the power-of-two grid, every one (CUDA-graph timed for every dtype, they are the
+    surface's nodes), and a hash sample of each engine's other shapes: those are held out, they check the
+    interpolation between nodes (and vLLM's check the surface against the other engine's calls)."""
+    grid = [r for r in rows if engine == "sglang" and on_gemm_grid(r)]
+    off_grid = [r for r in rows if not on_gemm_grid(r)]
+    return grid + sample(off_grid, per_class * GEMM_HELD_OUT_FACTOR)
+
+
 def convert_gpu(root, gpu, versions, commit, date, per_class):
     rows = []
     for op, engine, table, convert in TABLES:
@@ -256,7 +276,10 @@ def convert_gpu(root, gpu, versions, commit, date, per_class):
             out.update(device=r["device"], date=date, engine=engine, engine_version=versions[engine],
                        origin=origin, engine_commit="")
             table_rows.append(out)
-        kept = sample(table_rows, per_class)
+        if op == "gemm":
+            kept = gemm_sample(table_rows, engine, per_class)
+        else:
+            kept = sample(table_rows, per_class)
         print(f"aic_convert: {rel}: {len(kept)} of {len(table_rows)} rows", file=sys.stderr)
         rows.extend(kept)
     return rows

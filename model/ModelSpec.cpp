@@ -11,7 +11,7 @@ namespace attnsim {
 namespace {
 
 const std::vector<std::string> kDtypes{"fp32", "fp16", "bf16"};
-const std::vector<std::string> kWeightDtypes{"fp32", "fp16", "bf16", "fp8", "mxfp4", "nvfp4", "int4"};
+const std::vector<std::string> kWeightDtypes{"fp32", "fp16", "bf16", "fp8", "fp8_block", "mxfp4", "nvfp4", "int4"};
 
 DualChunkSpec parseDualChunk(const YamlReader& r) {
   DualChunkSpec d;
@@ -74,7 +74,7 @@ const std::vector<std::string>& ropeStyles() {
 double ModelSpec::parameterBytes() const {
   double bits = 16;
   if (weight_dtype == "fp32") bits = 32;
-  if (weight_dtype == "fp8") bits = 8;
+  if (weight_dtype == "fp8" || weight_dtype == "fp8_block") bits = 8;  // a block's fp32 scale: 1/4096 bit
   if (weight_dtype == "mxfp4") bits = 4.25;  // 4-bit values + one 8-bit scale per 32
   if (weight_dtype == "nvfp4") bits = 4.5;   // 4-bit values + one 8-bit scale per 16
   if (weight_dtype == "int4") bits = 4;

@@ -55,6 +55,7 @@ PredictionInput predictionInputFor(const Catalog& c, const HardwareProfile& hw, 
   in.cuda_graph_level = caps.cuda_graph;
   in.graphs = e.policy.cuda_graph ? &*e.policy.cuda_graph : nullptr;
   in.engine_env = run.selection.env;
+  in.engine = e.policy.engine;
   if (!cuda_graphs) in.engine_env["cuda_graph_disabled"] = true;
   in.kv_dtype = parseKvCacheDtype(toDisplay(run.selection.env.at("kv_dtype")));
   in.page_size = std::get<std::int64_t>(run.selection.env.at("page_size"));

@@ -15,13 +15,6 @@ namespace attnsim {
 
 namespace {
 
-std::string today() {
-  const std::time_t t = std::time(nullptr);
-  std::array<char, 16> buf{};
-  std::strftime(buf.data(), buf.size(), "%Y-%m-%d", std::gmtime(&t));
-  return buf.data();
-}
-
 std::string sourcesOf(const std::vector<MeasurementRow>& rows, const std::string& hardware) {
   std::vector<std::string> files;
   for (const auto& r : rows) {
@@ -114,7 +107,7 @@ std::vector<FamilyCalibration> calibrateFamilies(Store& store, const Catalog& c,
         f.fit.points,
         f.fit.mape,
         fmt::format("attnsim calibrate: {} (held out contexts {})", sourcesOf(rows, f.hardware), options.holdout_note),
-        today(),
+        todayIso(),
         c.contentHash()};
     store.insertCalibration(row);
     out.push_back({f, std::move(row), defaultTrainMape(c, f, rows, options.validation),
@@ -140,7 +133,7 @@ std::vector<OverheadFit> calibrateOverheads(Store& store, const Catalog& c, cons
   for (const auto& o : overheads) {
     const std::string files = sourcesOf(store.measurements(), o.hardware);
     store.insertOverheadFit({o.hardware, o.kernel_launch_us, o.graph_replay_base_us, o.graph_node_us, o.points,
-                             "attnsim calibrate: launch and graph_launch rows of " + files, today(), c.contentHash()});
+                             "attnsim calibrate: launch and graph_launch rows of " + files, todayIso(), c.contentHash()});
   }
   return overheads;
 }

@@ -1,0 +1,237 @@
+#include "hardware/OperatorFits.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace attnsim {
+
+const std::vector<std::string> kGemmDtypes = {"bf16", "fp8", "fp8_block", "nvfp4"};
+
+namespace {
+
+// Where x lies on an ascending axis: the lower node and the weight of the upper one, clamped to the ends.
+struct Bracket {
+  std::size_t lo = 0;
+  double t = 0;
+};
+
+Bracket bracket(const std::vector<double>& axis, double x) {
+  if (axis.size() < 2 || x <= axis.front()) return {0, 0};
+  if (x >= axis.back()) return {axis.size() - 2, 1};
+  const auto hi = static_cast<std::size_t>(std::upper_bound(axis.begin(), axis.end(), x) - axis.begin());
+  const std::size_t lo = hi - 1;
+  return {lo, (x - axis[lo]) / (axis[hi] - axis[lo])};
+}
+
+std::vector<double> numberList(const YamlReader& r, std::string_view key, double min, double max) {
+  const auto node = r.raw(key);
+  if (!node) r.failMissing(key);
+  if (!node->IsSequence() || node->size() == 0) r.failAt(*node, key, "expected a non-empty list of numbers");
+  std::vector<double> out;
+  out.reserve(node->size());
+  for (const auto& item : *node) {
+    double v = 0;
+    try {
+      v = item.as<double>();
+    } catch (const YAML::Exception&) {
+      r.failAt(item, key, "expected a number");
+    }
+    if (!(v >= min && v <= max)) r.failAt(item, key, fmt::format("{} is outside [{}, {}]", v, min, max));
+    out.push_back(v);
+  }
+  return out;
+}
+
+std::vector<double> log2Axis(const YamlReader& r, std::string_view key) {
+  std::vector<double> axis = numberList(r, key, 1, 1e9);
+  for (std::size_t i = 1; i < axis.size(); ++i) {
+    if (axis[i] <= axis[i - 1]) r.fail(key, "the grid's sizes must ascend");
+  }
+  for (double& v : axis) v = std::log2(v);
+  return axis;
+}
+
+GemmSurface parseGemmSurface(const YamlReader& r, const std::string& dtype, const std::string& origin) {
+  GemmSurface s;
+  s.dtype = dtype;
+  s.log2_m = log2Axis(r, "m");
+  s.log2_n = log2Axis(r, "n");
+  s.log2_k = log2Axis(r, "k");
+  s.log_efficiency = numberList(r, "efficiency", 1e-6, 100);
+  const std::size_t nodes = s.log2_m.size() * s.log2_n.size() * s.log2_k.size();
+  if (s.log_efficiency.size() != nodes) {
+    r.fail("efficiency", fmt::format("{} values for a grid of {} × {} × {} = {} nodes", s.log_efficiency.size(),
+                                     s.log2_m.size(), s.log2_n.size(), s.log2_k.size(), nodes));
+  }
+  for (double& e : s.log_efficiency) e = std::log(e);
+  s.points = static_cast<int>(r.getInt("points", 1, 1 << 30));
+  s.heldout = parseHeldOutResiduals(r);
+  s.source = fmt::format("{} GEMM efficiency surface on {} measured nodes{}: {}", dtype, s.points,
+                         s.heldout ? fmt::format(" (held-out MAPE {:.1f}%, p90 {:.1f}% on {} shapes)",
+                                                 100 * s.heldout->mape, 100 * s.heldout->p90_abs_rel_error,
+                                                 s.heldout->points)
+                                   : std::string{},
+                         origin);
+  r.finish();
+  return s;
+}
+
+}  // namespace
+
+double GemmRoofline::us(double m, double n, double k) const {
+  return std::max(2 * m * n * k / flops_per_us, (m * k * a_bytes + n * k * b_bytes + m * n * c_bytes) / bytes_per_us);
+}
+
+namespace {
+
+// The closest non-decreasing sequence in least squares (pool adjacent violators): a node slower than
+// the next larger one is averaged with it rather than passed on, so one slow outlier does not lift
+// every larger shape.
+void makeNonDecreasing(std::vector<double>& values, std::vector<double>& pooled, std::vector<int>& weight) {
+  pooled.clear();
+  weight.clear();
+  for (double v : values) {
+    pooled.push_back(v);
+    weight.push_back(1);
+    while (pooled.size() > 1 && pooled[pooled.size() - 2] > pooled.back()) {
+      const double w1 = weight[weight.size() - 2], w2 = weight.back();
+      const double merged = (pooled[pooled.size() - 2] * w1 + pooled.back() * w2) / (w1 + w2);
+      pooled.pop_back();
+      weight.pop_back();
+      pooled.back() = merged;
+      weight.back() += static_cast<int>(w2);
+    }
+  }
+  std::size_t at = 0;
+  for (std::size_t b = 0; b < pooled.size(); ++b) {
+    for (int i = 0; i < weight[b]; ++i) values[at++] = pooled[b];
+  }
+}
+
+}  // namespace
+
+void GemmSurface::resolve(const GemmRoofline& device) {
+  roofline = device;
+  log_time.resize(log_efficiency.size());
+  const std::size_t nm = log2_m.size(), nn = log2_n.size(), nk = log2_k.size();
+  std::vector<double> line(nm), pooled;
+  std::vector<int> weight;
+  for (std::size_t j = 0; j < nn; ++j) {
+    for (std::size_t l = 0; l < nk; ++l) {
+      for (std::size_t i = 0; i < nm; ++i) {
+        line[i] = std::log(device.us(std::exp2(log2_m[i]), std::exp2(log2_n[j]), std::exp2(log2_k[l]))) -
+                  log_efficiency[index(i, j, l)];
+      }
+      makeNonDecreasing(line, pooled, weight);  // a batch of more tokens never runs faster
+      for (std::size_t i = 0; i < nm; ++i) log_time[index(i, j, l)] = line[i];
+    }
+  }
+}
+
+double GemmSurface::us(double m, double n, double k) const {
+  const double cm = std::clamp(m, std::exp2(log2_m.front()), std::exp2(log2_m.back()));
+  const double cn = std::clamp(n, std::exp2(log2_n.front()), std::exp2(log2_n.back()));
+  const double ck = std::clamp(k, std::exp2(log2_k.front()), std::exp2(log2_k.back()));
+  const Bracket bm = bracket(log2_m, std::log2(cm));
+  const Bracket bn = bracket(log2_n, std::log2(cn));
+  const Bracket bk = bracket(log2_k, std::log2(ck));
+  const std::size_t um = std::min(bm.lo + 1, log2_m.size() - 1);
+  const std::size_t un = std::min(bn.lo + 1, log2_n.size() - 1);
+  const std::size_t uk = std::min(bk.lo + 1, log2_k.size() - 1);
+  auto along_k = [&](std::size_t im, std::size_t in) {
+    return (1 - bk.t) * log_time[index(im, in, bk.lo)] + bk.t * log_time[index(im, in, uk)];
+  };
+  auto along_n = [&](std::size_t im) { return (1 - bn.t) * along_k(im, bn.lo) + bn.t * along_k(im, un); };
+  const double inside = std::exp((1 - bm.t) * along_n(bm.lo) + bm.t * along_n(um));
+  if (cm == m && cn == n && ck == k) return inside;
+  return inside * roofline.us(m, n, k) / roofline.us(cm, cn, ck);
+}
+
+double AllReduceFit::us(double bytes, int ranks) const {
+  if (ranks <= 1) return 0;
+  const double n = ranks;
+  const double one_shot = one_shot_latency_us + (n - 1) / n * bytes / (one_shot_gbps * 1e3);
+  const double two_shot = two_shot_latency_us + 2 * (n - 1) / n * bytes / (two_shot_gbps * 1e3);
+  return std::min(one_shot, two_shot);
+}
+
+namespace {
+
+UncertaintyBand operatorBand(const std::optional<HeldOutResiduals>& heldout, double fit_mape,
+                             const std::string& transferred_from) {
+  UncertaintyBand b{kNonAttentionDefaultBand, BandBasis::Documented};
+  if (heldout) {
+    b = {heldout->p90_abs_rel_error, BandBasis::HeldOut};
+  } else if (fit_mape > 0) {
+    b = {kFitMapeToP90 * fit_mape, BandBasis::Fit};
+  }
+  if (!transferred_from.empty()) b = {std::max(b.band, kNonAttentionDefaultBand), BandBasis::Documented};
+  return b;
+}
+
+}  // namespace
+
+UncertaintyBand bandOf(const GemmSurface& s) { return operatorBand(s.heldout, 0, s.transferred_from); }
+UncertaintyBand bandOf(const AllReduceFit& f) { return operatorBand(f.heldout, f.fit_mape, f.transferred_from); }
+
+std::optional<HeldOutResiduals> parseHeldOutResiduals(const YamlReader& fit) {
+  const auto r = fit.findMap("heldout");
+  if (!r) return std::nullopt;
+  HeldOutResiduals h;
+  h.mape = r->getNumber("mape", 0, 100);
+  h.p90_abs_rel_error = r->getNumber("p90_abs_rel_error", 0, 100);
+  h.points = static_cast<int>(r->getInt("points", 1, 1 << 30));
+  r->finish();
+  return h;
+}
+
+std::vector<GemmSurface> parseGemmSurfaces(const YamlReader& gemm, const std::string& origin) {
+  std::vector<GemmSurface> out;
+  for (const auto& dtype : gemm.keysOf()) {
+    if (std::find(kGemmDtypes.begin(), kGemmDtypes.end(), dtype) == kGemmDtypes.end()) {
+      gemm.fail(dtype, fmt::format("no GEMM dtype '{}' (one of: {})", dtype, fmt::join(kGemmDtypes, ", ")));
+    }
+    out.push_back(parseGemmSurface(gemm.map(dtype), dtype, origin));
+  }
+  gemm.finish();
+  return out;
+}
+
+namespace {
+
+AllReduceFit parseAllReduceFit(const YamlReader& r, const std::string& engine, const std::string& origin) {
+  AllReduceFit f;
+  f.engine = engine;
+  const YamlReader one = r.map("one_shot");
+  f.one_shot_latency_us = one.getNumber("latency_us", 0, 1e4);
+  f.one_shot_gbps = one.getNumber("bandwidth_gbps", 0.1, 1e5);
+  one.finish();
+  const YamlReader two = r.map("two_shot");
+  f.two_shot_latency_us = two.getNumber("latency_us", 0, 1e4);
+  f.two_shot_gbps = two.getNumber("bandwidth_gbps", 0.1, 1e5);
+  two.finish();
+  f.points = static_cast<int>(r.getInt("points", 1, 1 << 30));
+  f.fit_mape = r.getNumber("fit_mape", 0, 100);
+  f.heldout = parseHeldOutResiduals(r);
+  f.source = fmt::format("{}'s custom all-reduce fitted on {} calls (fit MAPE {:.1f}%{}): {}", engine, f.points, 100 * f.fit_mape,
+                         f.heldout ? fmt::format(", held-out MAPE {:.1f}% p90 {:.1f}% on {} calls",
+                                                 100 * f.heldout->mape, 100 * f.heldout->p90_abs_rel_error,
+                                                 f.heldout->points)
+                                   : std::string{},
+                         origin);
+  r.finish();
+  return f;
+}
+
+}  // namespace
+
+std::vector<AllReduceFit> parseAllReduceFits(const YamlReader& allreduce, const std::string& origin) {
+  std::vector<AllReduceFit> out;
+  for (const auto& engine : allreduce.keysOf()) out.push_back(parseAllReduceFit(allreduce.map(engine), engine, origin));
+  allreduce.finish();
+  return out;
+}
+
+}  // namespace attnsim

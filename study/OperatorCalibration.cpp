@@ -1,0 +1,331 @@
+#include "study/OperatorCalibration.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "catalog/Catalog.hpp"
+#include "core/Error.hpp"
+#include "core/Strings.hpp"
+#include "cost/Collective.hpp"
+#include "cost/StepModel.hpp"
+#include "study/Calibration.hpp"
+
+namespace attnsim {
+
+namespace {
+
+bool powerOfTwo(std::int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+bool onGemmGrid(const MeasurementRow& r) { return powerOfTwo(r.batch) && powerOfTwo(r.q_len) && powerOfTwo(r.kv_len); }
+
+// The engine with the most grid rows (ties: the first by name).
+std::string gridEngine(const std::vector<const MeasurementRow*>& rows) {
+  std::map<std::string, int> count;
+  for (const auto* r : rows) count[r->engine] += onGemmGrid(*r) ? 1 : 0;
+  std::string best;
+  int most = 0;
+  for (const auto& [engine, n] : count) {
+    if (n > most) best = engine, most = n;
+  }
+  return best;
+}
+
+// Fills nodes no row measured (NaN) with the mean of their measured or filled neighbours along each axis.
+void fillMissing(GemmSurface& s) {
+  const std::size_t nm = s.log2_m.size(), nn = s.log2_n.size(), nk = s.log2_k.size();
+  for (bool missing = true; missing;) {
+    missing = false;
+    bool progress = false;
+    std::vector<double> next = s.log_efficiency;
+    for (std::size_t i = 0; i < nm; ++i) {
+      for (std::size_t j = 0; j < nn; ++j) {
+        for (std::size_t l = 0; l < nk; ++l) {
+          if (!std::isnan(s.log_efficiency[s.index(i, j, l)])) continue;
+          double sum = 0;
+          int count = 0;
+          auto take = [&](std::size_t a, std::size_t b, std::size_t c) {
+            const double v = s.log_efficiency[s.index(a, b, c)];
+            if (!std::isnan(v)) sum += v, ++count;
+          };
+          if (i > 0) take(i - 1, j, l);
+          if (i + 1 < nm) take(i + 1, j, l);
+          if (j > 0) take(i, j - 1, l);
+          if (j + 1 < nn) take(i, j + 1, l);
+          if (l > 0) take(i, j, l - 1);
+          if (l + 1 < nk) take(i, j, l + 1);
+          if (count > 0) {
+            next[s.index(i, j, l)] = sum / count;
+            progress = true;
+          } else {
+            missing = true;
+          }
+        }
+      }
+    }
+    s.log_efficiency = std::move(next);
+    if (missing && !progress) throw InputError("GEMM surface: a grid node has no measured node to fill it from");
+  }
+}
+
+std::vector<double> log2Axis(const std::set<std::int64_t>& values) {
+  std::vector<double> axis;
+  for (auto v : values) axis.push_back(std::log2(static_cast<double>(v)));
+  return axis;
+}
+
+std::size_t axisIndex(const std::vector<double>& axis, std::int64_t v) {
+  return static_cast<std::size_t>(std::find(axis.begin(), axis.end(), std::log2(static_cast<double>(v))) -
+                                  axis.begin());
+}
+
+// What the step model predicted for a GEMM before any surface: the dense-gemm family's roofline at
+// the dtype's peak, activations in bf16.
+double defaultGemmUs(const Catalog& c, const HardwareProfile& hw, const GemmRoofline& rates, const MeasurementRow& r) {
+  const KernelModel k = resolveKernel(c.kernel("dense-gemm"), hw);
+  DeviceModel device = resolveDevice(hw, DType::BF16);
+  device.tensor_flops_per_us = rates.flops_per_us;
+  const double m = static_cast<double>(r.batch), n = static_cast<double>(r.q_len), kd = static_cast<double>(r.kv_len);
+  return rooflineUs(k, device, 2 * m * n * kd, m * kd * 2 + n * kd * rates.b_bytes + m * n * 2);
+}
+
+void fitGemm(const Catalog& c, const std::string& hardware, const std::string& dtype,
+             const std::vector<const MeasurementRow*>& rows, OperatorCalibration& out) {
+  const HardwareProfile& hw = c.hardware(hardware);
+  const GemmRoofline rates = hw.gemmRoofline(dtype);
+  if (rates.flops_per_us <= 0) return;  // no peak for the dtype: nothing to be a fraction of
+  const std::string engine = gridEngine(rows);
+  std::set<std::int64_t> ms, ns, ks;
+  for (const auto* r : rows) {
+    if (r->engine == engine && onGemmGrid(*r)) ms.insert(r->batch), ns.insert(r->q_len), ks.insert(r->kv_len);
+  }
+  if (ms.empty()) return;
+  GemmSurface s;
+  s.dtype = dtype;
+  s.log2_m = log2Axis(ms), s.log2_n = log2Axis(ns), s.log2_k = log2Axis(ks);
+  std::vector<double> sum(s.log2_m.size() * s.log2_n.size() * s.log2_k.size(), 0.0);
+  std::vector<int> count(sum.size(), 0);
+  for (const auto* r : rows) {
+    if (r->engine != engine || !onGemmGrid(*r)) continue;
+    const double m = static_cast<double>(r->batch), n = static_cast<double>(r->q_len), k = static_cast<double>(r->kv_len);
+    const std::size_t i = s.index(axisIndex(s.log2_m, r->batch), axisIndex(s.log2_n, r->q_len), axisIndex(s.log2_k, r->kv_len));
+    sum[i] += std::log(rates.us(m, n, k) / r->median_us);
+    ++count[i];
+  }
+  s.log_efficiency.assign(sum.size(), std::nan(""));
+  for (std::size_t i = 0; i < sum.size(); ++i) {
+    if (count[i] > 0) s.log_efficiency[i] = sum[i] / count[i], ++s.points;
+  }
+  fillMissing(s);
+  s.resolve(rates);
+  std::vector<double> errors;
+  const std::size_t first = out.points.size();
+  for (const auto* r : rows) {
+    const double m = static_cast<double>(r->batch), n = static_cast<double>(r->q_len), k = static_cast<double>(r->kv_len);
+    const bool held_out = r->engine != engine || !onGemmGrid(*r);
+    out.points.push_back({hardware, r->engine, "gemm:" + dtype, fmt::format("m={} n={} k={}", r->batch, r->q_len, r->kv_len),
+                          r->median_us, s.us(m, n, k), defaultGemmUs(c, hw, rates, *r), held_out});
+  }
+  OperatorCalibration own;
+  own.points.assign(out.points.begin() + static_cast<std::ptrdiff_t>(first), out.points.end());
+  for (const auto& e : own.heldOutErrors()) {
+    if (e.engine == engine) s.heldout = HeldOutResiduals{e.mape, e.p90, e.points};
+  }
+  out.gemm.push_back({hardware, engine, std::move(s)});
+}
+
+// y = latency + slope · x on relative residuals, over the points of one regime; nullopt when the line
+// is not physical (fewer than two points, a negative latency or slope).
+std::optional<std::pair<double, double>> regimeLine(const std::vector<std::pair<double, double>>& xy) {
+  if (xy.size() < 2) return std::nullopt;
+  const LineFit f = fitLine(xy, true);
+  if (f.slope <= 0) return std::nullopt;
+  return std::make_pair(std::max(0.0, f.intercept), 1.0 / (f.slope * 1e3));
+}
+
+struct AllReduceRow {
+  double bytes = 0;
+  int ranks = 1;
+  double us = 0;
+};
+
+// The two regimes by alternation: each training call goes to the regime that predicts it faster
+// (the engine picks the faster one), each regime's line is refitted on its calls, until no call moves.
+AllReduceFit fitRegimes(const std::vector<AllReduceRow>& train) {
+  AllReduceFit f;
+  f.one_shot_latency_us = 3, f.one_shot_gbps = 100, f.two_shot_latency_us = 15, f.two_shot_gbps = 400;
+  std::vector<char> one(train.size(), 0);
+  for (std::size_t i = 0; i < train.size(); ++i) one[i] = train[i].bytes <= 512 * 1024 ? 1 : 0;
+  for (int iteration = 0; iteration < 50; ++iteration) {
+    std::vector<std::pair<double, double>> a, b;
+    for (std::size_t i = 0; i < train.size(); ++i) {
+      const double share = (train[i].ranks - 1.0) / train[i].ranks * train[i].bytes;
+      (one[i] ? a : b).emplace_back(one[i] ? share : 2 * share, train[i].us);
+    }
+    if (auto line = regimeLine(a)) std::tie(f.one_shot_latency_us, f.one_shot_gbps) = *line;
+    if (auto line = regimeLine(b)) std::tie(f.two_shot_latency_us, f.two_shot_gbps) = *line;
+    bool moved = false;
+    for (std::size_t i = 0; i < train.size(); ++i) {
+      const double n = train[i].ranks, share = (n - 1) / n * train[i].bytes;
+      const char next = f.one_shot_latency_us + share / (f.one_shot_gbps * 1e3) <=
+                                f.two_shot_latency_us + 2 * share / (f.two_shot_gbps * 1e3)
+                            ? 1
+                            : 0;
+      moved = moved || next != one[i];
+      one[i] = next;
+    }
+    if (!moved) break;
+  }
+  return f;
+}
+
+bool allReduceHeldOut(const MeasurementRow& r) {
+  const auto i = static_cast<std::int64_t>(std::lround(std::log2(static_cast<double>(std::max<std::int64_t>(1, r.q_len)))));
+  return i % 3 == 1;
+}
+
+void fitAllReduce(const Catalog& c, const std::string& hardware, const std::string& engine,
+                  const std::vector<const MeasurementRow*>& rows, OperatorCalibration& out) {
+  const HardwareProfile& hw = c.hardware(hardware);
+  if (!hw.interconnect_link) return;
+  std::vector<AllReduceRow> train;
+  for (const auto* r : rows) {
+    if (!allReduceHeldOut(*r)) train.push_back({r->bytes, static_cast<int>(r->batch), r->median_us});
+  }
+  AllReduceFit f = fitRegimes(train);
+  f.engine = engine;
+  f.points = static_cast<int>(train.size());
+  InterconnectLink ring = *hw.interconnect_link;
+  ring.all_reduces.clear();
+  double train_error = 0;
+  const std::size_t first = out.points.size();
+  for (const auto* r : rows) {
+    const int ranks = static_cast<int>(r->batch);
+    const double fitted = f.us(r->bytes, ranks);
+    if (!allReduceHeldOut(*r)) train_error += std::fabs(fitted / r->median_us - 1);
+    out.points.push_back({hardware, engine, "allreduce", fmt::format("bytes={:.0f} gpus={}", r->bytes, ranks),
+                          r->median_us, fitted, allReduceUs(ring, r->bytes, ranks), allReduceHeldOut(*r)});
+  }
+  f.fit_mape = train.empty() ? 0 : train_error / static_cast<double>(train.size());
+  OperatorCalibration own;
+  own.points.assign(out.points.begin() + static_cast<std::ptrdiff_t>(first), out.points.end());
+  for (const auto& e : own.heldOutErrors()) f.heldout = HeldOutResiduals{e.mape, e.p90, e.points};
+  out.all_reduce.push_back({hardware, std::move(f)});
+}
+
+}  // namespace
+
+std::vector<OperatorErrors> OperatorCalibration::heldOutErrors() const {
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<const OperatorPoint*>> groups;
+  for (const auto& p : points) {
+    if (p.held_out) groups[{p.hardware, p.engine, p.op}].push_back(&p);
+  }
+  std::vector<OperatorErrors> out;
+  for (const auto& [key, members] : groups) {
+    OperatorErrors e;
+    std::tie(e.hardware, e.engine, e.op) = key;
+    std::vector<double> errors;
+    double worst = -1, default_sum = 0;
+    for (const auto* p : members) {
+      const double error = std::fabs(p->fitted_us / p->measured_us - 1);
+      errors.push_back(error);
+      default_sum += std::fabs(p->default_us / p->measured_us - 1);
+      if (error > worst) worst = error, e.worst = *p;
+    }
+    std::sort(errors.begin(), errors.end());
+    e.points = static_cast<int>(errors.size());
+    double sum = 0;
+    for (double x : errors) sum += x;
+    e.mape = sum / e.points;
+    e.default_mape = default_sum / e.points;
+    e.p90 = errors[std::max<std::size_t>(1, static_cast<std::size_t>(std::ceil(0.9 * e.points))) - 1];
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+OperatorCalibration calibrateOperators(const Catalog& c, const std::vector<MeasurementRow>& rows,
+                                       const std::string& hardware) {
+  std::map<std::pair<std::string, std::string>, std::vector<const MeasurementRow*>> gemm, all_reduce;
+  for (const auto& r : rows) {
+    if (!hardware.empty() && r.hardware != hardware) continue;
+    if (r.kind == "gemm" && r.median_us > 0) gemm[{r.hardware, r.dtype}].push_back(&r);
+    if (r.kind == "allreduce" && r.median_us > 0 && r.batch > 1) all_reduce[{r.hardware, r.engine}].push_back(&r);
+  }
+  OperatorCalibration out;
+  for (const auto& [key, members] : gemm) fitGemm(c, key.first, key.second, members, out);
+  for (const auto& [key, members] : all_reduce) fitAllReduce(c, key.first, key.second, members, out);
+  return out;
+}
+
+std::string operatorCalibrationYaml(const OperatorCalibration& c, const std::string& hardware) {
+  std::string text;
+  auto heldout = [](const std::optional<HeldOutResiduals>& h) {
+    return h ? fmt::format(", heldout: {{mape: {:.4f}, p90_abs_rel_error: {:.4f}, points: {}}}", h->mape,
+                           h->p90_abs_rel_error, h->points)
+             : std::string{};
+  };
+  auto sizes = [](const std::vector<double>& log2) {
+    std::vector<std::string> v;
+    for (double x : log2) v.push_back(fmt::format("{:.0f}", std::exp2(x)));
+    return "[" + fmt::format("{}", fmt::join(v, ", ")) + "]";
+  };
+  for (const auto& g : c.gemm) {
+    if (g.hardware != hardware) continue;
+    if (text.empty()) text = "# gemm and allreduce: attnsim calibrate --only gemm,allreduce (docs/MEASUREMENTS.md)\ngemm:\n";
+    const GemmSurface& s = g.surface;
+    text += fmt::format("  {}:  # {}'s grid rows; efficiency = roofline / measured, [m][n][k]\n", s.dtype, g.engine);
+    text += fmt::format("    m: {}\n    n: {}\n    k: {}\n    efficiency: [\n", sizes(s.log2_m), sizes(s.log2_n),
+                        sizes(s.log2_k));
+    const std::size_t nk = s.log2_k.size();
+    for (std::size_t i = 0; i < s.log_efficiency.size(); i += nk) {
+      std::vector<std::string> row;
+      for (std::size_t l = 0; l < nk; ++l) row.push_back(fmt::format("{:.4g}", std::exp(s.log_efficiency[i + l])));
+      text += fmt::format("      {}{}\n", fmt::join(row, ", "), i + nk < s.log_efficiency.size() ? "," : "");
+    }
+    text += fmt::format("    ]\n    points: {}\n", s.points);
+    if (s.heldout) {
+      text += fmt::format("    heldout: {{mape: {:.4f}, p90_abs_rel_error: {:.4f}, points: {}}}\n", s.heldout->mape,
+                          s.heldout->p90_abs_rel_error, s.heldout->points);
+    }
+  }
+  bool first = true;
+  for (const auto& a : c.all_reduce) {
+    if (a.hardware != hardware) continue;
+    if (first && text.empty()) text = "# gemm and allreduce: attnsim calibrate --only gemm,allreduce (docs/MEASUREMENTS.md)\n";
+    if (first) text += "allreduce:\n", first = false;
+    const AllReduceFit& f = a.fit;
+    text += fmt::format(
+        "  {}: {{one_shot: {{latency_us: {:.3f}, bandwidth_gbps: {:.1f}}}, two_shot: {{latency_us: {:.3f}, "
+        "bandwidth_gbps: {:.1f}}}, points: {}, fit_mape: {:.4f}{}}}\n",
+        f.engine, f.one_shot_latency_us, f.one_shot_gbps, f.two_shot_latency_us, f.two_shot_gbps, f.points,
+        f.fit_mape, heldout(f.heldout));
+  }
+  return text;
+}
+
+// The operator fits join each device's file: after its kernel fits, or as a file of their own.
+void addOperatorSections(std::map<std::string, std::string>& files, const OperatorCalibration& ops,
+                         const std::string& source) {
+  std::set<std::string> hardware;
+  for (const auto& g : ops.gemm) hardware.insert(g.hardware);
+  for (const auto& a : ops.all_reduce) hardware.insert(a.hardware);
+  for (const auto& hw : hardware) {
+    const std::string sections = operatorCalibrationYaml(ops, hw);
+    auto it = files.find(hw);
+    if (it == files.end()) {
+      files[hw] = fmt::format(
+          "# Written by `attnsim calibrate --export`; refit and rewrite rather than edit.\nhardware: {}\n"
+          "source: \"{}\"\ncreated: \"{}\"\n{}kernels: {{}}\n",
+          hw, source, todayIso(), sections);
+    } else {
+      const auto at = it->second.find("kernels:\n");
+      it->second.insert(at == std::string::npos ? it->second.size() : at, sections);
+    }
+  }
+}
+
+}  // namespace attnsim

@@ -1,0 +1,63 @@
+#pragma once
+// `attnsim calibrate` for the step's operators beside attention: a dense GEMM efficiency surface per
+// (device, dtype) from `gemm` rows and each engine's custom all-reduce per device from `allreduce`
+// rows (AIConfigurator's tables as measurements/aic_convert.py writes them), each checked on rows
+// kept out of the fit, against the catalog's defaults on the same rows.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "hardware/OperatorFits.hpp"
+#include "study/Store.hpp"
+
+namespace attnsim {
+
+class Catalog;
+
+// One measured operator call, predicted by the fit and by the catalog's defaults (before the fit).
+struct OperatorPoint {
+  std::string hardware, engine, op;  // op: gemm:<dtype> or allreduce
+  std::string shape;                 // "m=… n=… k=…" or "bytes=… gpus=…"
+  double measured_us = 0, fitted_us = 0, default_us = 0;
+  bool held_out = false;
+};
+
+// Errors of one (hardware, engine, op) over its held-out points, fitted and default.
+struct OperatorErrors {
+  std::string hardware, engine, op;
+  int points = 0;
+  double mape = 0, p90 = 0, default_mape = 0;
+  OperatorPoint worst;
+};
+
+struct GemmCalibration {
+  std::string hardware;
+  std::string engine;  // whose grid rows were fitted (the engine with the most of them)
+  GemmSurface surface;
+};
+struct AllReduceCalibration {
+  std::string hardware;
+  AllReduceFit fit;
+};
+
+struct OperatorCalibration {
+  std::vector<GemmCalibration> gemm;
+  std::vector<AllReduceCalibration> all_reduce;
+  std::vector<OperatorPoint> points;  // every row, training and held out
+
+  [[nodiscard]] std::vector<OperatorErrors> heldOutErrors() const;
+};
+
+// The held-out rule: a GEMM row off the power-of-two grid, or of an engine whose grid was not the one
+// fitted; an all-reduce row whose message size is 2^i elements with i % 3 == 1.
+OperatorCalibration calibrateOperators(const Catalog& catalog, const std::vector<MeasurementRow>& rows,
+                                       const std::string& hardware);
+
+// A calibration file's `gemm:` and `allreduce:` sections for one device ("" when it has no fit).
+std::string operatorCalibrationYaml(const OperatorCalibration& c, const std::string& hardware);
+// Adds each fitted device's sections to its calibration file's text (calibrationYaml), before its
+// `kernels:`, or as a file of its own whose `source:` is `source`.
+void addOperatorSections(std::map<std::string, std::string>& files, const OperatorCalibration& ops,
+                         const std::string& source);
+
+}  // namespace attnsim
