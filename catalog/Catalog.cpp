@@ -243,6 +243,7 @@ void loadCalibrations(const CatalogSource& source, std::vector<HardwareProfile>&
 // all-reduce only over a link of the same kind and bandwidth. Each says where it came from.
 void transferOperatorFits(std::vector<HardwareProfile>& hardware) {
   std::vector<const HardwareProfile*> donors;
+  donors.reserve(hardware.size());
   for (const auto& h : hardware) donors.push_back(&h);
   std::sort(donors.begin(), donors.end(), [](const auto* a, const auto* b) { return a->id < b->id; });
   std::vector<std::pair<std::size_t, GemmSurface>> surfaces;
@@ -256,7 +257,8 @@ void transferOperatorFits(std::vector<HardwareProfile>& hardware) {
         if (d->architecture != h.architecture || !s || !s->transferred_from.empty()) continue;
         surfaces.emplace_back(i, *s);
         surfaces.back().second.transferred_from = d->id;
-        surfaces.back().second.source = fmt::format("measured on {}, applied at {}'s peaks: {}", d->id, h.id, s->source);
+        surfaces.back().second.source =
+            fmt::format("measured on {}, applied at {}'s peaks: {}", d->id, h.id, s->source);
         break;
       }
     }

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <set>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "cli/Commands.hpp"
 #include "core/Error.hpp"
@@ -100,14 +100,16 @@ void printOperators(const OperatorCalibration& ops) {
 json operatorsJson(const OperatorCalibration& ops) {
   json out = json::array();
   for (const auto& e : ops.heldOutErrors()) {
-    out.push_back({{"hardware", e.hardware},
-                   {"engine", e.engine},
-                   {"operator", e.op},
-                   {"heldout_points", e.points},
-                   {"heldout_mape_default", e.default_mape},
-                   {"heldout_mape_fit", e.mape},
-                   {"heldout_p90_fit", e.p90},
-                   {"worst", {{"shape", e.worst.shape}, {"predicted_us", e.worst.fitted_us}, {"measured_us", e.worst.measured_us}}}});
+    out.push_back(
+        {{"hardware", e.hardware},
+         {"engine", e.engine},
+         {"operator", e.op},
+         {"heldout_points", e.points},
+         {"heldout_mape_default", e.default_mape},
+         {"heldout_mape_fit", e.mape},
+         {"heldout_p90_fit", e.p90},
+         {"worst",
+          {{"shape", e.worst.shape}, {"predicted_us", e.worst.fitted_us}, {"measured_us", e.worst.measured_us}}}});
   }
   return out;
 }
@@ -163,7 +165,8 @@ Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global) {
     const OperatorCalibration ops =
         wanted("gemm") || wanted("allreduce") ? calibrateOperators(c, measured, *hardware) : OperatorCalibration{};
     if (rows.empty() && ops.points.empty())
-      throw UsageError("--db " + *db + ": no attention, gemm or allreduce measurements to fit (run measurements import)");
+      throw UsageError("--db " + *db +
+                       ": no attention, gemm or allreduce measurements to fit (run measurements import)");
     const CalibrationOptions options{*hardware, *holdout, {parseContexts(*holdout)}};
     const auto families = rows.empty() ? std::vector<FamilyCalibration>{} : calibrateFamilies(store, c, rows, options);
     if (!global.json && !families.empty()) printFamilies(families);
@@ -177,13 +180,15 @@ Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global) {
       auto files = calibrationYaml(families, overheads);
       std::vector<std::string> sources;
       for (const auto& r : measured) {
-        if ((r.kind == "gemm" || r.kind == "allreduce") && std::find(sources.begin(), sources.end(), r.source) == sources.end())
+        if ((r.kind == "gemm" || r.kind == "allreduce") &&
+            std::find(sources.begin(), sources.end(), r.source) == sources.end())
           sources.push_back(r.source);
       }
       addOperatorSections(files, kept, "attnsim calibrate: gemm and allreduce rows of " + join(sources, ", "));
       writeCalibrationFiles(*export_dir, files);
     }
-    if (global.json) std::cout << json{{"families", familiesJson(families)}, {"operators", operatorsJson(kept)}}.dump(2) << "\n";
+    if (global.json)
+      std::cout << json{{"families", familiesJson(families)}, {"operators", operatorsJson(kept)}}.dump(2) << "\n";
     return 0;
   };
 }

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/Commands.hpp"
+#include "core/Error.hpp"
 #include "reports/Json.hpp"
 #include "simulator/Capacity.hpp"
 #include "simulator/Evaluation.hpp"
@@ -77,11 +78,27 @@ Runner addPredictCommand(CLI::App& app, const GlobalOptions& global) {
   app.add_option("--backend", flags->backend, "engine:NAME (validated as the engine would), or NAME with --engine");
   app.add_option("--engine", flags->engines, "predict the engine's own auto-selected backend");
   app.add_option("--kernel", flags->kernel, "a kernel family directly, outside any engine (what-if)");
+  auto op = std::make_shared<OperatorFlags>();
+  app.add_option("--gemm", op->gemm, "one dense GEMM of M,N,K instead of a step (with --gemm-dtype)");
+  app.add_option("--gemm-dtype", op->gemm_dtype, "the --gemm call's dtype: bf16, fp8, fp8_block, nvfp4");
+  app.add_option("--allreduce", op->allreduce_bytes,
+                 "one TP all-reduce of this many bytes over --tp GPUs instead of a step")
+      ->check(CLI::PositiveNumber);
   flags->addWorkload(app);
   flags->addServing(app);
   flags->addStudy(app);
   flags->addGeometry(app);
-  return [&global, flags]() {
+  return [&global, flags, op]() {
+    if (!op->gemm.empty() || op->allreduce_bytes > 0) {
+      // One operator: the flags of a step do not apply to it (an all-reduce takes --engine and --tp).
+      for (const auto& [given, name] : {std::pair{flags->models, "--model"}, std::pair{flags->backend, "--backend"},
+                                        std::pair{flags->kernel, "--kernel"}, std::pair{flags->context, "--context"}}) {
+        if (!given.empty()) throw UsageError(std::string(name) + " does not apply to --gemm or --allreduce");
+      }
+      if (!op->gemm.empty() && !flags->engines.empty()) throw UsageError("--engine does not apply to --gemm");
+      predictOperator(flags->catalog(global), *flags, *op, global.json);
+      return 0;
+    }
     if (const int listed = runListStudy(*flags, global, false); listed >= 0) return listed;
     const Catalog c = flags->catalog(global);
     const ScenarioPrediction p = predictScenario(c, flags->scenario(flags->hardware, flags->models, flags->engines));

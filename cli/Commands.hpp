@@ -88,6 +88,14 @@ struct ScenarioFlags {
   // The catalog, with the study's calibrations when --db is given.
   [[nodiscard]] Catalog catalog(const GlobalOptions& global) const;
 };
+// predict --gemm M,N,K [--gemm-dtype D] and predict --allreduce BYTES --tp G [--engine E]: one operator.
+struct OperatorFlags {
+  std::string gemm, gemm_dtype = "bf16";
+  double allreduce_bytes = 0;
+};
+// Prints the operator's prediction and returns true when --gemm or --allreduce was given.
+bool predictOperator(const Catalog& c, const ScenarioFlags& flags, const OperatorFlags& op, bool as_json);
+
 // predict and rank over lists of hardware, models, batches, contexts or prefill lengths: a
 // small sweep, printed as one table (cli/CommandStudy.cpp). -1 when the flags name one scenario.
 int runListStudy(const ScenarioFlags& flags, const GlobalOptions& global, bool rank);

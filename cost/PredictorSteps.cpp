@@ -70,9 +70,8 @@ struct Predictor::StepsScratch {
     for (std::size_t i = 0; i < linear_used; ++i) {
       const SharedLinear& e = linear[i];
       if (e.model == &model && e.hardware == p.input_.hardware && e.engine == p.input_.engine && e.tp == p.input_.tp &&
-          e.kv_bytes == kv_bytes &&
-          e.act_bytes == act_bytes && e.padded_batch == padded_batch && e.mla_rows.up_projected == rows.up_projected &&
-          e.mla_rows.absorbed_tokens == rows.absorbed_tokens) {
+          e.kv_bytes == kv_bytes && e.act_bytes == act_bytes && e.padded_batch == padded_batch &&
+          e.mla_rows.up_projected == rows.up_projected && e.mla_rows.absorbed_tokens == rows.absorbed_tokens) {
         return e;
       }
     }

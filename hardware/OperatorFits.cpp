@@ -68,12 +68,13 @@ GemmSurface parseGemmSurface(const YamlReader& r, const std::string& dtype, cons
   for (double& e : s.log_efficiency) e = std::log(e);
   s.points = static_cast<int>(r.getInt("points", 1, 1 << 30));
   s.heldout = parseHeldOutResiduals(r);
-  s.source = fmt::format("{} GEMM efficiency surface on {} measured nodes{}: {}", dtype, s.points,
-                         s.heldout ? fmt::format(" (held-out MAPE {:.1f}%, p90 {:.1f}% on {} shapes)",
-                                                 100 * s.heldout->mape, 100 * s.heldout->p90_abs_rel_error,
-                                                 s.heldout->points)
-                                   : std::string{},
-                         origin);
+  const auto own = r.find<std::string>("source");
+  s.source =
+      fmt::format("{} GEMM efficiency surface on {} measured nodes{}: {}", dtype, s.points,
+                  s.heldout ? fmt::format(" (held-out MAPE {:.1f}%, p90 {:.1f}% on {} shapes)", 100 * s.heldout->mape,
+                                          100 * s.heldout->p90_abs_rel_error, s.heldout->points)
+                            : std::string{},
+                  own ? *own : origin);
   r.finish();
   return s;
 }
@@ -215,12 +216,13 @@ AllReduceFit parseAllReduceFit(const YamlReader& r, const std::string& engine, c
   f.points = static_cast<int>(r.getInt("points", 1, 1 << 30));
   f.fit_mape = r.getNumber("fit_mape", 0, 100);
   f.heldout = parseHeldOutResiduals(r);
-  f.source = fmt::format("{}'s custom all-reduce fitted on {} calls (fit MAPE {:.1f}%{}): {}", engine, f.points, 100 * f.fit_mape,
-                         f.heldout ? fmt::format(", held-out MAPE {:.1f}% p90 {:.1f}% on {} calls",
-                                                 100 * f.heldout->mape, 100 * f.heldout->p90_abs_rel_error,
-                                                 f.heldout->points)
-                                   : std::string{},
-                         origin);
+  const auto own = r.find<std::string>("source");
+  f.source = fmt::format(
+      "{}'s custom all-reduce fitted on {} calls (fit MAPE {:.1f}%{}): {}", engine, f.points, 100 * f.fit_mape,
+      f.heldout ? fmt::format(", held-out MAPE {:.1f}% p90 {:.1f}% on {} calls", 100 * f.heldout->mape,
+                              100 * f.heldout->p90_abs_rel_error, f.heldout->points)
+                : std::string{},
+      own ? *own : origin);
   r.finish();
   return f;
 }

@@ -75,8 +75,8 @@ double ModelSpec::parameterBytes() const {
   double bits = 16;
   if (weight_dtype == "fp32") bits = 32;
   if (weight_dtype == "fp8" || weight_dtype == "fp8_block") bits = 8;  // a block's fp32 scale: 1/4096 bit
-  if (weight_dtype == "mxfp4") bits = 4.25;  // 4-bit values + one 8-bit scale per 32
-  if (weight_dtype == "nvfp4") bits = 4.5;   // 4-bit values + one 8-bit scale per 16
+  if (weight_dtype == "mxfp4") bits = 4.25;                            // 4-bit values + one 8-bit scale per 32
+  if (weight_dtype == "nvfp4") bits = 4.5;                             // 4-bit values + one 8-bit scale per 16
   if (weight_dtype == "int4") bits = 4;
   return parameters_b * 1e9 * bits / 8.0;
 }

@@ -65,7 +65,8 @@ struct ModelSpec {
   std::string family;         // engine model-specific rules key on it (deepseek, gpt_oss, llama ...)
   std::string architecture;   // the HF architecture class
   DType dtype = DType::BF16;  // activations
-  std::string weight_dtype;   // bf16, fp8 (per-tensor or per-channel scales), fp8_block (128×128 block scales), mxfp4 ...
+  std::string
+      weight_dtype;  // bf16, fp8 (per-tensor or per-channel scales), fp8_block (128×128 block scales), mxfp4 ...
   int num_layers = 0;
   int hidden_size = 0;
   int intermediate_size = 0;

@@ -133,7 +133,8 @@ std::vector<OverheadFit> calibrateOverheads(Store& store, const Catalog& c, cons
   for (const auto& o : overheads) {
     const std::string files = sourcesOf(store.measurements(), o.hardware);
     store.insertOverheadFit({o.hardware, o.kernel_launch_us, o.graph_replay_base_us, o.graph_node_us, o.points,
-                             "attnsim calibrate: launch and graph_launch rows of " + files, todayIso(), c.contentHash()});
+                             "attnsim calibrate: launch and graph_launch rows of " + files, todayIso(),
+                             c.contentHash()});
   }
   return overheads;
 }

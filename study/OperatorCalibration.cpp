@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <set>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -18,6 +18,25 @@
 namespace attnsim {
 
 namespace {
+
+// Where rows came from: the tables they were converted from (origin), else their files' names.
+std::string originsOf(const std::vector<const MeasurementRow*>& rows, const std::string& engine) {
+  std::vector<std::string> out;
+  for (const auto* r : rows) {
+    if (r->engine != engine) continue;
+    const std::string o = r->origin.empty() ? std::filesystem::path(r->source).filename().string() : r->origin;
+    if (std::find(out.begin(), out.end(), o) == out.end()) out.push_back(o);
+  }
+  return join(out, ", ");
+}
+
+// A gemm row's M, N and K (batch, q_len, kv_len).
+struct GemmShape {
+  double m, n, k;
+};
+GemmShape shapeOf(const MeasurementRow& r) {
+  return {static_cast<double>(r.batch), static_cast<double>(r.q_len), static_cast<double>(r.kv_len)};
+}
 
 bool powerOfTwo(std::int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 bool onGemmGrid(const MeasurementRow& r) { return powerOfTwo(r.batch) && powerOfTwo(r.q_len) && powerOfTwo(r.kv_len); }
@@ -73,6 +92,7 @@ void fillMissing(GemmSurface& s) {
 
 std::vector<double> log2Axis(const std::set<std::int64_t>& values) {
   std::vector<double> axis;
+  axis.reserve(values.size());
   for (auto v : values) axis.push_back(std::log2(static_cast<double>(v)));
   return axis;
 }
@@ -88,7 +108,7 @@ double defaultGemmUs(const Catalog& c, const HardwareProfile& hw, const GemmRoof
   const KernelModel k = resolveKernel(c.kernel("dense-gemm"), hw);
   DeviceModel device = resolveDevice(hw, DType::BF16);
   device.tensor_flops_per_us = rates.flops_per_us;
-  const double m = static_cast<double>(r.batch), n = static_cast<double>(r.q_len), kd = static_cast<double>(r.kv_len);
+  const auto [m, n, kd] = shapeOf(r);
   return rooflineUs(k, device, 2 * m * n * kd, m * kd * 2 + n * kd * rates.b_bytes + m * n * 2);
 }
 
@@ -105,13 +125,15 @@ void fitGemm(const Catalog& c, const std::string& hardware, const std::string& d
   if (ms.empty()) return;
   GemmSurface s;
   s.dtype = dtype;
+  s.source = originsOf(rows, engine);
   s.log2_m = log2Axis(ms), s.log2_n = log2Axis(ns), s.log2_k = log2Axis(ks);
   std::vector<double> sum(s.log2_m.size() * s.log2_n.size() * s.log2_k.size(), 0.0);
   std::vector<int> count(sum.size(), 0);
   for (const auto* r : rows) {
     if (r->engine != engine || !onGemmGrid(*r)) continue;
-    const double m = static_cast<double>(r->batch), n = static_cast<double>(r->q_len), k = static_cast<double>(r->kv_len);
-    const std::size_t i = s.index(axisIndex(s.log2_m, r->batch), axisIndex(s.log2_n, r->q_len), axisIndex(s.log2_k, r->kv_len));
+    const auto [m, n, k] = shapeOf(*r);
+    const std::size_t i =
+        s.index(axisIndex(s.log2_m, r->batch), axisIndex(s.log2_n, r->q_len), axisIndex(s.log2_k, r->kv_len));
     sum[i] += std::log(rates.us(m, n, k) / r->median_us);
     ++count[i];
   }
@@ -124,10 +146,11 @@ void fitGemm(const Catalog& c, const std::string& hardware, const std::string& d
   std::vector<double> errors;
   const std::size_t first = out.points.size();
   for (const auto* r : rows) {
-    const double m = static_cast<double>(r->batch), n = static_cast<double>(r->q_len), k = static_cast<double>(r->kv_len);
+    const auto [m, n, k] = shapeOf(*r);
     const bool held_out = r->engine != engine || !onGemmGrid(*r);
-    out.points.push_back({hardware, r->engine, "gemm:" + dtype, fmt::format("m={} n={} k={}", r->batch, r->q_len, r->kv_len),
-                          r->median_us, s.us(m, n, k), defaultGemmUs(c, hw, rates, *r), held_out});
+    out.points.push_back({hardware, r->engine, "gemm:" + dtype,
+                          fmt::format("m={} n={} k={}", r->batch, r->q_len, r->kv_len), r->median_us, s.us(m, n, k),
+                          defaultGemmUs(c, hw, rates, *r), held_out});
   }
   OperatorCalibration own;
   own.points.assign(out.points.begin() + static_cast<std::ptrdiff_t>(first), out.points.end());
@@ -183,7 +206,8 @@ AllReduceFit fitRegimes(const std::vector<AllReduceRow>& train) {
 }
 
 bool allReduceHeldOut(const MeasurementRow& r) {
-  const auto i = static_cast<std::int64_t>(std::lround(std::log2(static_cast<double>(std::max<std::int64_t>(1, r.q_len)))));
+  const auto i =
+      static_cast<std::int64_t>(std::lround(std::log2(static_cast<double>(std::max<std::int64_t>(1, r.q_len)))));
   return i % 3 == 1;
 }
 
@@ -197,6 +221,7 @@ void fitAllReduce(const Catalog& c, const std::string& hardware, const std::stri
   }
   AllReduceFit f = fitRegimes(train);
   f.engine = engine;
+  f.source = originsOf(rows, engine);
   f.points = static_cast<int>(train.size());
   InterconnectLink ring = *hw.interconnect_link;
   ring.all_reduces.clear();
@@ -270,12 +295,14 @@ std::string operatorCalibrationYaml(const OperatorCalibration& c, const std::str
   };
   auto sizes = [](const std::vector<double>& log2) {
     std::vector<std::string> v;
+    v.reserve(log2.size());
     for (double x : log2) v.push_back(fmt::format("{:.0f}", std::exp2(x)));
     return "[" + fmt::format("{}", fmt::join(v, ", ")) + "]";
   };
   for (const auto& g : c.gemm) {
     if (g.hardware != hardware) continue;
-    if (text.empty()) text = "# gemm and allreduce: attnsim calibrate --only gemm,allreduce (docs/MEASUREMENTS.md)\ngemm:\n";
+    if (text.empty())
+      text = "# gemm and allreduce: attnsim calibrate --only gemm,allreduce (docs/MEASUREMENTS.md)\ngemm:\n";
     const GemmSurface& s = g.surface;
     text += fmt::format("  {}:  # {}'s grid rows; efficiency = roofline / measured, [m][n][k]\n", s.dtype, g.engine);
     text += fmt::format("    m: {}\n    n: {}\n    k: {}\n    efficiency: [\n", sizes(s.log2_m), sizes(s.log2_n),
@@ -286,7 +313,7 @@ std::string operatorCalibrationYaml(const OperatorCalibration& c, const std::str
       for (std::size_t l = 0; l < nk; ++l) row.push_back(fmt::format("{:.4g}", std::exp(s.log_efficiency[i + l])));
       text += fmt::format("      {}{}\n", fmt::join(row, ", "), i + nk < s.log_efficiency.size() ? "," : "");
     }
-    text += fmt::format("    ]\n    points: {}\n", s.points);
+    text += fmt::format("    ]\n    points: {}\n    source: \"{}\"\n", s.points, s.source);
     if (s.heldout) {
       text += fmt::format("    heldout: {{mape: {:.4f}, p90_abs_rel_error: {:.4f}, points: {}}}\n", s.heldout->mape,
                           s.heldout->p90_abs_rel_error, s.heldout->points);
@@ -295,14 +322,15 @@ std::string operatorCalibrationYaml(const OperatorCalibration& c, const std::str
   bool first = true;
   for (const auto& a : c.all_reduce) {
     if (a.hardware != hardware) continue;
-    if (first && text.empty()) text = "# gemm and allreduce: attnsim calibrate --only gemm,allreduce (docs/MEASUREMENTS.md)\n";
+    if (first && text.empty())
+      text = "# gemm and allreduce: attnsim calibrate --only gemm,allreduce (docs/MEASUREMENTS.md)\n";
     if (first) text += "allreduce:\n", first = false;
     const AllReduceFit& f = a.fit;
     text += fmt::format(
         "  {}: {{one_shot: {{latency_us: {:.3f}, bandwidth_gbps: {:.1f}}}, two_shot: {{latency_us: {:.3f}, "
-        "bandwidth_gbps: {:.1f}}}, points: {}, fit_mape: {:.4f}{}}}\n",
-        f.engine, f.one_shot_latency_us, f.one_shot_gbps, f.two_shot_latency_us, f.two_shot_gbps, f.points,
-        f.fit_mape, heldout(f.heldout));
+        "bandwidth_gbps: {:.1f}}}, points: {}, fit_mape: {:.4f}{}, source: \"{}\"}}\n",
+        f.engine, f.one_shot_latency_us, f.one_shot_gbps, f.two_shot_latency_us, f.two_shot_gbps, f.points, f.fit_mape,
+        heldout(f.heldout), f.source);
   }
   return text;
 }

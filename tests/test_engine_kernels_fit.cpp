@@ -10,8 +10,8 @@
 #include "catalog/Catalog.hpp"
 #include "cost/AttentionCostSplits.hpp"
 #include "study/CalibrationRun.hpp"
-#include "study/OperatorCalibration.hpp"
 #include "study/Measurements.hpp"
+#include "study/OperatorCalibration.hpp"
 #include "tests/TestSupport.hpp"
 
 namespace attnsim::test {
