@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "cost/AttentionCostInternal.hpp"
 
@@ -234,13 +235,80 @@ void splitRun(const Waves& w, std::size_t i, double v) {
   (*w.runs)[i].periods = upper;
 }
 
+bool sortedRunsInterleave(const Waves& w) {
+  auto& runs = *w.runs;
+  std::sort(runs.begin(), runs.end(), [&](const auto& a, const auto& b) { return runTop(w, a) > runTop(w, b); });
+  for (std::size_t i = 1; i < runs.size(); ++i) {
+    if (above(runTop(w, runs[i]), runBottom(w, runs[i - 1]))) return true;
+  }
+  return false;
+}
+
+// One phase of interleaving runs on the common grid: its units in grid periods [from, to).
+struct GridPhase {
+  RunPhase phase;  // in grid period 0
+  std::int64_t from = 0;
+  std::int64_t to = 0;
+};
+
+// Interleaving runs of one step (prompts of other lengths or prefixes in one call) re-cut on a common
+// grid of periods: grid period q holds the units whose work lies in (T - (q + 1) step, T - q step],
+// T the longest, so each phase joins the grid at the period its longest unit falls in, and between
+// the periods where phases join or leave, the phases present form one run. False where the runs'
+// steps differ (tiles of other forms).
+bool regridRuns(const Waves& w) {
+  thread_local std::vector<GridPhase> grid;
+  thread_local std::vector<std::int64_t> edges;
+  grid.clear();
+  edges.clear();
+  auto& runs = *w.runs;
+  const UnitRun ref = runs.front();
+  const double top = runTop(w, ref);  // runs are sorted longest first
+  for (const auto& run : runs) {
+    const bool same = std::fabs(run.step_us - ref.step_us) <= 1e-12 * ref.step_us &&
+                      std::fabs(run.serial_step_us - ref.serial_step_us) <= 1e-12 * std::fabs(ref.serial_step_us) &&
+                      std::fabs(run.flops_step - ref.flops_step) <= 1e-12 * std::fabs(ref.flops_step);
+    if (!same) return false;
+    for (std::int64_t i = 0; i < run.phases; ++i) {
+      const RunPhase ph = (*w.phases)[static_cast<std::size_t>(run.first_phase + i)];
+      const auto join = static_cast<std::int64_t>(std::floor((top - ph.work_us) / ref.step_us + 1e-9));
+      const auto up = static_cast<double>(join);
+      grid.push_back({{ph.work_us + up * ref.step_us, ph.serial_us + up * ref.serial_step_us,
+                       ph.flops + up * ref.flops_step, ph.units},
+                      join,
+                      join + run.periods});
+      edges.push_back(join);
+      edges.push_back(join + run.periods);
+    }
+  }
+  std::sort(grid.begin(), grid.end(), [](const auto& a, const auto& b) { return a.phase.work_us > b.phase.work_us; });
+  std::sort(edges.begin(), edges.end());
+  edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+  runs.clear();
+  for (std::size_t e = 1; e < edges.size(); ++e) {
+    UnitRun run = ref;
+    run.first_phase = static_cast<std::int64_t>(w.phases->size());
+    run.periods = edges[e] - edges[e - 1];
+    const auto down = static_cast<double>(edges[e - 1]);
+    for (const auto& g : grid) {
+      if (g.from > edges[e - 1] || g.to < edges[e]) continue;
+      w.phases->push_back({g.phase.work_us - down * ref.step_us, g.phase.serial_us - down * ref.serial_step_us,
+                           g.phase.flops - down * ref.flops_step, g.phase.units});
+    }
+    run.phases = static_cast<std::int64_t>(w.phases->size()) - run.first_phase;
+    if (run.phases > 0) runs.push_back(run);
+  }
+  return true;
+}
+
 // Cuts the runs around the kinds that fall inside them, so that sorted longest first, runs and kinds
-// follow each other without interleaving (a prompt's first and last tiles, decode rows). False where
-// two runs interleave (prompts of different lengths or prefixes in one call).
+// follow each other without interleaving (a prompt's first and last tiles, decode rows), after
+// putting interleaving runs on a common grid. False where runs of different steps interleave.
 bool separateRuns(const Waves& w) {
   constexpr int kMaxCuts = 64;
   int cuts = 0;
   auto& runs = *w.runs;
+  if (sortedRunsInterleave(w) && !regridRuns(w)) return false;
   for (bool cut = true; cut;) {  // until no kind falls inside a run, the kinds cut from runs included
     cut = false;
     for (std::size_t i = 0; i < runs.size(); ++i) {
@@ -254,11 +322,7 @@ bool separateRuns(const Waves& w) {
     }
   }
   std::erase_if(runs, [](const UnitRun& r) { return r.periods == 0; });
-  std::sort(runs.begin(), runs.end(), [&](const auto& a, const auto& b) { return runTop(w, a) > runTop(w, b); });
-  for (std::size_t i = 1; i < runs.size(); ++i) {
-    if (above(runTop(w, runs[i]), runBottom(w, runs[i - 1]))) return false;
-  }
-  return true;
+  return !sortedRunsInterleave(w);
 }
 
 }  // namespace
