@@ -4,6 +4,8 @@
 // allocs_per_call: heap allocations per call once warm (the cost model's hot path makes none).
 #include <benchmark/benchmark.h>
 
+#include <array>
+
 #include "AllocationCounter.hpp"
 #include "cost/Predictor.hpp"
 #include "selection/Selector.hpp"
@@ -59,6 +61,21 @@ void BM_AttentionCallPrefill(benchmark::State& state) {
   reportPerCall(state, bench::allocations() - before);
 }
 BENCHMARK(BM_AttentionCallPrefill)->Arg(2048)->Arg(32768);
+
+// A mixed call: two prompts of other lengths and prefixes (their tiles interleave) and decode rows.
+void BM_AttentionCallMixed(benchmark::State& state) {
+  const Catalog c = Catalog::loadDefault();
+  const CallFixture f = callFixture(c, "h100-sxm", "fa3");
+  const std::int64_t tokens = state.range(0);
+  const std::array<RequestGroup, 3> g{{{1, tokens, tokens}, {2, tokens / 4, tokens / 4 + 3000}, {64, 1, 4096}}};
+  benchmark::DoNotOptimize(predictAttention(f.shape, f.kernel, f.device, Phase::Prefill, std::span(g), 16));
+  const std::int64_t before = bench::allocations();
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(predictAttention(f.shape, f.kernel, f.device, Phase::Prefill, std::span(g), 16));
+  }
+  reportPerCall(state, bench::allocations() - before);
+}
+BENCHMARK(BM_AttentionCallMixed)->Arg(2048)->Arg(32768);
 
 void BM_StepDeepSeekV3Decode(benchmark::State& state) {
   const Catalog c = Catalog::loadDefault();
