@@ -261,6 +261,8 @@ AttentionCost searchSplits(const Call& call, const CallTerms& c) {
   AttentionCost out;
   double best = std::numeric_limits<double>::infinity();
   thread_local std::vector<attention_cost::UnitKind> units;
+  thread_local std::vector<attention_cost::UnitRun> runs;
+  thread_local std::vector<attention_cost::RunPhase> phases;
   // A uniform decode batch has one kind of unit: its per-split-invariant part is computed once.
   const bool one_kind = call.decode_like && call.groups.size() == 1 && !call.kernel.query_blocks_span_requests;
   const std::optional<DecodeUnit> uniform =
@@ -270,8 +272,12 @@ AttentionCost searchSplits(const Call& call, const CallTerms& c) {
   // Costs split count s and keeps it if faster; true once more splits cannot help.
   auto consider = [&](int s) {
     units.clear();
+    runs.clear();
+    phases.clear();
     Waves w;
     w.units = uniform ? nullptr : &units;
+    w.runs = uniform ? nullptr : &runs;
+    w.phases = uniform ? nullptr : &phases;
     addSplitUnits(w, call, c, uniform, s);
     const SplitTime st = splitTime(call, c, w, s);
     if (st.total_us < best * (1 - 1e-12)) {

@@ -66,6 +66,29 @@ struct UnitKind {
   double count = 0;
 };
 
+// One phase of a UnitRun: the units of one tile position in the run's period, in period 0.
+struct RunPhase {
+  double work_us = 0;
+  double serial_us = 0;
+  double flops = 0;  // one unit's tiled FLOPs
+  std::int64_t units = 0;
+};
+
+// Runs of prefill tiles whose work grows by the same step from one period of tiles to the next (a
+// causal prompt's query tiles: keys grow linearly with the tile index). Period p (p = 0 the longest)
+// holds each phase's units, each shorter than in period 0 by p × step_us; its serial time and FLOPs
+// fall by p × serial_step_us and p × flops_step. Every unit of period p is at least as long as every
+// unit of period p + 1, so the units sorted longest first are the periods in order. Runs stream no
+// bytes of their own (own_dram_bytes 0), so their waves last as long as their longest unit.
+struct UnitRun {
+  std::int64_t first_phase = 0;  // into Waves::phases
+  std::int64_t phases = 0;       // sorted longest first
+  std::int64_t periods = 0;
+  double step_us = 0;
+  double serial_step_us = 0;
+  double flops_step = 0;
+};
+
 // Work units spread over the machine.
 struct Waves {
   double sum_work_us = 0;  // Σ over units of their time on one slot
@@ -79,7 +102,17 @@ struct Waves {
   double stream_extra_bytes = 0;
   // Distinct unit kinds; reused between calls so the hot path does not allocate once warm.
   std::vector<UnitKind>* units = nullptr;
+  // Runs of tiles summed in closed form (with `units` set); without them, every tile is a UnitKind.
+  std::vector<UnitRun>* runs = nullptr;
+  std::vector<RunPhase>* phases = nullptr;
 };
+
+// One unit's times on one slot (addUnits): c its math, m its bytes at the bandwidth it may draw.
+struct UnitTimes {
+  double c = 0, m = 0, serial = 0, work = 0, stream = 0;
+};
+UnitTimes unitTimes(const Rates& r, double unit_flops, double unit_bytes, double unit_keys, double unit_qo_bytes,
+                    double own_dram_bytes);
 
 // A unit's time on one slot: its math or its bytes at the bandwidth one unit can draw, the per-key
 // loop and softmax work, and its Q load and O store, which bracket the KV loop and are not hidden.
@@ -90,11 +123,18 @@ struct Waves {
 void addUnits(Waves& w, const Rates& r, double count, double unit_flops, double unit_bytes, double unit_keys,
               double unit_qo_bytes, double own_dram_bytes);
 
+// Adds a run whose phases are already in w.phases (from run.first_phase): its units' sums to w.
+void addRun(Waves& w, const UnitRun& run);
+
 // The longest-first wave schedule, each wave lasting as long as its longest unit or as the device
 // takes to stream the wave's bytes, whichever is longer; and the call never faster than the machine
 // streams its DRAM bytes (units that read the same KV at once, such as the row tiles of one request,
 // share it through L2).
 double kernelTime(const Waves& w, const Rates& r, double dram_bytes);
+
+// The wave schedule's time alone, without the streaming floor (cost/AttentionCostSchedule.cpp).
+// Sorts w.units and may split w.runs.
+double scheduleTime(const Waves& w, double slots, bool rolling);
 
 // The fraction of a call's time the larger roof (compute_us or memory_us) must reach to set it.
 inline constexpr double kRoofShare = 0.5;
@@ -105,6 +145,10 @@ Bound roofBound(const AttentionCost& c);
 // call's single-token rows at `single` rates, their KV cut into `single_splits` (cost/AttentionCostPrefill.cpp).
 void prefillWaves(Waves& w, const AttentionShape& s, const KernelModel& k, const Rates& call_rates, const Rates& single,
                   std::span<const RequestGroup> groups, double reread, std::int64_t page_size, int single_splits);
+// The reference prefillWaves sums in closed form: every tile one UnitKind (w.runs is ignored).
+void prefillWavesPerTile(Waves& w, const AttentionShape& s, const KernelModel& k, const Rates& call_rates,
+                         const Rates& single, std::span<const RequestGroup> groups, double reread,
+                         std::int64_t page_size, int single_splits);
 
 // vLLM FLEX_ATTENTION's query blocks (KernelFamily::query_blocks_span_requests): a request of fewer than
 // tile_q new tokens shares its block with others and the block visits all their pages

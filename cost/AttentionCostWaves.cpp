@@ -43,114 +43,47 @@ AttentionCost sequentialCalls(const AttentionCost& first, const AttentionCost& s
 
 namespace attnsim::attention_cost {
 
+UnitTimes unitTimes(const Rates& r, double unit_flops, double unit_bytes, double unit_keys, double unit_qo_bytes,
+                    double own_dram_bytes) {
+  UnitTimes t;
+  t.c = unit_flops / r.flop_per_slot;
+  t.m = unit_bytes / (r.byte_per_slot * r.slot_share);
+  t.serial = r.unit_us + unit_keys * r.key_us + unit_qo_bytes / r.byte_per_slot;
+  t.work = std::max(t.c, t.m) + t.serial;
+  t.stream = own_dram_bytes / (r.byte_per_slot * r.slots);
+  return t;
+}
+
 void addUnits(Waves& w, const Rates& r, double count, double unit_flops, double unit_bytes, double unit_keys,
               double unit_qo_bytes, double own_dram_bytes) {
-  const double c = unit_flops / r.flop_per_slot;
-  const double m = unit_bytes / (r.byte_per_slot * r.slot_share);
-  const double serial = r.unit_us + unit_keys * r.key_us + unit_qo_bytes / r.byte_per_slot;
-  const double work = std::max(c, m) + serial;
-  const double stream = own_dram_bytes / (r.byte_per_slot * r.slots);
-  w.sum_work_us += count * work;
-  w.max_work_us = std::max(w.max_work_us, work);
-  w.unit_serial_us = std::max(w.unit_serial_us, serial);
-  w.unit_stream_us = std::max(w.unit_stream_us, stream);
+  const UnitTimes t = unitTimes(r, unit_flops, unit_bytes, unit_keys, unit_qo_bytes, own_dram_bytes);
+  w.sum_work_us += count * t.work;
+  w.max_work_us = std::max(w.max_work_us, t.work);
+  w.unit_serial_us = std::max(w.unit_serial_us, t.serial);
+  w.unit_stream_us = std::max(w.unit_stream_us, t.stream);
   w.ctas += count;
   w.flops_tiled += count * unit_flops;
-  if (w.units) w.units->push_back({work, serial, stream, count});
+  if (w.units) w.units->push_back({t.work, t.serial, t.stream, count});
 }
 
-namespace {
-
-constexpr double kWhole = 1e-9;  // counts are whole numbers held in doubles
-
-// The schedule's time.
-// Lockstep (the default): a wave lasts as long as its longest unit, or as the device takes to stream
-// the bytes of all its units plus the serial per-key and Q/O work of the unit with the most of it,
-// whichever is longer: a unit's own bytes overlap its math, but no unit finishes before the bandwidth
-// has delivered them, and the next wave's bytes wait for that tail.
-// Rolling (KernelFamily::rolling_waves): the waves' longest units still follow each other, but the
-// bytes of all waves stream back to back and only the longest serial tail is added once: the SM
-// holds more latency-bound units than the slots keep busy, so one unit's tail hides behind the next
-// one's loads (flex-decoding: 5 resident CTAs per SM, each visiting a key every ~50 ns).
-struct Schedule {
-  double us = 0;
-  bool rolling = false;
-  double chain_us = 0;  // rolling: Σ of the waves' longest units
-  double bytes_us = 0;  // rolling: Σ of the waves' streaming times
-  double tail_us = 0;   // rolling: the longest serial tail
-  void wave(double longest_us, double serial_us, double wave_bytes_us, double times = 1) {
-    if (rolling) {
-      chain_us += times * longest_us;
-      bytes_us += times * wave_bytes_us;
-      tail_us = std::max(tail_us, serial_us);
-      return;
-    }
-    const double streamed = wave_bytes_us + serial_us;
-    us += times * std::max(longest_us, streamed);
+void addRun(Waves& w, const UnitRun& run) {
+  const auto n = static_cast<double>(run.periods);
+  const double below = n * (n - 1) / 2;  // Σ p over the periods
+  for (std::int64_t i = 0; i < run.phases; ++i) {
+    const RunPhase& ph = (*w.phases)[static_cast<std::size_t>(run.first_phase + i)];
+    const auto units = static_cast<double>(ph.units);
+    w.sum_work_us += units * (n * ph.work_us - below * run.step_us);
+    w.flops_tiled += units * (n * ph.flops - below * run.flops_step);
+    w.ctas += units * n;
+    w.max_work_us = std::max(w.max_work_us, ph.work_us);
+    w.unit_serial_us = std::max(w.unit_serial_us, ph.serial_us);
   }
-  // After the last wave: a rolling schedule's time from its sums.
-  void finish() {
-    if (!rolling) return;
-    us = std::max(chain_us, bytes_us + tail_us);
-  }
-};
-
-// Longest-first scheduling in waves of `slots` units: the next wave's units start when slots free,
-// and the slots of a bandwidth-bound wave free together. So a unit past a full wave costs its own
-// time at its slot share of bandwidth (FA2 decode, 264 -> 272 units on 264 slots: 1.5x, measured
-// 1.46-1.57x on the H100, measurements/data/h100/wave_edges.csv), not a share of the call's bytes.
-// Adding a unit or lengthening one never shortens the schedule.
-Schedule waveSchedule(const Waves& w, double slots, bool rolling) {
-  Schedule out;
-  out.rolling = rolling;
-  if (!w.units) {  // one kind of unit
-    const double full = std::floor(w.ctas / slots + kWhole);
-    out.wave(w.max_work_us, w.unit_serial_us, slots * w.unit_stream_us, full);
-    const double rest = w.ctas - full * slots;
-    if (rest > kWhole) out.wave(w.max_work_us, w.unit_serial_us, rest * w.unit_stream_us);
-    return out;
-  }
-  auto& units = *w.units;
-  if (units.size() > 1) {
-    std::sort(units.begin(), units.end(), [](const auto& a, const auto& b) { return a.work_us > b.work_us; });
-  }
-  double filled = 0;  // units in the open wave
-  double longest = 0;
-  double serial = 0;
-  double bytes_us = 0;
-  for (const auto& kind : units) {
-    double remaining = kind.count;
-    if (filled > 0) {  // complete the open wave
-      const double take = std::min(remaining, slots - filled);
-      filled += take;
-      serial = std::max(serial, kind.serial_us);
-      bytes_us += take * kind.stream_us;
-      remaining -= take;
-      if (filled + kWhole < slots) continue;
-      out.wave(longest, serial, bytes_us);
-      filled = 0;
-    }
-    const double full = std::floor(remaining / slots + kWhole);
-    if (full > 0) out.wave(kind.work_us, kind.serial_us, slots * kind.stream_us, full);
-    remaining -= full * slots;
-    if (remaining > kWhole) {
-      filled = remaining;
-      longest = kind.work_us;
-      serial = kind.serial_us;
-      bytes_us = remaining * kind.stream_us;
-    }
-  }
-  if (filled > 0) out.wave(longest, serial, bytes_us);
-  return out;
 }
-
-}  // namespace
 
 double kernelTime(const Waves& w, const Rates& r, double dram_bytes) {
-  Schedule waves = waveSchedule(w, r.slots, r.rolling);
-  waves.finish();
+  const double waves_us = scheduleTime(w, r.slots, r.rolling);
   const double stream = (dram_bytes + w.stream_extra_bytes) / (r.byte_per_slot * r.slots);
-  return std::max(waves.us, stream);
+  return std::max(waves_us, stream);
 }
 
 // A roof sets the call's time when the call takes at most twice that roof's time; a call that takes
