@@ -87,6 +87,7 @@ void printOverheads(const std::vector<OverheadFit>& overheads) {
 }
 
 void printOperators(const OperatorCalibration& ops) {
+  for (const auto& line : ops.not_fitted) fmt::print("not fitted: {}\n", line);
   if (ops.points.empty()) return;
   fmt::print("\n{:<10} {:<7} {:<15} {:>7} {:>10} {:>9} {:>8}  {}\n", "hardware", "engine", "operator", "held out",
              "MAPE dflt", "MAPE fit", "p90 fit", "worst held-out call (predicted / measured µs)");
@@ -188,7 +189,11 @@ Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global) {
       writeCalibrationFiles(*export_dir, files);
     }
     if (global.json)
-      std::cout << json{{"families", familiesJson(families)}, {"operators", operatorsJson(kept)}}.dump(2) << "\n";
+      std::cout << json{{"families", familiesJson(families)},
+                        {"operators", operatorsJson(kept)},
+                        {"operators_not_fitted", kept.not_fitted}}
+                       .dump(2)
+                << "\n";
     return 0;
   };
 }

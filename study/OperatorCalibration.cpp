@@ -122,7 +122,21 @@ void fitGemm(const Catalog& c, const std::string& hardware, const std::string& d
   for (const auto* r : rows) {
     if (r->engine == engine && onGemmGrid(*r)) ms.insert(r->batch), ns.insert(r->q_len), ks.insert(r->kv_len);
   }
-  if (ms.empty()) return;
+  int nodes = 0;
+  {
+    std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t>> measured;
+    for (const auto* r : rows) {
+      if (r->engine == engine && onGemmGrid(*r)) measured.emplace(r->batch, r->q_len, r->kv_len);
+    }
+    nodes = static_cast<int>(measured.size());
+  }
+  if (nodes < kMinGemmSurfaceNodes || ms.size() < 3 || ns.size() < 3 || ks.size() < 3) {
+    out.not_fitted.push_back(fmt::format(
+        "{} gemm {}: {} rows, {} of them on the power-of-two grid ({} × {} × {} sizes); a surface needs {} grid "
+        "nodes and 3 sizes on each axis",
+        hardware, dtype, rows.size(), nodes, ms.size(), ns.size(), ks.size(), kMinGemmSurfaceNodes));
+    return;
+  }
   GemmSurface s;
   s.dtype = dtype;
   s.source = originsOf(rows, engine);
@@ -304,7 +318,8 @@ std::string operatorCalibrationYaml(const OperatorCalibration& c, const std::str
     if (text.empty())
       text = "# gemm and allreduce: attnsim calibrate --only gemm,allreduce (docs/MEASUREMENTS.md)\ngemm:\n";
     const GemmSurface& s = g.surface;
-    text += fmt::format("  {}:  # {}'s grid rows; efficiency = roofline / measured, [m][n][k]\n", s.dtype, g.engine);
+    text += fmt::format("  {}:  # {} grid rows; efficiency = roofline / measured, [m][n][k]\n", s.dtype,
+                        g.engine.empty() ? std::string("the") : g.engine + "'s");
     text += fmt::format("    m: {}\n    n: {}\n    k: {}\n    efficiency: [\n", sizes(s.log2_m), sizes(s.log2_n),
                         sizes(s.log2_k));
     const std::size_t nk = s.log2_k.size();

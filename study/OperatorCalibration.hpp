@@ -43,10 +43,15 @@ struct AllReduceCalibration {
 struct OperatorCalibration {
   std::vector<GemmCalibration> gemm;
   std::vector<AllReduceCalibration> all_reduce;
-  std::vector<OperatorPoint> points;  // every row, training and held out
+  std::vector<OperatorPoint> points;    // every row, training and held out
+  std::vector<std::string> not_fitted;  // what had rows but no fit, and why
 
   [[nodiscard]] std::vector<OperatorErrors> heldOutErrors() const;
 };
+
+// A GEMM surface needs this many measured nodes, at least 3 sizes on each axis: a handful of shapes
+// cannot stand for cuBLAS's tile choices between them.
+inline constexpr int kMinGemmSurfaceNodes = 64;
 
 // The held-out rule: a GEMM row off the power-of-two grid, or of an engine whose grid was not the one
 // fitted; an all-reduce row whose message size is 2^i elements with i % 3 == 1.
