@@ -68,5 +68,66 @@ TEST(Extending, AMisplacedOverlayFileIsAnErrorWithTheNearestFolder) {
   EXPECT_NE(ok.output.find("h100-nolink"), std::string::npos) << ok.output;
 }
 
+std::string overlay(const std::string& name) {
+  return std::string("--catalog ") + ATTNSIM_SOURCE_DIR + "/tests/data/overlays/" + name + " ";
+}
+
+bool has(const CommandResult& r, const std::string& text) { return r.output.find(text) != std::string::npos; }
+
+// tests/data/overlays/kernel-limits: an SGLang backend declaring head_sizes [64, 128] and
+// kv_cache_dtypes [auto, fp8_e4m3], and a model with 256-wide heads. SGLang checks neither field, so
+// select, rank, predict and check refuse what the kernel cannot run, as the kernel's limit.
+TEST(Extending, ADeclaredLimitTheEngineDoesNotCheckIsTheKernelsLimit) {
+  const std::string o = overlay("kernel-limits");
+  const std::string hd256 = " --engine sglang --hardware h100-sxm --model llama-hd256 --backend fa3_limited";
+  const std::string e5m2 =
+      " --engine sglang --hardware h100-sxm --model llama-3.1-8b --backend fa3_limited "
+      "--kv-dtype fp8_e5m2";
+  const std::string head_reason = "kernel limit: head size 256 is not in head_sizes (64, 128) declared in";
+  const std::string kv_reason = "kernel limit: KV cache fp8_e5m2 is not in kv_cache_dtypes (auto, fp8_e4m3)";
+  const auto select = runAttnsim(o + "select" + hd256 + " --explain");
+  EXPECT_EQ(select.exit_code, 1) << select.output;
+  EXPECT_TRUE(has(select, "SGLang accepts fa3_limited for the prefill stage, but its kernel cannot run"))
+      << select.output;
+  EXPECT_TRUE(has(select, head_reason)) << select.output;
+  // --explain names the kernel's limit and the file that declares it, not an engine rule.
+  EXPECT_TRUE(has(select, "rule:   kernel limit: head_sizes (the engine does not check it)")) << select.output;
+  EXPECT_TRUE(has(select, "kernel-limits/backends/sglang/fa3_limited.yaml:11")) << select.output;
+  const auto predict = runAttnsim(o + "predict" + e5m2 + " --phase decode --batch 8 --context 2048");
+  EXPECT_EQ(predict.exit_code, 1) << predict.output;
+  EXPECT_TRUE(has(predict, kv_reason)) << predict.output;
+  const auto check = runAttnsim(o + "check --backend sglang:fa3_limited --model llama-hd256 --hardware h100-sxm");
+  EXPECT_EQ(check.exit_code, 1) << check.output;
+  EXPECT_TRUE(has(check, head_reason)) << check.output;
+  const auto rank = runAttnsim(o +
+                               "rank --engine sglang --hardware h100-sxm --model llama-hd256 --phase decode "
+                               "--batch 8 --context 2048");
+  EXPECT_TRUE(has(rank, "sglang:fa3_limited")) << rank.output;
+  EXPECT_TRUE(has(rank, head_reason)) << rank.output;
+  // Within its limits the backend runs: head dim 128, an E4M3 cache.
+  const auto ok = runAttnsim(o +
+                             "check --backend sglang:fa3_limited --model llama-3.1-8b --hardware h100-sxm "
+                             "--kv-dtype fp8_e4m3");
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  // A kernel family's kv_dtypes is a limit too: SGLang lets fa3 decode an fp8_e5m2 cache when it is named
+  // for the decode stage alone, and FA3 reads E4M3 only.
+  const auto fa3 = runAttnsim(
+      "select --engine sglang --hardware h100-sxm --model llama-3.1-8b --kv-dtype fp8_e5m2 "
+      "--prefill-backend triton --decode-backend fa3");
+  EXPECT_EQ(fa3.exit_code, 1) << fa3.output;
+  EXPECT_TRUE(has(fa3, "kernel limit: decode kernel fa3 reads a KV cache of fp16, bf16, fp8_e4m3")) << fa3.output;
+}
+
+// tests/data/overlays/unread-limit: an SGLang backend declaring block_sizes, which no rule of SGLang reads.
+TEST(Extending, ADeclaredLimitNoRuleReadsIsACatalogError) {
+  const auto r = runAttnsim(overlay("unread-limit") + "list backends");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r,
+                  "fa3_blocks.yaml:10:14: 'block_sizes': backend sglang:fa3_blocks declares block_sizes, but no "
+                  "rule of sglang reads it"))
+      << r.output;
+  EXPECT_TRUE(has(r, "add {check: block_size} to backends/sglang/engine.yaml")) << r.output;
+}
+
 }  // namespace
 }  // namespace attnsim::test
