@@ -205,12 +205,14 @@ KernelEfficiency parseCalibration(const YamlReader& r, const std::string& source
   e.provenance = Provenance::Measured;
   e.fit_mape = mape;
   e.heldout = parseHeldOut(r);
+  // An entry kept from an earlier file by `calibrate --export` carries that file's source.
+  const auto entry_source = r.get<std::string>("source", source);
   e.source =
       fmt::format("calibrated on {} points (fit MAPE {:.1f}%{}): {}", points, 100 * mape,
                   e.heldout ? fmt::format(", held-out MAPE {:.1f}% p90 {:.1f}% on {} points", 100 * e.heldout->mape,
                                           100 * e.heldout->p90_abs_rel_error, e.heldout->points)
                             : "",
-                  source);
+                  entry_source);
   r.finish();
   return e;
 }
@@ -245,10 +247,11 @@ void loadCalibrations(const CatalogSource& source, std::vector<HardwareProfile>&
       const auto per_node = o->findNumber("graph_replay_per_node_us", 0, 100);
       if (per_node) hw->overheads.graph_replay_per_node_us = *per_node;
       const auto points = o->getInt("points", 1, 1 << 20);
+      const auto overheads_origin = o->get<std::string>("source", origin);  // kept from an earlier file
       hw->overheads.source =
           fmt::format("kernel_launch_us, graph_replay_base_us{} calibrated on {} points: {}; {}; other figures {}",
-                      per_node ? ", graph_replay_per_node_us" : "", points, origin, o->get<std::string>("note"),
-                      hw->overheads.source);
+                      per_node ? ", graph_replay_per_node_us" : "", points, overheads_origin,
+                      o->get<std::string>("note"), hw->overheads.source);
       o->finish();
     }
     const YamlReader families = r.map("kernels");

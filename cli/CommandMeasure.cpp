@@ -8,6 +8,7 @@
 #include "core/Error.hpp"
 #include "core/Files.hpp"
 #include "core/Strings.hpp"
+#include "study/CalibrationMerge.hpp"
 #include "study/CalibrationRun.hpp"
 #include "study/Measurements.hpp"
 #include "study/StepValidation.hpp"
@@ -83,10 +84,29 @@ void printOverheads(const std::vector<OverheadFit>& overheads) {
   }
 }
 
-void writeCalibrationFiles(const std::string& dir, const std::map<std::string, std::string>& files) {
+// Each device's file merged with the catalog's file of that name (which the written file replaces when
+// the folder overlays the catalog), and what changed.
+void writeCalibrationFiles(const std::string& dir, const std::map<std::string, std::string>& files,
+                           const GlobalOptions& global) {
+  const CatalogSource source = global.catalogSource();
   std::filesystem::create_directories(dir);
-  for (const auto& [hardware, text] : files)
-    writeFileAtomically(std::filesystem::path(dir) / (hardware + ".yaml"), text);
+  for (const auto& [hardware, text] : files) {
+    const std::string path = "hardware/calibrations/" + hardware + ".yaml";
+    const auto existing = source.filesUnder(path);
+    const auto merged = existing.empty()
+                            ? mergeCalibrationYaml(text, "", path)
+                            : mergeCalibrationYaml(text, existing.front()->content, existing.front()->display);
+    const auto target = std::filesystem::path(dir) / (hardware + ".yaml");
+    writeFileAtomically(target, merged.text);
+    if (global.json) continue;
+    const auto list = [](const std::vector<std::string>& items) {
+      return items.empty() ? std::string("-") : join(items, ", ");
+    };
+    fmt::print("wrote {}{}\n  added:    {}\n  replaced: {}\n  kept:     {}\n", target.string(),
+               existing.empty() ? " (the catalog had no fits for " + hardware + ")"
+                                : " (merged with " + existing.front()->display + ")",
+               list(merged.added), list(merged.replaced), list(merged.kept));
+  }
 }
 
 }  // namespace
@@ -125,7 +145,7 @@ Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global) {
     if (!global.json) printFamilies(families);
     const auto overheads = calibrateOverheads(store, c, options);
     if (!global.json) printOverheads(overheads);
-    if (!export_dir->empty()) writeCalibrationFiles(*export_dir, calibrationYaml(families, overheads));
+    if (!export_dir->empty()) writeCalibrationFiles(*export_dir, calibrationYaml(families, overheads), global);
     if (global.json) std::cout << familiesJson(families).dump(2) << "\n";
     return 0;
   };

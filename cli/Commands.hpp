@@ -20,6 +20,8 @@ struct GlobalOptions {
   std::string catalog_dir;
   bool json = false;
   [[nodiscard]] Catalog loadCatalog() const;
+  // The files loadCatalog reads: the embedded catalog with --catalog's overlay.
+  [[nodiscard]] CatalogSource catalogSource() const;
 };
 
 using Runner = std::function<int()>;

@@ -26,11 +26,13 @@ std::int64_t singleValue(const char* flag, const std::string& text, std::int64_t
 
 }  // namespace
 
-Catalog GlobalOptions::loadCatalog() const {
+CatalogSource GlobalOptions::catalogSource() const {
   CatalogSource source = CatalogSource::embedded();
   if (!catalog_dir.empty()) source.overlayDirectory(catalog_dir);
-  return Catalog::load(source);
+  return source;
 }
+
+Catalog GlobalOptions::loadCatalog() const { return Catalog::load(catalogSource()); }
 
 void ScenarioFlags::addServing(CLI::App& cmd) {
   cmd.add_option("--kv-dtype", kv_dtype, "KV-cache dtype as the engine spells it (auto, fp8, fp8_e4m3, ...)");

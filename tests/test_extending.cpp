@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "catalog/Catalog.hpp"
 #include "tests/TestSupport.hpp"
 
 namespace attnsim::test {
@@ -127,6 +128,33 @@ TEST(Extending, ADeclaredLimitNoRuleReadsIsACatalogError) {
                   "rule of sglang reads it"))
       << r.output;
   EXPECT_TRUE(has(r, "add {check: block_size} to backends/sglang/engine.yaml")) << r.output;
+}
+
+// calibrate --export into an overlay writes h100-sxm.yaml, which replaces the shipped file of that
+// name: the new fits are merged with the catalog's, and the output says what was added, replaced and kept.
+TEST(Extending, ExportingACalibrationIntoAnOverlayKeepsTheCatalogsOtherFits) {
+  OverlayDir overlay, study;  // the overlay holds catalog files only
+  const std::string db = (study.path() / "study.db").string();
+  const std::string sample = std::string(ATTNSIM_SOURCE_DIR) + "/tests/data/measurements_sample.csv";
+  ASSERT_EQ(runAttnsim("measurements import " + sample + " --db " + db).exit_code, 0);
+  const auto fit = runAttnsim("calibrate --db " + db + " --hardware h100-sxm --export " +
+                              (overlay.path() / "hardware" / "calibrations").string());
+  ASSERT_EQ(fit.exit_code, 0) << fit.output;
+  EXPECT_TRUE(has(fit, "(merged with hardware/calibrations/h100-sxm.yaml)")) << fit.output;
+  EXPECT_TRUE(has(fit, "replaced: cudnn-fmha (decode, extend, prefill), fa2 (decode, extend, prefill)")) << fit.output;
+  EXPECT_TRUE(has(fit, "kept:     flex-attention, flex-attention-vllm")) << fit.output;
+  const Catalog c = overlay.load();
+  const auto& fits = c.hardware("h100-sxm").calibrations;
+  // The shipped fit of a family the sample does not measure stays, with its own source.
+  const auto kept = fits.find({"triton-sglang", "decode"});
+  ASSERT_NE(kept, fits.end());
+  EXPECT_NE(kept->second.source.find("measurements/data/h100/engine_kernels.csv"), std::string::npos)
+      << kept->second.source;
+  const auto refit = fits.find({"fa2", "decode"});
+  ASSERT_NE(refit, fits.end());
+  EXPECT_NE(refit->second.source.find("measurements_sample.csv"), std::string::npos) << refit->second.source;
+  // The shipped launch and graph costs are replaced by the sample's, which measured them.
+  EXPECT_NE(c.hardware("h100-sxm").overheads.source.find("measurements_sample.csv"), std::string::npos);
 }
 
 }  // namespace
