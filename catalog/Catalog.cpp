@@ -204,6 +204,7 @@ KernelEfficiency parseCalibration(const YamlReader& r, const std::string& source
   const double mape = r.getNumber("fit_mape", 0, 100);
   e.provenance = Provenance::Measured;
   e.fit_mape = mape;
+  e.fit_points = static_cast<int>(points);
   e.heldout = parseHeldOut(r);
   // An entry kept from an earlier file by `calibrate --export` carries that file's source.
   const auto entry_source = r.get<std::string>("source", source);

@@ -8,6 +8,7 @@
 #include "core/Error.hpp"
 #include "core/Files.hpp"
 #include "core/Strings.hpp"
+#include "hardware/KernelEfficiency.hpp"
 #include "study/CalibrationMerge.hpp"
 #include "study/CalibrationRun.hpp"
 #include "study/Measurements.hpp"
@@ -41,14 +42,37 @@ void printImport(const MeasurementImport& result, const std::string& db, bool as
   for (const auto& [k, n] : result.by_hardware_and_kind) fmt::print("  {:<30} {}\n", k, n);
 }
 
+// The band predictions with this fit will carry, as the catalog will read it back (bandOf).
+UncertaintyBand fitBand(const FamilyCalibration& family) {
+  KernelEfficiency e;
+  e.provenance = Provenance::Measured;
+  e.fit_mape = family.fit.fit.mape;
+  e.fit_points = family.fit.fit.points;
+  if (family.heldout.points > 0) {
+    e.heldout = HeldOutResiduals{family.heldout.mape, family.heldout.p90_abs_rel_error, family.heldout.points};
+  }
+  return bandOf(e);
+}
+
 void printFamilies(const std::vector<FamilyCalibration>& families) {
-  fmt::print("{:<10} {:<18} {:<8} {:>6} {:>9} {:>9} {:>9} {:>8} {:>10} {:>10}\n", "hardware", "kernel", "phase",
-             "points", "compute", "memory", "fixed µs", "key ns", "MAPE dflt", "MAPE fit");
+  fmt::print("{:<10} {:<18} {:<8} {:>6} {:>9} {:>9} {:>9} {:>8} {:>10} {:>10} {:>7}\n", "hardware", "kernel", "phase",
+             "points", "compute", "memory", "fixed µs", "key ns", "MAPE dflt", "MAPE fit", "band");
+  int thin = 0;
   for (const auto& family : families) {
     const FamilyFit& f = family.fit;
-    fmt::print("{:<10} {:<18} {:<8} {:>6} {:>9.3f} {:>9.3f} {:>9.2f} {:>8.3f} {:>9.1f}% {:>9.1f}%\n", f.hardware,
-               f.kernel, f.phase, f.fit.points, f.fit.params.compute_efficiency, f.fit.params.memory_efficiency,
-               f.fit.params.fixed_us, f.fit.params.key_ns, 100 * family.train_mape_default, 100 * f.fit.mape);
+    const UncertaintyBand band = fitBand(family);
+    thin += band.basis == BandBasis::ThinFit ? 1 : 0;
+    fmt::print("{:<10} {:<18} {:<8} {:>6} {:>9.3f} {:>9.3f} {:>9.2f} {:>8.3f} {:>9.1f}% {:>9.1f}% {:>5.0f}%{}\n",
+               f.hardware, f.kernel, f.phase, f.fit.points, f.fit.params.compute_efficiency,
+               f.fit.params.memory_efficiency, f.fit.params.fixed_us, f.fit.params.key_ns,
+               100 * family.train_mape_default, 100 * f.fit.mape, 100 * band.band,
+               band.basis == BandBasis::ThinFit ? "  thin fit" : "");
+  }
+  if (thin > 0) {
+    fmt::print(
+        "{} thin fit(s): fewer than {} points per fitted parameter ({} points for {}); their band is at least "
+        "the published {:.0f}% whatever their residuals\n",
+        thin, kMinPointsPerParameter, kMinPointsPerParameter * kFitParameters, kFitParameters, 100 * kPublishedBand);
   }
 }
 
@@ -65,7 +89,9 @@ json familiesJson(const std::vector<FamilyCalibration>& families) {
                    {"fixed_us", f.fit.params.fixed_us},
                    {"key_ns", f.fit.params.key_ns},
                    {"train_mape_default", family.train_mape_default},
-                   {"train_mape_fit", f.fit.mape}});
+                   {"train_mape_fit", f.fit.mape},
+                   {"band", fitBand(family).band},
+                   {"band_basis", bandBasisName(fitBand(family).basis)}});
   }
   return out;
 }

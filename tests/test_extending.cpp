@@ -5,6 +5,7 @@
 #include <string>
 
 #include "catalog/Catalog.hpp"
+#include "hardware/KernelEfficiency.hpp"
 #include "tests/TestSupport.hpp"
 
 namespace attnsim::test {
@@ -155,6 +156,40 @@ TEST(Extending, ExportingACalibrationIntoAnOverlayKeepsTheCatalogsOtherFits) {
   EXPECT_NE(refit->second.source.find("measurements_sample.csv"), std::string::npos) << refit->second.source;
   // The shipped launch and graph costs are replaced by the sample's, which measured them.
   EXPECT_NE(c.hardware("h100-sxm").overheads.source.find("measurements_sample.csv"), std::string::npos);
+}
+
+// A fit from 1 point for 4 parameters reported ±0%, from 6 points ±2%: a band reflects how much the
+// fit knows (hardware/KernelEfficiency.hpp bandOf).
+TEST(Extending, AFitFromFewPointsPerParameterIsAThinFitWithAtLeastThePublishedBand) {
+  KernelEfficiency e;
+  e.provenance = Provenance::Measured;
+  e.fit_points = 1;  // one point, fitted exactly
+  EXPECT_EQ(bandOf(e).basis, BandBasis::ThinFit);
+  EXPECT_DOUBLE_EQ(bandOf(e).band, kPublishedBand);
+  e.fit_points = 6;
+  e.fit_mape = 0.01;
+  EXPECT_EQ(bandOf(e).basis, BandBasis::ThinFit);
+  EXPECT_DOUBLE_EQ(bandOf(e).band, kPublishedBand);
+  // Enough points: the in-sample MAPE scaled to a p90 and to new points (n / (n - 4)).
+  e.fit_points = 40;
+  e.fit_mape = 0.05;
+  EXPECT_EQ(bandOf(e).basis, BandBasis::Fit);
+  EXPECT_DOUBLE_EQ(bandOf(e).band, kFitMapeToP90 * 0.05 * 40.0 / 36.0);
+  // Two held-out points are too few for a p90; four or more replace the fit's own figure.
+  e.heldout = HeldOutResiduals{0.01, 0.01, 2};
+  EXPECT_EQ(bandOf(e).basis, BandBasis::Fit);
+  e.heldout = HeldOutResiduals{0.03, 0.06, 8};
+  EXPECT_EQ(bandOf(e).basis, BandBasis::HeldOut);
+  EXPECT_DOUBLE_EQ(bandOf(e).band, 0.06);
+  // calibrate says which fits are thin: the sample measures 2 extend points per family.
+  OverlayDir study;
+  const std::string db = (study.path() / "study.db").string();
+  const std::string sample = std::string(ATTNSIM_SOURCE_DIR) + "/tests/data/measurements_sample.csv";
+  ASSERT_EQ(runAttnsim("measurements import " + sample + " --db " + db).exit_code, 0);
+  const auto fit = runAttnsim("calibrate --db " + db + " --hardware h100-sxm");
+  ASSERT_EQ(fit.exit_code, 0) << fit.output;
+  EXPECT_TRUE(has(fit, "40%  thin fit")) << fit.output;
+  EXPECT_TRUE(has(fit, "3 thin fit(s): fewer than 3 points per fitted parameter")) << fit.output;
 }
 
 }  // namespace
