@@ -192,5 +192,25 @@ TEST(Extending, AFitFromFewPointsPerParameterIsAThinFitWithAtLeastThePublishedBa
   EXPECT_TRUE(has(fit, "3 thin fit(s): fewer than 3 points per fitted parameter")) << fit.output;
 }
 
+// `predict --phase extend --prefill-length 512 --context 4096` ran as a prefill of 512: a flag that
+// does not apply is refused, never dropped.
+TEST(Extending, APrefillLengthWithAnotherPhaseOrAContextIsRefusedNotDropped) {
+  const std::string base = "predict --hardware h100-sxm --model llama-3.1-8b --engine vllm";
+  const auto extend = runAttnsim(base + " --phase extend --prefill-length 512 --context 4096 --q-len 512");
+  EXPECT_EQ(extend.exit_code, 2) << extend.output;
+  EXPECT_TRUE(has(extend, "--prefill-length 512 asks for a prefill, but --phase is extend")) << extend.output;
+  const auto both = runAttnsim(base + " --prefill-length 512 --context 4096");
+  EXPECT_EQ(both.exit_code, 2) << both.output;
+  EXPECT_TRUE(has(both, "--prefill-length 512 and --context 4096 both give a prefill's length")) << both.output;
+  // rank's list path refuses the same way.
+  const auto rank = runAttnsim(
+      "rank --hardware h100-sxm --model llama-3.1-8b --engine vllm --phase decode "
+      "--prefill-length 512,1024");
+  EXPECT_EQ(rank.exit_code, 2) << rank.output;
+  // Alone, or with --phase prefill, it is the prompt length.
+  EXPECT_EQ(runAttnsim(base + " --prefill-length 512").exit_code, 0);
+  EXPECT_EQ(runAttnsim(base + " --phase prefill --prefill-length 512").exit_code, 0);
+}
+
 }  // namespace
 }  // namespace attnsim::test
