@@ -91,8 +91,8 @@ CalibrationMerge mergeCalibrationYaml(const std::string& fresh, const std::strin
   }
   m.text = header + "kernels:\n";
   for (const auto& [family, phases] : entries) {
-    m.text += "  " + family + ":\n";
-    for (const auto& [phase, text] : phases) m.text += "    " + phase + ": " + text + "\n";
+    m.text.append("  ").append(family).append(":\n");
+    for (const auto& [phase, text] : phases) m.text.append("    ").append(phase).append(": ").append(text).append("\n");
   }
   return m;
 }
