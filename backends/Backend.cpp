@@ -87,6 +87,9 @@ MlaExtend parseMlaExtend(const YamlReader& r) {
 }
 
 void parseCaps(const YamlReader& r, BackendCaps& c, const Expr::VariableCheck& check) {
+  for (const auto* key : {"dtypes", "kv_cache_dtypes", "head_sizes", "block_sizes", "stages", "attention_types"}) {
+    if (r.has(key)) c.declared_at[key] = r.locateValue(key);
+  }
   if (r.has("platforms")) c.platforms = r.getListOf("platforms", platformNames());
   if (r.has("stages")) c.stages = r.getListOf("stages", kStages);
   if (r.has("dtypes")) c.dtypes = r.getListOf("dtypes", kDtypes);

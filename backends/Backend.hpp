@@ -97,6 +97,10 @@ struct BackendCaps {
   std::optional<MlaExtend> mla_extend;  // MLA backends whose extend form the engine picks per batch
   std::string server_flag;
   std::map<std::string, std::string, std::less<>> documented;
+  // Where each declared limit (dtypes, kv_cache_dtypes, head_sizes, block_sizes, stages,
+  // attention_types) is written, for the reasons that cite it and the catalog's check that some rule
+  // reads it; a variant's own declaration replaces the base's.
+  std::map<std::string, SourceLocation, std::less<>> declared_at;
 
   [[nodiscard]] const Feature* feature(std::string_view name) const;
   [[nodiscard]] bool featureHolds(std::string_view name, const Env& env) const;

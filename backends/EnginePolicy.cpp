@@ -279,6 +279,11 @@ std::string MessageTemplate::render(const Env& env) const {
   return out + text.substr(last);
 }
 
+bool EnginePolicy::reads(std::string_view check) const {
+  return std::any_of(validation.begin(), validation.end(),
+                     [check](const ValidationCheck& v) { return v.check == check; });
+}
+
 const EngineOption* EnginePolicy::option(std::string_view name) const {
   for (const auto& o : options) {
     if (o.name == name) return &o;

@@ -125,6 +125,8 @@ struct EnginePolicy {
   std::vector<PriorityDocsTable> priority_tables;
 
   [[nodiscard]] const EngineOption* option(std::string_view name) const;
+  // Whether the validation list has a `check` entry (head_size, dtype, kv_cache_dtype, ...).
+  [[nodiscard]] bool reads(std::string_view check) const;
   [[nodiscard]] const PriorityList* list(std::string_view label) const;
   [[nodiscard]] const MessageTemplate& message(std::string_view key) const;
 };

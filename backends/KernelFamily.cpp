@@ -182,6 +182,7 @@ KernelFamily parseKernelFamily(const YamlReader& r) {
   k.query_blocks_span_requests = r.get<bool>("query_blocks_span_requests", false);
   if (auto mixed = r.findMap("mixed_batch")) parseMixedBatch(*mixed, k);
   k.kv_dtypes = r.getListOf("kv_dtypes", kKvFormats);
+  k.kv_dtypes_at = r.locateValue("kv_dtypes");
   parsePerformance(r.map("performance"), k);
   k.measured_as = r.get<std::vector<std::string>>("measured_as", {});
   r.finish();

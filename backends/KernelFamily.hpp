@@ -57,6 +57,7 @@ struct KernelFamily {
   bool split_kv = false;                        // flash-decoding split over the KV length with an LSE merge
   bool gqa_packing = false;                     // query heads of one KV head share one KV read
   std::vector<std::string> kv_dtypes;           // KV-cache element formats the kernel reads
+  SourceLocation kv_dtypes_at;                  // where the list is written (the kernel-limit reason cites it)
   std::string math = "tensor";                  // tensor (MMA units) or vector (CUDA cores / SIMD)
   // Unfused paths only: the precision the scores and the K/V copies are held in. "fp32": PyTorch's
   // math path, which upcasts bf16/fp16 inputs, expands K/V to every query head and scales the keys

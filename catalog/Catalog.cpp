@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <set>
 
@@ -59,6 +60,27 @@ void checkKvDtypes(const YamlReader& r, const Backend& b, const std::vector<std:
   for (const auto& v : b.variants) check(v.caps.kv_cache_dtypes, "variants");
 }
 
+// A declared limit no rule reads would be silently ignored. stages, block_sizes and attention_types
+// are read by the engine's own checks only; dtypes, kv_cache_dtypes and head_sizes are read by the
+// engine's check or, where it has none, as the kernel's limit (selection/KernelLimits.hpp).
+void checkLimitsAreRead(const Backend& b, const EnginePolicy& p) {
+  static const std::array<std::pair<const char*, const char*>, 3> kReadBy{
+      {{"stages", "stage"}, {"block_sizes", "block_size"}, {"attention_types", "attention_type"}}};
+  const auto check = [&p](const BackendCaps& caps, const std::string& owner) {
+    for (const auto& [field, reader] : kReadBy) {
+      const auto at = caps.declared_at.find(field);
+      if (at == caps.declared_at.end() || p.reads(reader)) continue;
+      throw CatalogError(at->second, field,
+                         fmt::format("{} declares {}, but no rule of {} reads it (its validation list has no '{}' "
+                                     "check), so the limit would be ignored: remove it, or add {{check: {}}} to "
+                                     "backends/{}/engine.yaml",
+                                     owner, field, p.engine, reader, reader, p.engine));
+    }
+  };
+  check(b.caps, "backend " + b.id());
+  for (const auto& v : b.variants) check(v.caps, "variant " + v.name + " of " + b.id());
+}
+
 Engine loadEngine(const CatalogSource& source, const std::string& folder) {
   Engine e;
   const std::string policy_path = folder + "engine.yaml";
@@ -82,6 +104,7 @@ Engine loadEngine(const CatalogSource& source, const std::string& folder) {
     Backend b = parseBackend(r, e.policy.engine, check);
     if (!keys.insert({b.name, b.kind}).second) r.fail("name", "duplicate backend '" + b.name + "' of kind " + b.kind);
     checkKvDtypes(r, b, e.policy.kv_dtypes);
+    checkLimitsAreRead(b, e.policy);
     e.backends.push_back(std::move(b));
   }
   return e;
@@ -170,13 +193,16 @@ KernelEfficiency parseCalibration(const YamlReader& r, const std::string& source
   const double mape = r.getNumber("fit_mape", 0, 100);
   e.provenance = Provenance::Measured;
   e.fit_mape = mape;
+  e.fit_points = static_cast<int>(points);
   e.heldout = parseHeldOutResiduals(r);
+  // An entry kept from an earlier file by `calibrate --export` carries that file's source.
+  const auto entry_source = r.get<std::string>("source", source);
   e.source =
       fmt::format("calibrated on {} points (fit MAPE {:.1f}%{}): {}", points, 100 * mape,
                   e.heldout ? fmt::format(", held-out MAPE {:.1f}% p90 {:.1f}% on {} points", 100 * e.heldout->mape,
                                           100 * e.heldout->p90_abs_rel_error, e.heldout->points)
                             : "",
-                  source);
+                  entry_source);
   r.finish();
   return e;
 }
@@ -211,10 +237,11 @@ void loadCalibrations(const CatalogSource& source, std::vector<HardwareProfile>&
       const auto per_node = o->findNumber("graph_replay_per_node_us", 0, 100);
       if (per_node) hw->overheads.graph_replay_per_node_us = *per_node;
       const auto points = o->getInt("points", 1, 1 << 20);
+      const auto overheads_origin = o->get<std::string>("source", origin);  // kept from an earlier file
       hw->overheads.source =
           fmt::format("kernel_launch_us, graph_replay_base_us{} calibrated on {} points: {}; {}; other figures {}",
-                      per_node ? ", graph_replay_per_node_us" : "", points, origin, o->get<std::string>("note"),
-                      hw->overheads.source);
+                      per_node ? ", graph_replay_per_node_us" : "", points, overheads_origin,
+                      o->get<std::string>("note"), hw->overheads.source);
       o->finish();
     }
     if (auto gemm = r.findMap("gemm")) hw->gemm_surfaces = parseGemmSurfaces(*gemm, origin);

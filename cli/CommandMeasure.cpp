@@ -10,6 +10,8 @@
 #include "core/Error.hpp"
 #include "core/Files.hpp"
 #include "core/Strings.hpp"
+#include "hardware/KernelEfficiency.hpp"
+#include "study/CalibrationMerge.hpp"
 #include "study/CalibrationRun.hpp"
 #include "study/Measurements.hpp"
 #include "study/OperatorCalibration.hpp"
@@ -43,14 +45,37 @@ void printImport(const MeasurementImport& result, const std::string& db, bool as
   for (const auto& [k, n] : result.by_hardware_and_kind) fmt::print("  {:<30} {}\n", k, n);
 }
 
+// The band predictions with this fit will carry, as the catalog will read it back (bandOf).
+UncertaintyBand fitBand(const FamilyCalibration& family) {
+  KernelEfficiency e;
+  e.provenance = Provenance::Measured;
+  e.fit_mape = family.fit.fit.mape;
+  e.fit_points = family.fit.fit.points;
+  if (family.heldout.points > 0) {
+    e.heldout = HeldOutResiduals{family.heldout.mape, family.heldout.p90_abs_rel_error, family.heldout.points};
+  }
+  return bandOf(e);
+}
+
 void printFamilies(const std::vector<FamilyCalibration>& families) {
-  fmt::print("{:<10} {:<18} {:<8} {:>6} {:>9} {:>9} {:>9} {:>8} {:>10} {:>10}\n", "hardware", "kernel", "phase",
-             "points", "compute", "memory", "fixed µs", "key ns", "MAPE dflt", "MAPE fit");
+  fmt::print("{:<10} {:<18} {:<8} {:>6} {:>9} {:>9} {:>9} {:>8} {:>10} {:>10} {:>7}\n", "hardware", "kernel", "phase",
+             "points", "compute", "memory", "fixed µs", "key ns", "MAPE dflt", "MAPE fit", "band");
+  int thin = 0;
   for (const auto& family : families) {
     const FamilyFit& f = family.fit;
-    fmt::print("{:<10} {:<18} {:<8} {:>6} {:>9.3f} {:>9.3f} {:>9.2f} {:>8.3f} {:>9.1f}% {:>9.1f}%\n", f.hardware,
-               f.kernel, f.phase, f.fit.points, f.fit.params.compute_efficiency, f.fit.params.memory_efficiency,
-               f.fit.params.fixed_us, f.fit.params.key_ns, 100 * family.train_mape_default, 100 * f.fit.mape);
+    const UncertaintyBand band = fitBand(family);
+    thin += band.basis == BandBasis::ThinFit ? 1 : 0;
+    fmt::print("{:<10} {:<18} {:<8} {:>6} {:>9.3f} {:>9.3f} {:>9.2f} {:>8.3f} {:>9.1f}% {:>9.1f}% {:>5.0f}%{}\n",
+               f.hardware, f.kernel, f.phase, f.fit.points, f.fit.params.compute_efficiency,
+               f.fit.params.memory_efficiency, f.fit.params.fixed_us, f.fit.params.key_ns,
+               100 * family.train_mape_default, 100 * f.fit.mape, 100 * band.band,
+               band.basis == BandBasis::ThinFit ? "  thin fit" : "");
+  }
+  if (thin > 0) {
+    fmt::print(
+        "{} thin fit(s): fewer than {} points per fitted parameter ({} points for {}); their band is at least "
+        "the published {:.0f}% whatever their residuals\n",
+        thin, kMinPointsPerParameter, kMinPointsPerParameter * kFitParameters, kFitParameters, 100 * kPublishedBand);
   }
 }
 
@@ -67,7 +92,9 @@ json familiesJson(const std::vector<FamilyCalibration>& families) {
                    {"fixed_us", f.fit.params.fixed_us},
                    {"key_ns", f.fit.params.key_ns},
                    {"train_mape_default", family.train_mape_default},
-                   {"train_mape_fit", f.fit.mape}});
+                   {"train_mape_fit", f.fit.mape},
+                   {"band", fitBand(family).band},
+                   {"band_basis", bandBasisName(fitBand(family).basis)}});
   }
   return out;
 }
@@ -117,10 +144,29 @@ json operatorsJson(const OperatorCalibration& ops) {
 
 const std::vector<std::string> kCalibrateParts{"attention", "overheads", "gemm", "allreduce"};
 
-void writeCalibrationFiles(const std::string& dir, const std::map<std::string, std::string>& files) {
+// Each device's file merged with the catalog's file of that name (which the written file replaces when
+// the folder overlays the catalog), and what changed.
+void writeCalibrationFiles(const std::string& dir, const std::map<std::string, std::string>& files,
+                           const GlobalOptions& global) {
+  const CatalogSource source = global.catalogSource();
   std::filesystem::create_directories(dir);
-  for (const auto& [hardware, text] : files)
-    writeFileAtomically(std::filesystem::path(dir) / (hardware + ".yaml"), text);
+  for (const auto& [hardware, text] : files) {
+    const std::string path = "hardware/calibrations/" + hardware + ".yaml";
+    const auto existing = source.filesUnder(path);
+    const auto merged = existing.empty()
+                            ? mergeCalibrationYaml(text, "", path)
+                            : mergeCalibrationYaml(text, existing.front()->content, existing.front()->display);
+    const auto target = std::filesystem::path(dir) / (hardware + ".yaml");
+    writeFileAtomically(target, merged.text);
+    if (global.json) continue;
+    const auto list = [](const std::vector<std::string>& items) {
+      return items.empty() ? std::string("-") : join(items, ", ");
+    };
+    fmt::print("wrote {}{}\n  added:    {}\n  replaced: {}\n  kept:     {}\n", target.string(),
+               existing.empty() ? " (the catalog had no fits for " + hardware + ")"
+                                : " (merged with " + existing.front()->display + ")",
+               list(merged.added), list(merged.replaced), list(merged.kept));
+  }
 }
 
 }  // namespace
@@ -186,7 +232,7 @@ Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global) {
           sources.push_back(r.source);
       }
       addOperatorSections(files, kept, "attnsim calibrate: gemm and allreduce rows of " + join(sources, ", "));
-      writeCalibrationFiles(*export_dir, files);
+      writeCalibrationFiles(*export_dir, files, global);
     }
     if (global.json)
       std::cout << json{{"families", familiesJson(families)},

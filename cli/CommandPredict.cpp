@@ -31,8 +31,11 @@ void printUncertainty(const ScenarioPrediction& sp) {
   const double step = sp.stepUs();
   const double band = sp.cuda_graphs ? u.graph_band : u.eager_band;
   const char* basis = u.basis == BandBasis::HeldOut ? "held-out p90 error of the fit"
-                      : u.basis == BandBasis::Fit   ? "the fit's MAPE scaled to a p90 (no held-out figures)"
-                                                    : "documented band of its provenance";
+                      : u.basis == BandBasis::Fit
+                          ? "the fit's MAPE scaled to a p90 and to new points (no held-out figures)"
+                      : u.basis == BandBasis::ThinFit
+                          ? "a thin fit: fewer than 3 points per fitted parameter, so at least the published band"
+                          : "documented band of its provenance";
   fmt::print("uncertainty: attention figures are a {} (±{:.0f}%, {}); attention {:.2f} µs in [{:.2f}, {:.2f}]\n",
              provenanceLabel(u.provenance), 100 * u.attention_band, basis, p.attention_us,
              bandLow(p.attention_us, u.attention_band), bandHigh(p.attention_us, u.attention_band));

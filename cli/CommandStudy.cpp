@@ -43,6 +43,7 @@ YAML::Node workloadNode(const ScenarioFlags& f) {
     w["mixed"].push_back(f.mix);
     return w;
   }
+  f.checkPrefillLength();
   if (f.context.empty() && f.prefill_length.empty()) {
     throw UsageError("--context is required for phase " + f.phase + " (or give --mix or --prefill-length)");
   }

@@ -20,6 +20,8 @@ struct GlobalOptions {
   std::string catalog_dir;
   bool json = false;
   [[nodiscard]] Catalog loadCatalog() const;
+  // The files loadCatalog reads: the embedded catalog with --catalog's overlay.
+  [[nodiscard]] CatalogSource catalogSource() const;
 };
 
 using Runner = std::function<int()>;
@@ -59,6 +61,7 @@ struct ScenarioFlags {
   std::int64_t tp = 1;
   std::vector<std::string> engine_options;  // name=value
   std::string phase = "decode", mix, cuda_graph = "on";
+  bool phase_given = false;  // --phase on the command line (its default is decode)
   // predict and rank take lists and ranges for batch, context and prefill length (runListStudy).
   std::string batch = "1";
   // No default context: a prediction for a context nobody chose is no answer. Required by commands that
@@ -76,6 +79,9 @@ struct ScenarioFlags {
   void addStageBackends(CLI::App& cmd);
   // --phase, --batch, --q-len, --context, --mix, --cuda-graph, --allow-context-beyond-max-position
   void addWorkload(CLI::App& cmd);
+  // --prefill-length asks for a prefill of that length: with --phase other than prefill, or with
+  // --context, one of the two would be dropped, so it is refused (UsageError naming both flags).
+  void checkPrefillLength() const;
   // a model outside the catalog: --num-heads, --head-dim, ...
   void addGeometry(CLI::App& cmd);
   // --db: a study's calibrations

@@ -26,11 +26,13 @@ std::int64_t singleValue(const char* flag, const std::string& text, std::int64_t
 
 }  // namespace
 
-Catalog GlobalOptions::loadCatalog() const {
+CatalogSource GlobalOptions::catalogSource() const {
   CatalogSource source = CatalogSource::embedded();
   if (!catalog_dir.empty()) source.overlayDirectory(catalog_dir);
-  return Catalog::load(source);
+  return source;
 }
+
+Catalog GlobalOptions::loadCatalog() const { return Catalog::load(catalogSource()); }
 
 void ScenarioFlags::addServing(CLI::App& cmd) {
   cmd.add_option("--kv-dtype", kv_dtype, "KV-cache dtype as the engine spells it (auto, fp8, fp8_e4m3, ...)");
@@ -54,7 +56,8 @@ void ScenarioFlags::addWorkload(CLI::App& cmd) {
   takes_workload = true;
   auto* phase_flag = cmd.add_option("--phase", phase, "batch phase")
                          ->check(CLI::IsMember({"prefill", "extend", "decode", "verify"}))
-                         ->capture_default_str();
+                         ->capture_default_str()
+                         ->each([this](const std::string&) { phase_given = true; });
   auto* batch_flag =
       cmd.add_option("--batch", batch, "requests in the batch (predict, rank: a list or range, e.g. 1,8 or 1..256x2)")
           ->capture_default_str();
@@ -80,8 +83,23 @@ void ScenarioFlags::addWorkload(CLI::App& cmd) {
                "accept a context longer than the model's max_position_embeddings (RoPE scaling, what-if)");
 }
 
+void ScenarioFlags::checkPrefillLength() const {
+  if (prefill_length.empty()) return;
+  if (phase_given && phase != "prefill") {
+    throw UsageError(fmt::format(
+        "--prefill-length {} asks for a prefill, but --phase is {}: give --phase {} with --context (and --q-len), "
+        "or --phase prefill",
+        prefill_length, phase, phase));
+  }
+  if (!context.empty()) {
+    throw UsageError(fmt::format("--prefill-length {} and --context {} both give a prefill's length: give one",
+                                 prefill_length, context));
+  }
+}
+
 Workload ScenarioFlags::workload() const {
   if (!mix.empty()) return parseMix(mix);
+  checkPrefillLength();
   const std::int64_t b = singleValue("--batch", batch, std::int64_t{1} << 24);
   if (!prefill_length.empty()) {
     const std::int64_t n = singleValue("--prefill-length", prefill_length, std::int64_t{1} << 26);

@@ -21,6 +21,7 @@ enum class BandBasis : std::uint8_t {
   HeldOut,     // p90 absolute relative error on points kept out of the fit
   Fit,         // a fit without held-out figures: its in-sample MAPE scaled to a p90 (kFitMapeToP90)
   Documented,  // the documented band of the provenance (no residuals to derive one from)
+  ThinFit,     // a fit from fewer than kMinPointsPerParameter points per parameter: at least kPublishedBand
 };
 
 // "measured", "published", "default" (JSON and the store) and the words the text output uses.
@@ -35,6 +36,14 @@ inline constexpr double kDefaultBand = 0.50;              // attention kernel on
 inline constexpr double kPublishedBand = 0.40;            // attention kernel on a published figure
 inline constexpr double kNonAttentionDefaultBand = 0.25;  // uncalibrated GEMM, elementwise and host/launch parts
 inline constexpr double kFitMapeToP90 = 2.06;             // p90 / mean of a half-normal |error|
+// A calibration fits four parameters (compute and memory efficiency, fixed µs, per-key ns). Its
+// in-sample error understates the error on new points by about n / (n - p) (generalized
+// cross-validation's estimate of the leave-one-out error), and below three points per parameter the
+// fit says little: its band is at least the published one (kPublishedBand).
+inline constexpr int kFitParameters = 4;
+inline constexpr int kMinPointsPerParameter = 3;
+// Held-out residuals on fewer points than this are too few for a p90; the fit's own band then applies.
+inline constexpr int kMinHeldOutPoints = 4;
 
 // Held-out residuals of a fit (a calibration's `heldout:` entry).
 struct HeldOutResiduals {
@@ -54,6 +63,7 @@ struct KernelEfficiency {
   std::string source;
   Provenance provenance = Provenance::Default;
   double fit_mape = 0;                      // measured: in-sample MAPE of the fit (0: not known)
+  int fit_points = 0;                       // measured: the points fitted (0: not known)
   std::optional<HeldOutResiduals> heldout;  // measured: residuals on held-out points
 };
 
@@ -64,9 +74,13 @@ struct UncertaintyBand {
   double band = kDefaultBand;
   BandBasis basis = BandBasis::Documented;
 };
-// The band of predictions made with `e`: held-out p90 when the fit has one, else the fit's MAPE
-// scaled to a p90, else the provenance's documented band (`default_band` for Default).
+// The band of predictions made with `e`: held-out p90 when the fit has one on at least
+// kMinHeldOutPoints points, else the fit's MAPE scaled to a p90 and to out-of-sample (n / (n - p)),
+// else the provenance's documented band (`default_band` for Default). A thin fit (isThinFit) gets at
+// least kPublishedBand, whatever its residuals.
 UncertaintyBand bandOf(const KernelEfficiency& e, double default_band = kDefaultBand);
+// A fit from fewer than kMinPointsPerParameter x kFitParameters points.
+bool isThinFit(int points);
 
 constexpr double bandLow(double us, double band) { return us / (1 + band); }
 constexpr double bandHigh(double us, double band) { return us * (1 + band); }

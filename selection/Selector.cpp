@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "core/Strings.hpp"
+#include "selection/KernelLimits.hpp"
 
 namespace attnsim {
 
@@ -177,6 +178,12 @@ std::vector<Finding> Selector::findings(const Engine& engine, std::string_view b
   return out;
 }
 
+std::vector<Finding> Selector::kernelLimits(const Engine& engine, std::string_view backend_name, const Env& env) const {
+  const Backend* backend = backendForKind(engine, backend_name, truthy(var(env, "use_mla")));
+  if (!backend) return {};
+  return kernelLimitFindings(catalog_, engine.policy, backend->resolve(env), env);
+}
+
 std::vector<std::string> Selector::validate(const Engine& engine, std::string_view backend_name, const Env& env) const {
   std::vector<std::string> reasons;
   for (auto& f : findings(engine, backend_name, env)) reasons.push_back(std::move(f.reason));
@@ -307,6 +314,20 @@ std::optional<BackendChoice> Selector::walkPriorityList(const Engine& engine, co
   return choice;
 }
 
+bool Selector::refuseAtKernelLimit(const Engine& engine, const BackendChoice& choice, const std::string& stage,
+                                   const Env& stage_env, Selection& out) const {
+  const auto limits = kernelLimitFindings(catalog_, engine.policy, *choice.caps, stage_env);
+  if (limits.empty()) return true;
+  std::vector<std::string> reasons;
+  reasons.reserve(limits.size());
+  for (const auto& f : limits) reasons.push_back(f.reason);
+  out.refusal = fmt::format("{} accepts {}{}, but its kernel cannot run this scenario (it would fail at run time): {}",
+                            engine.policy.display_name, choice.name,
+                            stage.empty() ? "" : " for the " + stage + " stage", join(reasons, "; "));
+  out.refused_by = {*out.refusal, limits.front().rule, limits.front().source, true};
+  return false;
+}
+
 bool Selector::chooseForStage(const Engine& engine, const std::string& stage, const Env& env, Selection& out) const {
   Env stage_env = env;
   stage_env["stage"] = stage.empty() ? Value{} : Value{stage};
@@ -318,6 +339,7 @@ bool Selector::chooseForStage(const Engine& engine, const std::string& stage, co
   choice->backend = backendForKind(engine, choice->name, truthy(stage_env["use_mla"]));
   if (!choice->backend) choice->backend = findBackends(engine, choice->name).front();
   choice->caps = &choice->backend->resolve(stage_env, &choice->variant);
+  if (!refuseAtKernelLimit(engine, *choice, stage, stage_env, out)) return false;
   if (stage.empty() || stage == "prefill") out.prefill = choice;
   if (stage.empty() || stage == "decode") out.decode = choice;
   return true;
@@ -349,6 +371,7 @@ Selection Selector::select(const SelectionInput& scenario) const {
   // Every backend that cannot serve this scenario, whichever stage it would run.
   for (const auto& name : backendNames(engine)) {
     auto why = findings(engine, name, env);
+    if (why.empty()) why = kernelLimits(engine, name, env);  // the engine accepts it; can its kernel run it?
     if (why.empty()) continue;
     std::vector<std::string> reasons;
     reasons.reserve(why.size());

@@ -16,6 +16,9 @@ struct Finding {
   std::string reason;  // in the engine's phrase
   std::string rule;    // the check or condition, as the catalog writes it
   std::string source;  // engine file / function / version
+  // A limit the backend file or its kernel declares that the engine does not check: the engine
+  // accepts the configuration and the kernel fails at run time (selection/KernelLimits.hpp).
+  bool kernel_limit = false;
 };
 
 struct BackendChoice {
@@ -59,6 +62,9 @@ class Selector {
   [[nodiscard]] std::vector<std::string> validate(const Engine& engine, std::string_view backend_name,
                                                   const Env& env) const;
   [[nodiscard]] Selection select(const SelectionInput& scenario) const;
+  // The limits of `backend_name`'s file and kernel that this scenario breaks though its engine accepts it.
+  [[nodiscard]] std::vector<Finding> kernelLimits(const Engine& engine, std::string_view backend_name,
+                                                  const Env& env) const;
 
  private:
   // Each fills the stage's choice, or sets out.refusal and returns nothing.
@@ -73,6 +79,9 @@ class Selector {
   // A question about `stage` alone, under a backend named for both stages: a note when that name cannot
   // serve the other stage (a deployment is refused; the answer holds for this stage alone).
   void noteOtherStage(const Engine& engine, const std::string& stage, const Env& env, Selection& out) const;
+  // False, with the refusal set, when the chosen backend's kernel cannot run what the engine accepted.
+  bool refuseAtKernelLimit(const Engine& engine, const BackendChoice& choice, const std::string& stage,
+                           const Env& stage_env, Selection& out) const;
   // False when the engine refuses the stage.
   bool chooseForStage(const Engine& engine, const std::string& stage, const Env& env, Selection& out) const;
 

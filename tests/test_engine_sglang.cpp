@@ -316,19 +316,30 @@ TEST(SglangKv4, OneBackendForBothPhasesMustBeInSglangsList) {
   EXPECT_EQ(refusalOf(selectionOf(mla)),
             "KV4 MLA expects attention_backend to be one of ['cutlass_mla', 'flashinfer', 'trtllm_mla', "
             "'flashmla'], but got triton");
-  mla.backend = "flashmla";
+  mla.backend = "cutlass_mla";
   EXPECT_FALSE(selectionOf(mla).refusal);
+  // flashmla is in this version's list (the newest drops it), but FlashMLA reads a BF16 or FP8 cache
+  // only: the engine accepts it and the kernel cannot run it (selection/KernelLimits.hpp).
+  mla.backend = "flashmla";
+  EXPECT_NE(refusalOf(selectionOf(mla)).find("kernel limit: decode kernel flashmla reads a KV cache of bf16, fp8_e4m3"),
+            std::string::npos)
+      << refusalOf(selectionOf(mla));
 }
 
 TEST(SglangKv4, AHybridPairIsOnlyWarnedAbout) {
   Scenario s = sglang("h100-sxm", "llama-3.1-8b");
   s.kv_dtype = "fp4_e2m1";
-  s.prefill_backend = "triton";
-  s.decode_backend = "fa3";
+  s.prefill_backend = "fa3";
+  s.decode_backend = "triton";
   const Selection sel = selectionOf(s);
   ASSERT_FALSE(sel.refusal) << *sel.refusal;
-  EXPECT_EQ(nameOf(sel.prefill), "triton");
-  EXPECT_EQ(nameOf(sel.decode), "fa3");
+  EXPECT_EQ(nameOf(sel.prefill), "fa3");
+  EXPECT_EQ(nameOf(sel.decode), "triton");
+  // SGLang accepts a pair that decodes with fa3 too, but FA3 cannot read an FP4 cache: the kernel's limit.
+  s.prefill_backend = "triton";
+  s.decode_backend = "fa3";
+  EXPECT_NE(refusalOf(selectionOf(s)).find("kernel limit: decode kernel fa3"), std::string::npos)
+      << refusalOf(selectionOf(s));
 }
 
 // F1. attention_registry.py (index id 57943187787): fa3 allows SM80 for non-MLA models only.

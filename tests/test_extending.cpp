@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "catalog/Catalog.hpp"
+#include "hardware/KernelEfficiency.hpp"
 #include "tests/TestSupport.hpp"
 
 namespace attnsim::test {
@@ -66,6 +68,148 @@ TEST(Extending, AMisplacedOverlayFileIsAnErrorWithTheNearestFolder) {
   const auto ok = runAttnsim("--catalog " + right.path().string() + " list hardware");
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
   EXPECT_NE(ok.output.find("h100-nolink"), std::string::npos) << ok.output;
+}
+
+std::string overlay(const std::string& name) {
+  return std::string("--catalog ") + ATTNSIM_SOURCE_DIR + "/tests/data/overlays/" + name + " ";
+}
+
+bool has(const CommandResult& r, const std::string& text) { return r.output.find(text) != std::string::npos; }
+
+// tests/data/overlays/kernel-limits: an SGLang backend declaring head_sizes [64, 128] and
+// kv_cache_dtypes [auto, fp8_e4m3], and a model with 256-wide heads. SGLang checks neither field, so
+// select, rank, predict and check refuse what the kernel cannot run, as the kernel's limit.
+TEST(Extending, ADeclaredLimitTheEngineDoesNotCheckIsTheKernelsLimit) {
+  const std::string o = overlay("kernel-limits");
+  const std::string hd256 = " --engine sglang --hardware h100-sxm --model llama-hd256 --backend fa3_limited";
+  const std::string e5m2 =
+      " --engine sglang --hardware h100-sxm --model llama-3.1-8b --backend fa3_limited "
+      "--kv-dtype fp8_e5m2";
+  const std::string head_reason = "kernel limit: head size 256 is not in head_sizes (64, 128) declared in";
+  const std::string kv_reason = "kernel limit: KV cache fp8_e5m2 is not in kv_cache_dtypes (auto, fp8_e4m3)";
+  const auto select = runAttnsim(o + "select" + hd256 + " --explain");
+  EXPECT_EQ(select.exit_code, 1) << select.output;
+  EXPECT_TRUE(has(select, "SGLang accepts fa3_limited for the prefill stage, but its kernel cannot run"))
+      << select.output;
+  EXPECT_TRUE(has(select, head_reason)) << select.output;
+  // --explain names the kernel's limit and the file that declares it, not an engine rule.
+  EXPECT_TRUE(has(select, "rule:   kernel limit: head_sizes (the engine does not check it)")) << select.output;
+  EXPECT_TRUE(has(select, "kernel-limits/backends/sglang/fa3_limited.yaml:11")) << select.output;
+  const auto predict = runAttnsim(o + "predict" + e5m2 + " --phase decode --batch 8 --context 2048");
+  EXPECT_EQ(predict.exit_code, 1) << predict.output;
+  EXPECT_TRUE(has(predict, kv_reason)) << predict.output;
+  const auto check = runAttnsim(o + "check --backend sglang:fa3_limited --model llama-hd256 --hardware h100-sxm");
+  EXPECT_EQ(check.exit_code, 1) << check.output;
+  EXPECT_TRUE(has(check, head_reason)) << check.output;
+  const auto rank = runAttnsim(o +
+                               "rank --engine sglang --hardware h100-sxm --model llama-hd256 --phase decode "
+                               "--batch 8 --context 2048");
+  EXPECT_TRUE(has(rank, "sglang:fa3_limited")) << rank.output;
+  EXPECT_TRUE(has(rank, head_reason)) << rank.output;
+  // Within its limits the backend runs: head dim 128, an E4M3 cache.
+  const auto ok = runAttnsim(o +
+                             "check --backend sglang:fa3_limited --model llama-3.1-8b --hardware h100-sxm "
+                             "--kv-dtype fp8_e4m3");
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  // A kernel family's kv_dtypes is a limit too: SGLang lets fa3 decode an fp8_e5m2 cache when it is named
+  // for the decode stage alone, and FA3 reads E4M3 only.
+  const auto fa3 = runAttnsim(
+      "select --engine sglang --hardware h100-sxm --model llama-3.1-8b --kv-dtype fp8_e5m2 "
+      "--prefill-backend triton --decode-backend fa3");
+  EXPECT_EQ(fa3.exit_code, 1) << fa3.output;
+  EXPECT_TRUE(has(fa3, "kernel limit: decode kernel fa3 reads a KV cache of fp16, bf16, fp8_e4m3")) << fa3.output;
+}
+
+// tests/data/overlays/unread-limit: an SGLang backend declaring block_sizes, which no rule of SGLang reads.
+TEST(Extending, ADeclaredLimitNoRuleReadsIsACatalogError) {
+  const auto r = runAttnsim(overlay("unread-limit") + "list backends");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r,
+                  "fa3_blocks.yaml:10:14: 'block_sizes': backend sglang:fa3_blocks declares block_sizes, but no "
+                  "rule of sglang reads it"))
+      << r.output;
+  EXPECT_TRUE(has(r, "add {check: block_size} to backends/sglang/engine.yaml")) << r.output;
+}
+
+// calibrate --export into an overlay writes h100-sxm.yaml, which replaces the shipped file of that
+// name: the new fits are merged with the catalog's, and the output says what was added, replaced and kept.
+TEST(Extending, ExportingACalibrationIntoAnOverlayKeepsTheCatalogsOtherFits) {
+  OverlayDir overlay, study;  // the overlay holds catalog files only
+  const std::string db = (study.path() / "study.db").string();
+  const std::string sample = std::string(ATTNSIM_SOURCE_DIR) + "/tests/data/measurements_sample.csv";
+  ASSERT_EQ(runAttnsim("measurements import " + sample + " --db " + db).exit_code, 0);
+  const auto fit = runAttnsim("calibrate --db " + db + " --hardware h100-sxm --export " +
+                              (overlay.path() / "hardware" / "calibrations").string());
+  ASSERT_EQ(fit.exit_code, 0) << fit.output;
+  EXPECT_TRUE(has(fit, "(merged with hardware/calibrations/h100-sxm.yaml)")) << fit.output;
+  EXPECT_TRUE(has(fit, "replaced: cudnn-fmha (decode, extend, prefill), fa2 (decode, extend, prefill)")) << fit.output;
+  EXPECT_TRUE(has(fit, "kept:     flex-attention, flex-attention-vllm")) << fit.output;
+  const Catalog c = overlay.load();
+  const auto& fits = c.hardware("h100-sxm").calibrations;
+  // The shipped fit of a family the sample does not measure stays, with its own source.
+  const auto kept = fits.find({"triton-sglang", "decode"});
+  ASSERT_NE(kept, fits.end());
+  EXPECT_NE(kept->second.source.find("measurements/data/h100/engine_kernels.csv"), std::string::npos)
+      << kept->second.source;
+  const auto refit = fits.find({"fa2", "decode"});
+  ASSERT_NE(refit, fits.end());
+  EXPECT_NE(refit->second.source.find("measurements_sample.csv"), std::string::npos) << refit->second.source;
+  // The shipped launch and graph costs are replaced by the sample's, which measured them.
+  EXPECT_NE(c.hardware("h100-sxm").overheads.source.find("measurements_sample.csv"), std::string::npos);
+}
+
+// A fit from 1 point for 4 parameters reported ±0%, from 6 points ±2%: a band reflects how much the
+// fit knows (hardware/KernelEfficiency.hpp bandOf).
+TEST(Extending, AFitFromFewPointsPerParameterIsAThinFitWithAtLeastThePublishedBand) {
+  KernelEfficiency e;
+  e.provenance = Provenance::Measured;
+  e.fit_points = 1;  // one point, fitted exactly
+  EXPECT_EQ(bandOf(e).basis, BandBasis::ThinFit);
+  EXPECT_DOUBLE_EQ(bandOf(e).band, kPublishedBand);
+  e.fit_points = 6;
+  e.fit_mape = 0.01;
+  EXPECT_EQ(bandOf(e).basis, BandBasis::ThinFit);
+  EXPECT_DOUBLE_EQ(bandOf(e).band, kPublishedBand);
+  // Enough points: the in-sample MAPE scaled to a p90 and to new points (n / (n - 4)).
+  e.fit_points = 40;
+  e.fit_mape = 0.05;
+  EXPECT_EQ(bandOf(e).basis, BandBasis::Fit);
+  EXPECT_DOUBLE_EQ(bandOf(e).band, kFitMapeToP90 * 0.05 * 40.0 / 36.0);
+  // Two held-out points are too few for a p90; four or more replace the fit's own figure.
+  e.heldout = HeldOutResiduals{0.01, 0.01, 2};
+  EXPECT_EQ(bandOf(e).basis, BandBasis::Fit);
+  e.heldout = HeldOutResiduals{0.03, 0.06, 8};
+  EXPECT_EQ(bandOf(e).basis, BandBasis::HeldOut);
+  EXPECT_DOUBLE_EQ(bandOf(e).band, 0.06);
+  // calibrate says which fits are thin: the sample measures 2 extend points per family.
+  OverlayDir study;
+  const std::string db = (study.path() / "study.db").string();
+  const std::string sample = std::string(ATTNSIM_SOURCE_DIR) + "/tests/data/measurements_sample.csv";
+  ASSERT_EQ(runAttnsim("measurements import " + sample + " --db " + db).exit_code, 0);
+  const auto fit = runAttnsim("calibrate --db " + db + " --hardware h100-sxm");
+  ASSERT_EQ(fit.exit_code, 0) << fit.output;
+  EXPECT_TRUE(has(fit, "40%  thin fit")) << fit.output;
+  EXPECT_TRUE(has(fit, "3 thin fit(s): fewer than 3 points per fitted parameter")) << fit.output;
+}
+
+// `predict --phase extend --prefill-length 512 --context 4096` ran as a prefill of 512: a flag that
+// does not apply is refused, never dropped.
+TEST(Extending, APrefillLengthWithAnotherPhaseOrAContextIsRefusedNotDropped) {
+  const std::string base = "predict --hardware h100-sxm --model llama-3.1-8b --engine vllm";
+  const auto extend = runAttnsim(base + " --phase extend --prefill-length 512 --context 4096 --q-len 512");
+  EXPECT_EQ(extend.exit_code, 2) << extend.output;
+  EXPECT_TRUE(has(extend, "--prefill-length 512 asks for a prefill, but --phase is extend")) << extend.output;
+  const auto both = runAttnsim(base + " --prefill-length 512 --context 4096");
+  EXPECT_EQ(both.exit_code, 2) << both.output;
+  EXPECT_TRUE(has(both, "--prefill-length 512 and --context 4096 both give a prefill's length")) << both.output;
+  // rank's list path refuses the same way.
+  const auto rank = runAttnsim(
+      "rank --hardware h100-sxm --model llama-3.1-8b --engine vllm --phase decode "
+      "--prefill-length 512,1024");
+  EXPECT_EQ(rank.exit_code, 2) << rank.output;
+  // Alone, or with --phase prefill, it is the prompt length.
+  EXPECT_EQ(runAttnsim(base + " --prefill-length 512").exit_code, 0);
+  EXPECT_EQ(runAttnsim(base + " --phase prefill --prefill-length 512").exit_code, 0);
 }
 
 }  // namespace

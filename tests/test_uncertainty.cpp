@@ -53,11 +53,12 @@ TEST(Uncertainty, HeldOutResidualsOfACalibrationGiveTheBand) {
   EXPECT_EQ(decode.provenance, Provenance::Measured);
   EXPECT_EQ(decode.basis, BandBasis::HeldOut);
   EXPECT_DOUBLE_EQ(decode.attention_band, 0.12);
-  // Prefill was fitted without held-out figures: its in-sample MAPE scaled to a p90.
+  // Prefill was fitted without held-out figures: its in-sample MAPE scaled to a p90 and to new points
+  // (30 points for 4 parameters: 30 / 26).
   const PredictionUncertainty prefill = predictKernel(c, "h100-sxm", "fa3", Phase::Prefill).prediction.uncertainty;
   EXPECT_EQ(prefill.provenance, Provenance::Measured);
   EXPECT_EQ(prefill.basis, BandBasis::Fit);
-  EXPECT_DOUBLE_EQ(prefill.attention_band, kFitMapeToP90 * 0.05);
+  EXPECT_DOUBLE_EQ(prefill.attention_band, kFitMapeToP90 * 0.05 * 30.0 / 26.0);
 }
 
 TEST(Uncertainty, WithoutACalibrationTheProvenanceBandApplies) {
@@ -153,12 +154,13 @@ TEST(RankTies, BackendsOnDefaultsAreTiedNotOrdered) {
 }
 
 TEST(RankTies, ZeroHeldOutErrorSeparatesDifferentTimes) {
-  // Every family calibrated on the H100 with no held-out error: ties only between equal times.
+  // Every family calibrated on the H100 with no held-out error (on enough points not to be a thin fit):
+  // ties only between equal times.
   std::string yaml = "hardware: h100-sxm\nsource: \"test\"\ncreated: \"2026-11-23\"\nkernels:\n";
   for (const auto& k : defaultCatalog().kernels()) {
     yaml +=
         "  " + k.id +
-        ":\n    decode: {compute_efficiency: 0.5, memory_efficiency: 0.8, fixed_us: 3.0, points: 9, fit_mape: 0.01, "
+        ":\n    decode: {compute_efficiency: 0.5, memory_efficiency: 0.8, fixed_us: 3.0, points: 40, fit_mape: 0.01, "
         "heldout: {mape: 0, p90_abs_rel_error: 0, points: 5}}\n";
   }
   OverlayDir overlay;
