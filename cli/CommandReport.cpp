@@ -11,6 +11,7 @@
 #include "core/Files.hpp"
 #include "core/Strings.hpp"
 #include "reports/CapacityReport.hpp"
+#include "reports/OperatorReport.hpp"
 #include "reports/StudyReports.hpp"
 #include "reports/ValidationReport.hpp"
 #include "study/StepValidation.hpp"
@@ -34,7 +35,8 @@ int runValidationReport(const GlobalOptions& global, const ReportFlags& f) {
   if (rows.empty()) throw UsageError("--db " + f.db + ": no attention measurements (run measurements import)");
   const Validation validation = runValidation(c, rows, {parseContexts(f.holdout)});
   const StepValidation steps = stepValidation(c, store.measurements("step"));
-  const std::string markdown = validationMarkdown(validation, steps);
+  const std::string markdown =
+      validationMarkdown(validation, steps) + operatorValidationMarkdown(c, store.measurements());
   std::filesystem::create_directories(f.out_dir);
   writeFileAtomically(std::filesystem::path(f.out_dir) / "validation.md", markdown);
   writeFileAtomically(std::filesystem::path(f.out_dir) / "scatter.svg", validationScatterSvg(validation));

@@ -18,7 +18,7 @@ namespace {
 using nlohmann::json;
 using namespace study_report;
 
-struct Verdict {
+struct MatrixVerdict {
   std::int64_t points = 0, valid = 0;
   std::set<std::string> reasons;
 };
@@ -26,7 +26,7 @@ struct Verdict {
 // engine -> (backend, hardware · model · options) -> verdict, in first-seen order of rows and columns.
 struct EngineMatrix {
   std::vector<std::string> backends, columns;
-  std::map<std::pair<std::string, std::string>, Verdict> cells;
+  std::map<std::pair<std::string, std::string>, MatrixVerdict> cells;
 };
 
 std::map<std::string, EngineMatrix> verdicts(const StudyData& data) {
@@ -42,7 +42,7 @@ std::map<std::string, EngineMatrix> verdicts(const StudyData& data) {
       if (std::find(m.backends.begin(), m.backends.end(), cand.backend) == m.backends.end()) {
         m.backends.push_back(cand.backend);
       }
-      Verdict& v = m.cells[{cand.backend, column}];
+      MatrixVerdict& v = m.cells[{cand.backend, column}];
       ++v.points;
       v.valid += cand.valid ? 1 : 0;
       if (!cand.valid && !cand.reason.empty()) v.reasons.insert(cand.reason);
@@ -67,7 +67,7 @@ HeatMap matrixMap(const std::string& engine, const EngineMatrix& m) {
         row.push_back({"#eeeeee", "", where + ": not a candidate"});
         continue;
       }
-      const Verdict& v = it->second;
+      const MatrixVerdict& v = it->second;
       const std::string reasons = v.reasons.empty() ? "" : ": " + join({v.reasons.begin(), v.reasons.end()}, "; ");
       if (v.valid == v.points) {
         row.push_back({"#a6d96a", "✓", where + ": valid"});
