@@ -73,14 +73,14 @@ void keepOperatorEntries(const YAML::Node& doc, std::string& header, Calibration
       if (fresh[section] && fresh[section][key]) continue;
       YAML::Node kept = YAML::Clone(entry.second);
       if (!kept["source"]) kept["source"] = file_source;
-      lines += "  " + key + ": " + flow(kept) + "\n";
+      lines.append("  ").append(key).append(": ").append(flow(kept)).append("\n");
       names.push_back(key);
     }
     if (names.empty()) continue;
     m.kept.push_back(fmt::format("{} ({})", section, join(names, ", ")));
     const auto at = header.find("\n" + section + ":\n");
     if (at == std::string::npos) {
-      header += section + ":\n" + lines;
+      header.append(section).append(":\n").append(lines);
       continue;
     }
     // The section ends at the next line that does not start with a space.
