@@ -54,7 +54,8 @@ Runner addServeSimCommand(CLI::App& app, const GlobalOptions& global);
 struct ScenarioFlags {
   std::string engines, hardware, models;  // comma lists where a command takes several
   std::string backend, kernel;
-  std::optional<std::string> prefill_backend, decode_backend, kv_dtype, spec_algorithm, spec_attention_mode;
+  std::optional<std::string> prefill_backend, decode_backend, kv_dtype, spec_algorithm, spec_attention_mode,
+      weight_dtype;
   std::optional<std::int64_t> page_size, spec_topk, spec_draft_tokens;
   std::optional<double> cuda_version;
   bool has_prefix = false, allow_context_beyond_max_position = false;
@@ -73,7 +74,7 @@ struct ScenarioFlags {
   ModelGeometry geometry;
   std::string db;  // a study whose calibrations take over the catalog's
 
-  // --kv-dtype, --page-size, --spec-*, --cuda-version, --prefix, --tp, --option
+  // --kv-dtype, --page-size, --spec-*, --cuda-version, --prefix, --tp, --weight-dtype, --option
   void addServing(CLI::App& cmd);
   // --prefill-backend, --decode-backend, --speculative-attention-mode
   void addStageBackends(CLI::App& cmd);

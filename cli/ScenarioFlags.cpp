@@ -43,6 +43,8 @@ void ScenarioFlags::addServing(CLI::App& cmd) {
   cmd.add_option("--cuda-version", cuda_version, "CUDA toolkit version (default 12.9)");
   cmd.add_flag("--prefix", has_prefix, "prefill runs over a cached prefix (prefix cache / chunked context)");
   cmd.add_option("--tp", tp, "tensor-parallel size")->check(CLI::Range(1, 1024));
+  cmd.add_option("--weight-dtype", weight_dtype,
+                 "the checkpoint's weight dtype instead of the model's (bf16, fp8, fp8_block, mxfp4, nvfp4 ...)");
   cmd.add_option("--option", engine_options, "engine-specific flag, name=value (repeatable)");
 }
 
@@ -151,6 +153,7 @@ Scenario ScenarioFlags::scenario(const std::string& hw, const std::string& model
   s.kv_dtype = kv_dtype;
   s.page_size = page_size;
   s.tp = tp;
+  s.weight_dtype = weight_dtype;
   s.spec = {spec_algorithm, spec_topk, spec_draft_tokens, spec_attention_mode};
   s.has_prefix = has_prefix;
   s.cuda_version = cuda_version;

@@ -63,6 +63,8 @@ AttentionLayerSpec parseLayer(const std::string& name, const YamlReader& r) {
 
 }  // namespace
 
+const std::vector<std::string>& weightDtypes() { return kWeightDtypes; }
+
 const std::vector<std::string>& ropeStyles() {
   // rtp_llm/cpp/model_utils/RopeConfig.h:RopeStyle @ 44027b7e: No, Base, Glm2, DynamicNTK, QwenDynamicNTK,
   // Yarn, Llama3, Mrope.

@@ -113,6 +113,8 @@ struct ModelSpec {
 
 // The values rope_style accepts (RopeStyle's enumerators, lower case).
 const std::vector<std::string>& ropeStyles();
+// The weight dtypes a model file (weight_dtype) or a scenario (--weight-dtype) may name.
+const std::vector<std::string>& weightDtypes();
 
 ModelSpec parseModelSpec(const YamlReader& r);
 

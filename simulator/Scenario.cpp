@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "catalog/Catalog.hpp"
@@ -113,6 +114,15 @@ std::shared_ptr<const ModelSpec> resolveModel(const Catalog& catalog, const Scen
     throw UsageError("give --model, or --num-heads and --head-dim for a custom model");
   } else {
     model = std::make_shared<const ModelSpec>(modelFromGeometry(*s.geometry));
+  }
+  if (s.weight_dtype && *s.weight_dtype != model->weight_dtype) {
+    const auto& allowed = weightDtypes();
+    if (std::find(allowed.begin(), allowed.end(), *s.weight_dtype) == allowed.end())
+      throw UsageError(
+          fmt::format("--weight-dtype: no weight dtype '{}' (one of: {})", *s.weight_dtype, fmt::join(allowed, ", ")));
+    auto copy = std::make_shared<ModelSpec>(*model);
+    copy->weight_dtype = *s.weight_dtype;
+    model = std::move(copy);
   }
   checkScenario(*model, s);
   return model;

@@ -46,6 +46,9 @@ struct Scenario {
   std::optional<std::string> kv_dtype;  // as the engine spells it
   std::optional<std::int64_t> page_size;
   std::int64_t tp = 1;
+  // The checkpoint's weight dtype in place of the model's (bf16, fp8, fp8_block, mxfp4, nvfp4 ...):
+  // its GEMMs' surface and peak, and the weights' memory.
+  std::optional<std::string> weight_dtype;
   SpecDecoding spec;
   bool has_prefix = false;  // prefill over a cached prefix (prefix cache, chunked context)
   std::optional<double> cuda_version;

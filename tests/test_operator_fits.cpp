@@ -7,6 +7,7 @@
 #include "core/Error.hpp"
 #include "cost/Collective.hpp"
 #include "cost/StepModel.hpp"
+#include "simulator/Evaluation.hpp"
 #include "study/Measurements.hpp"
 #include "study/OperatorCalibration.hpp"
 #include "tests/TestSupport.hpp"
@@ -147,6 +148,22 @@ TEST(OperatorFits, ASurfaceWhoseValuesDoNotFillItsGridIsACatalogErrorNamingTheKe
   } catch (const CatalogError& e) {
     EXPECT_NE(std::string(e.what()).find("fp8_block"), std::string::npos) << e.what();
   }
+}
+
+TEST(WeightDtype, AScenarioOverridesTheCheckpointsWeightDtypeForItsGemmsAndMemory) {
+  Scenario s = engineScenario("vllm", "h100-sxm", "llama-3.1-70b");
+  s.workload = Workload::uniform(Phase::Decode, 64, 1, 4096);
+  s.tp = 4;
+  const ScenarioPrediction bf16 = predictScenario(defaultCatalog(), s);
+  s.weight_dtype = "fp8";
+  const ScenarioPrediction fp8 = predictScenario(defaultCatalog(), s);
+  EXPECT_EQ(fp8.model->weight_dtype, "fp8");
+  EXPECT_DOUBLE_EQ(fp8.model->parameterBytes(), bf16.model->parameterBytes() / 2);
+  // Decode GEMMs stream the weights: half the bytes, less time, on the fp8 surface.
+  EXPECT_LT(fp8.prediction.eager.by_category[1], 0.8 * bf16.prediction.eager.by_category[1]);
+  EXPECT_DOUBLE_EQ(fp8.prediction.attention_us, bf16.prediction.attention_us);
+  s.weight_dtype = "fp9";
+  EXPECT_THROW((void)predictScenario(defaultCatalog(), s), UsageError);
 }
 
 TEST(PredictOperator, OneGemmAndOneAllReduceWithTheirProvenance) {
