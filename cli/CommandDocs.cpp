@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -9,6 +10,28 @@
 #include "reports/SupportTables.hpp"
 
 namespace attnsim::cli {
+
+namespace {
+
+// The engine's backends that no table of its document lists (an overlay's new backend, say): said, not
+// silently left out.
+std::string backendsInNoTable(const Engine& e) {
+  std::vector<std::string> listed;
+  for (const auto& t : e.policy.docs_tables) {
+    for (const auto& row : t.rows) listed.push_back(row.substr(0, row.find_first_of("@/")));
+  }
+  std::vector<std::string> missing;
+  for (const auto& name : backendNames(e)) {
+    if (std::find(listed.begin(), listed.end(), name) == listed.end()) missing.push_back(name);
+  }
+  if (missing.empty() || e.policy.docs_tables.empty()) return {};
+  return fmt::format(
+      "\n{} backends in no table of the document above (add them to a `docs` table's rows in "
+      "backends/{}/engine.yaml): {}\n",
+      e.policy.engine, e.policy.engine, fmt::join(missing, ", "));
+}
+
+}  // namespace
 
 Runner addDocsCommand(CLI::App& app, const GlobalOptions& global) {
   auto engine = std::make_shared<std::string>();
@@ -26,7 +49,7 @@ Runner addDocsCommand(CLI::App& app, const GlobalOptions& global) {
     for (const auto& e : c.engines()) {
       if (!engine->empty() && e.policy.engine != *engine) continue;
       if (!*diff) {
-        text += renderSupportTables(e);
+        text += renderSupportTables(e) + backendsInNoTable(e);
         continue;
       }
       const auto diffs = docsDiff(e);

@@ -76,6 +76,14 @@ std::string overlay(const std::string& name) {
 
 bool has(const CommandResult& r, const std::string& text) { return r.output.find(text) != std::string::npos; }
 
+// An overlay's new backend is in no table of SGLang's document: `docs` says so instead of leaving it out.
+TEST(Extending, DocsNamesAnOverlayBackendThatNoTableLists) {
+  const auto docs = runAttnsim(overlay("kernel-limits") + "docs --engine sglang");
+  EXPECT_EQ(docs.exit_code, 0) << docs.output;
+  EXPECT_TRUE(has(docs, "sglang backends in no table of the document above")) << docs.output;
+  EXPECT_TRUE(has(docs, "fa3_limited")) << docs.output;
+}
+
 // tests/data/overlays/kernel-limits: an SGLang backend declaring head_sizes [64, 128] and
 // kv_cache_dtypes [auto, fp8_e4m3], and a model with 256-wide heads. SGLang checks neither field, so
 // select, rank, predict and check refuse what the kernel cannot run, as the kernel's limit.
