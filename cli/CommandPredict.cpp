@@ -4,6 +4,7 @@
 
 #include "cli/Commands.hpp"
 #include "core/Error.hpp"
+#include "cost/OperatorSources.hpp"
 #include "reports/Json.hpp"
 #include "simulator/Capacity.hpp"
 #include "simulator/Evaluation.hpp"
@@ -43,7 +44,14 @@ void printUncertainty(const ScenarioPrediction& sp) {
              100 * u.non_attention_band, step, 100 * band, bandLow(step, band), bandHigh(step, band));
 }
 
-void printPrediction(const ScenarioPrediction& sp) {
+void printOperatorSources(const ScenarioPrediction& sp, const Catalog& c) {
+  for (const auto& o : stepOperatorSources(c, *sp.hardware, *sp.model, sp.input.engine, sp.input.tp)) {
+    fmt::print("             {}: {} (±{:.0f}%, {}): {}\n", o.what, provenanceLabel(o.provenance), 100 * o.band.band,
+               bandBasisName(o.band.basis), o.source);
+  }
+}
+
+void printPrediction(const ScenarioPrediction& sp, const Catalog& c) {
   const Prediction& p = sp.prediction;
   fmt::print("{}\n{}\n\n", sp.label, describe(sp.workload));
   printAttention(p);
@@ -70,6 +78,7 @@ void printPrediction(const ScenarioPrediction& sp) {
   fmt::print("kernel time by kind: attention {:.1f} µs, GEMM {:.1f}, MoE {:.1f}, elementwise {:.1f}\n",
              p.eager.by_category[0], p.eager.by_category[1], p.eager.by_category[2], p.eager.by_category[3]);
   printUncertainty(sp);
+  printOperatorSources(sp, c);
 }
 
 }  // namespace
@@ -115,7 +124,7 @@ Runner addPredictCommand(CLI::App& app, const GlobalOptions& global) {
             {"fits", false}, {"need_mib", fit->need_mib}, {"have_mib", fit->have_mib}, {"message", fit->message}};
       std::cout << j.dump(2) << "\n";
     } else {
-      printPrediction(p);
+      printPrediction(p, c);
       if (fit && !fit->fits) fmt::print("\nmemory: {}\n", fit->message);
     }
     return 0;

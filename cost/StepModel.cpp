@@ -207,10 +207,15 @@ LinearKernels resolveLinearKernels(const Catalog& catalog, const HardwareProfile
   for (const GemmSurface* s : {k.gemm_weights, k.gemm_bf16}) {
     if (!s) continue;
     const UncertaintyBand band = bandOf(*s);
-    k.gemm.efficiency_source = &s->source;
-    k.gemm.provenance = Provenance::Measured;
-    k.gemm.band = first ? band.band : std::max(k.gemm.band, band.band);
-    k.gemm.band_basis = band.basis;
+    if (first) {  // the checkpoint's GEMMs name their surface; the band is the wider of the two
+      k.gemm.efficiency_source = &s->source;
+      k.gemm.provenance = Provenance::Measured;
+      k.gemm.band = band.band;
+      k.gemm.band_basis = band.basis;
+    } else if (band.band > k.gemm.band) {
+      k.gemm.band = band.band;
+      k.gemm.band_basis = band.basis;
+    }
     first = false;
   }
   return k;

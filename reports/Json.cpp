@@ -2,6 +2,7 @@
 
 #include "backends/KernelFamily.hpp"
 #include "catalog/Catalog.hpp"
+#include "cost/OperatorSources.hpp"
 
 namespace attnsim {
 
@@ -210,6 +211,15 @@ json predictionJson(const ScenarioPrediction& sp, const Catalog& c) {
               {"scenario", scenarioJson(sp)},
               {"catalog_hash", c.contentHash()}};
   if (!p.mixed_note.empty()) out["mixed_note"] = p.mixed_note;
+  json operators = json::array();
+  for (const auto& o : stepOperatorSources(c, *sp.hardware, *sp.model, sp.input.engine, sp.input.tp)) {
+    operators.push_back({{"operator", o.what},
+                         {"provenance", provenanceName(o.provenance)},
+                         {"source", o.source},
+                         {"band", o.band.band},
+                         {"band_basis", bandBasisName(o.band.basis)}});
+  }
+  out["operators"] = operators;
   return out;
 }
 

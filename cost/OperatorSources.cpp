@@ -1,0 +1,33 @@
+#include "cost/OperatorSources.hpp"
+
+#include <fmt/format.h>
+
+#include "catalog/Catalog.hpp"
+#include "cost/StepModel.hpp"
+
+namespace attnsim {
+
+std::vector<OperatorSource> stepOperatorSources(const Catalog& catalog, const HardwareProfile& hw,
+                                                const ModelSpec& model, std::string_view engine, int tp) {
+  std::vector<OperatorSource> out;
+  const LinearKernels k = resolveLinearKernels(catalog, hw, model);
+  const GemmSurface* s = k.gemm_weights ? k.gemm_weights : k.gemm_bf16;
+  out.push_back({fmt::format("dense GEMMs ({})", s ? s->dtype : model.weight_dtype),
+                 k.gemm.provenance,
+                 k.gemm.efficiency_source ? *k.gemm.efficiency_source : std::string{},
+                 {k.gemm.band, k.gemm.band_basis}});
+  if (tp <= 1 || !hw.interconnect_link) return out;
+  const InterconnectLink& link = *hw.interconnect_link;
+  if (const AllReduceFit* f = link.allReduceFor(engine)) {
+    const std::string note = f->engine == engine ? std::string{} : fmt::format(" ({} not measured)", engine);
+    out.push_back({fmt::format("TP all-reduce ({})", f->engine), Provenance::Measured, f->source + note, bandOf(*f)});
+  } else {
+    out.push_back({"TP all-reduce",
+                   Provenance::Default,
+                   "ring model over the profile's interconnect_link: " + link.source,
+                   {kNonAttentionDefaultBand, BandBasis::Documented}});
+  }
+  return out;
+}
+
+}  // namespace attnsim

@@ -1,0 +1,28 @@
+#pragma once
+// Where a step's figures beside attention come from (the dense GEMMs and the TP all-reduce), as
+// `predict` states them: a measured fit of this device, one transferred from its architecture's
+// calibrated device, or the catalog's defaults.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hardware/KernelEfficiency.hpp"
+
+namespace attnsim {
+
+class Catalog;
+struct HardwareProfile;
+struct ModelSpec;
+
+struct OperatorSource {
+  std::string what;  // "dense GEMMs (fp8_block)", "TP all-reduce (sglang)"
+  Provenance provenance = Provenance::Default;
+  std::string source;
+  UncertaintyBand band;
+};
+
+// The step's dense GEMMs (the checkpoint's dtype) and, at TP above 1, its all-reduce.
+std::vector<OperatorSource> stepOperatorSources(const Catalog& catalog, const HardwareProfile& hw,
+                                                const ModelSpec& model, std::string_view engine, int tp);
+
+}  // namespace attnsim
