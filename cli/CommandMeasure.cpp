@@ -211,7 +211,7 @@ Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global) {
     const auto measured = store.measurements();
     const OperatorCalibration ops =
         wanted("gemm") || wanted("allreduce") ? calibrateOperators(c, measured, *hardware) : OperatorCalibration{};
-    if (rows.empty() && ops.points.empty())
+    if (rows.empty() && ops.points.empty() && ops.not_fitted.empty())
       throw UsageError("--db " + *db +
                        ": no attention, gemm or allreduce measurements to fit (run measurements import)");
     const CalibrationOptions options{*hardware, *holdout, {parseContexts(*holdout)}};
