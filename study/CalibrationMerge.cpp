@@ -80,7 +80,7 @@ void keepOperatorEntries(const YAML::Node& doc, std::string& header, Calibration
     m.kept.push_back(fmt::format("{} ({})", section, join(names, ", ")));
     const auto at = header.find("\n" + section + ":\n");
     if (at == std::string::npos) {
-      header += section + ":\n" + lines;
+      header.append(section).append(":\n").append(lines);
       continue;
     }
     // The section ends at the next line that does not start with a space.
