@@ -18,8 +18,6 @@ namespace {
 using nlohmann::json;
 using namespace study_report;
 
-constexpr const char* kUndeployable = "#c9a0dc";  // not deployable (memory): apart from the engine's refusal
-
 struct PriorityRow {
   std::string engine, hardware, model_class;
   std::set<std::string> models, defaults;
@@ -158,7 +156,7 @@ HeatCell regretCell(const StudyData& data, std::size_t i) {
   const StudyPoint& p = data.points[i];
   const std::string where = fmt::format("{} · {} · {} · {}", p.hardware, p.model, optionsLabel(p), p.workload);
   if (!p.valid) return {"#bdbdbd", "×", where + ": the engine refuses: " + p.refusal};
-  if (!p.deployable()) return {kUndeployable, "M", where + ": " + p.memoryNote()};
+  if (!p.deployable()) return {kNotDeployableColor, "M", where + ": " + p.memoryNote()};
   if (!p.default_rank || !p.regret) return {"#eeeeee", "-", where + ": the engine's choice is not ranked here"};
   const std::string chosen = backendAt(data, i, p.default_slot);
   if (*p.default_rank == 1) return {regretColor(0), "", where + ": " + chosen + " (the engine's choice) is fastest"};
@@ -210,7 +208,8 @@ std::vector<LegendItem> regretLegend() {
           {regretColor(0.5), "50% or more"},
           {"#ffffff", "≈ within the uncertainty bands: a tie, not counted wrong"},
           {"#bdbdbd", "× the engine refuses the configuration"},
-          {kUndeployable, "M not deployable (memory): the batch does not fit the engine's KV pool beside the weights"},
+          {kNotDeployableColor,
+           "M not deployable (memory): the batch does not fit the engine's KV pool beside the weights"},
           {"#eeeeee", "- the engine's choice is not ranked"}};
 }
 

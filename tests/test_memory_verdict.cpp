@@ -143,6 +143,31 @@ TEST(StudyMemory, PrioritiesShowsAnUndeployablePointApartFromARefusalAndOutsideT
   EXPECT_NE(html.find("not deployable (memory): the weights leave no KV cache"), std::string::npos);
 }
 
+TEST(StudyMemory, WhatIfAndMatrixShowAnUndeployablePointApartFromARefusal) {
+  const fs::path db = sweptStore("others.db");
+  const fs::path whatif = memoryScratch() / "whatif";
+  const auto w = runAttnsim("report whatif --db " + db.string() + " --out " + whatif.string() +
+                            " --compare vllm:FLASH_ATTN_MLA,vllm:TRITON_MLA");
+  ASSERT_EQ(w.exit_code, 0) << w.output;
+  const json wj = json::parse(test::readFile(whatif / "whatif.json"));
+  EXPECT_NE(wj.dump().find("\"not_deployable\":true"), std::string::npos);
+  const std::string md = test::readFile(whatif / "whatif.md");
+  EXPECT_NE(md.find("not deployable (memory) (1)"), std::string::npos) << md;
+  EXPECT_EQ(md.find("refused because"), md.rfind("refused because")) << "not listed as an engine refusal";
+  const fs::path matrix = memoryScratch() / "matrix";
+  const auto m = runAttnsim("report matrix --db " + db.string() + " --out " + matrix.string());
+  ASSERT_EQ(m.exit_code, 0) << m.output;
+  const json mj = json::parse(test::readFile(matrix / "matrix.json"));
+  int undeployable = 0;
+  for (const auto& cell : mj["accepted"]["vllm"]["cells"]) {
+    if (cell["not_deployable"].get<int>() == 0) continue;
+    ++undeployable;
+    EXPECT_NE(cell["where"].get<std::string>().find("deepseek-v3"), std::string::npos) << cell.dump();
+    EXPECT_EQ(cell["valid"], cell["not_deployable"]) << "accepted by the engine, not deployable";
+  }
+  EXPECT_GT(undeployable, 0);
+}
+
 TEST(StudyMemory, AVersionFiveStoreGainsTheColumnsAndItsOldPointsCountAsBefore) {
   const fs::path db = sweptStore("v5.db");
   sql(db,
