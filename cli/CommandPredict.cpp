@@ -6,7 +6,6 @@
 #include "core/Error.hpp"
 #include "cost/OperatorSources.hpp"
 #include "reports/Json.hpp"
-#include "simulator/Capacity.hpp"
 #include "simulator/Evaluation.hpp"
 
 namespace attnsim::cli {
@@ -114,18 +113,14 @@ Runner addPredictCommand(CLI::App& app, const GlobalOptions& global) {
     if (const int listed = runListStudy(*flags, global, false); listed >= 0) return listed;
     const Catalog c = flags->catalog(global);
     const ScenarioPrediction p = predictScenario(c, flags->scenario(flags->hardware, flags->models, flags->engines));
-    const std::optional<FitCheck> fit = memoryFit(c, p);  // flagged only when the batch does not fit
     if (global.json) {
-      nlohmann::json j = predictionJson(p, c);
+      nlohmann::json j = predictionJson(p, c);  // its "memory" says whether the deployment fits
       if (p.prediction.tp_comm_us > 0) j["tp_comm_us"] = p.prediction.tp_comm_us;
       if (p.input.attention_dp > 1) j["attention_dp"] = p.input.attention_dp;
-      if (fit && !fit->fits)
-        j["memory"] = {
-            {"fits", false}, {"need_mib", fit->need_mib}, {"have_mib", fit->have_mib}, {"message", fit->message}};
       std::cout << j.dump(2) << "\n";
     } else {
+      fmt::print("{}\n", memoryLine(p.memory));  // first: the numbers below stand for a deployment that may not fit
       printPrediction(p, c);
-      if (fit && !fit->fits) fmt::print("\nmemory: {}\n", fit->message);
     }
     return 0;
   };

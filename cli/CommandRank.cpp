@@ -8,7 +8,6 @@
 #include "cli/Commands.hpp"
 #include "core/Strings.hpp"
 #include "reports/Json.hpp"
-#include "simulator/Capacity.hpp"
 #include "simulator/Evaluation.hpp"
 
 namespace attnsim::cli {
@@ -47,17 +46,26 @@ void printDefaults(const Ranking& r) {
   }
 }
 
+// The fits column: yes, or no and why (the weights leave no pool, or the batch's KV exceeds it).
+std::string fitsLabel(const std::optional<FitCheck>& fit) {
+  if (!fit) return "-";
+  if (fit->fits) return "yes";
+  return fit->reason == "weights" ? "no (W)" : "no (KV)";
+}
+
 void printRanking(const Ranking& r) {
+  const bool modelled = std::any_of(r.ranked.begin(), r.ranked.end(), [](const auto& b) { return b.memory; });
+  fmt::print("{}\n", memoryLine(modelled ? std::optional<FitCheck>(r.memory()) : std::nullopt));
   fmt::print("{} · {} · {} · step time with CUDA graphs {}\n\n", r.hardware->id, r.model->id, describe(r.workload),
              r.cuda_graphs ? "on" : "off");
-  fmt::print("{:>4}  {:<34} {:>12} {:>6} {:>10} {:>12}  {:<8} {}\n", "rank", "backend", "step µs", "±", "vs next",
-             "attention µs", "bound", "figures");
+  fmt::print("{:>4}  {:<34} {:>12} {:>6} {:>10} {:>12}  {:<8} {:<7} {}\n", "rank", "backend", "step µs", "±", "vs next",
+             "attention µs", "bound", "fits", "figures");
   for (std::size_t i = 0; i < r.ranked.size(); ++i) {
     const RankedBackend& b = r.ranked[i];
     const std::string label = b.engine + ":" + b.backend + (b.variant.empty() ? "" : " [" + b.variant + "]");
-    fmt::print("{:>4}  {:<34} {:>12.1f} {:>5.0f}% {:>9.1f}% {:>12.2f}  {:<8} {}{}\n", rankLabel(r, i), label, b.step_us,
-               100 * b.band, 100 * b.margin_to_next, b.attention_us, b.bound, provenanceLabel(b.provenance),
-               b.engine_default ? "  ← engine default" : "");
+    fmt::print("{:>4}  {:<34} {:>12.1f} {:>5.0f}% {:>9.1f}% {:>12.2f}  {:<8} {:<7} {}{}\n", rankLabel(r, i), label,
+               b.step_us, 100 * b.band, 100 * b.margin_to_next, b.attention_us, b.bound, fitsLabel(b.memory),
+               provenanceLabel(b.provenance), b.engine_default ? "  ← engine default" : "");
   }
   const auto tied = std::count_if(r.ranked.begin(), r.ranked.end(), [](const RankedBackend& b) { return b.tied; });
   if (tied > 0) {
@@ -65,6 +73,12 @@ void printRanking(const Ranking& r) {
         "≈: tied within uncertainty with its group's fastest: the step times differ by less than the two attention "
         "calls' bands (the rest of the step is the same work for every backend); the order inside a group is not a "
         "prediction\n");
+  }
+  if (std::any_of(r.ranked.begin(), r.ranked.end(), [](const auto& b) { return b.memory && !b.memory->fits; })) {
+    fmt::print(
+        "fits: whether this backend's deployment holds the batch (the engine sizes its KV pool with the backend's "
+        "page size, workspace and graphs); no (W): the weights leave no KV pool, no (KV): the batch's KV exceeds "
+        "it\n");
   }
   printDefaults(r);
   printRefused(r);
@@ -91,14 +105,10 @@ Runner addRankCommand(CLI::App& app, const GlobalOptions& global) {
     const Catalog c = flags->catalog(global);
     const Scenario s = flags->scenario(flags->hardware, flags->models, "");
     const Ranking r = rankBackends(c, s, splitList(flags->engines));
-    const auto misfits = rankingMisfits(c, s, r);  // engines whose KV pool the batch does not fit
     if (global.json) {
-      nlohmann::json j = rankingJson(r, c);
-      for (const auto& [engine, fit] : misfits) j["memory"][engine] = {{"fits", false}, {"message", fit.message}};
-      std::cout << j.dump(2) << "\n";
+      std::cout << rankingJson(r, c).dump(2) << "\n";  // "memory" at the top and in every ranked backend
     } else {
       printRanking(r);
-      for (const auto& [engine, fit] : misfits) fmt::print("memory ({}): {}\n", engine, fit.message);
     }
     return 0;
   };

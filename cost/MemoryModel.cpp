@@ -141,25 +141,36 @@ MemorySplit splitMemory(const MemoryInput& in) {
   return s;
 }
 
-FitCheck checkFit(const MemorySplit& split, const Workload& w) {
-  FitCheck f;
-  f.have_mib = std::max(0.0, split.kv_pool_mib);
+double batchKvMib(const MemorySplit& split, const Workload& w) {
+  double mib = 0;
   for (const auto& g : w.groups) {
     // With attention replicas each GPU holds its replica's share of the requests.
     const std::int64_t count = (g.count + split.attention_dp - 1) / split.attention_dp;
-    f.need_mib += static_cast<double>(count) * split.kv.requestBytes(g.context, split.page_size) / kMiB;
+    mib += static_cast<double>(count) * split.kv.requestBytes(g.context, split.page_size) / kMiB;
   }
+  return mib;
+}
+
+FitCheck checkFit(const MemorySplit& split, const Workload& w) {
+  FitCheck f;
+  f.have_mib = std::max(0.0, split.kv_pool_mib);
+  f.need_mib = batchKvMib(split, w);
   if (!split.weightsFit()) {
     f.fits = false;
+    f.reason = "weights";
     f.message = fmt::format(
         "does not fit: the weights ({:.1f} GiB per GPU) leave no KV cache; the engine's budget is short by {:.1f} GiB",
         split.weights_mib / 1024, -split.kv_pool_mib / 1024);
   } else if (f.need_mib > f.have_mib) {
     f.fits = false;
+    f.reason = "kv_cache";
     f.message = fmt::format(
         "does not fit: the batch's KV cache needs {:.1f} GiB per GPU, the pool holds {:.1f} GiB "
         "({:.1f} GiB or {:.0f}% short)",
         f.need_mib / 1024, f.have_mib / 1024, (f.need_mib - f.have_mib) / 1024, 100 * (f.need_mib / f.have_mib - 1));
+  } else {
+    f.message = fmt::format("fits: the batch's KV cache needs {:.1f} GiB per GPU of the pool's {:.1f} GiB ({:.0f}%)",
+                            f.need_mib / 1024, f.have_mib / 1024, f.have_mib > 0 ? 100 * f.need_mib / f.have_mib : 0);
   }
   return f;
 }

@@ -82,9 +82,12 @@ MemorySplit splitMemory(const MemoryInput& in);
 // with attention replicas, one replica's share of the requests (rounded up) against one GPU's pool.
 struct FitCheck {
   bool fits = true;
-  double need_mib = 0, have_mib = 0;
-  std::string message;  // empty when it fits
+  double need_mib = 0, have_mib = 0;  // the batch's KV against the pool (0 when the weights leave none)
+  std::string reason;                 // "weights" (no pool left), "kv_cache" (the batch's KV); empty when it fits
+  std::string message;                // "does not fit: ..." and by how much, or "fits: ..." and how full
 };
 FitCheck checkFit(const MemorySplit& split, const Workload& w);
+// The MiB of KV one GPU needs for the batch (checkFit's need_mib, without its message: the sweep's hot path).
+double batchKvMib(const MemorySplit& split, const Workload& w);
 
 }  // namespace attnsim

@@ -1,5 +1,7 @@
 #include "reports/Json.hpp"
 
+#include <algorithm>
+
 #include "backends/KernelFamily.hpp"
 #include "catalog/Catalog.hpp"
 #include "cost/OperatorSources.hpp"
@@ -178,6 +180,25 @@ json backendJson(const std::optional<PredictedBackend>& b) {
 
 }  // namespace
 
+json memoryJson(const std::optional<FitCheck>& fit) {
+  if (!fit) {
+    return {{"fits", nullptr},
+            {"need_mib", nullptr},
+            {"have_mib", nullptr},
+            {"reason", nullptr},
+            {"message", "not modelled: a kernel outside any engine has no memory split"}};
+  }
+  return {{"fits", fit->fits},
+          {"need_mib", fit->need_mib},
+          {"have_mib", fit->have_mib},
+          {"reason", fit->reason.empty() ? json() : json(fit->reason)},
+          {"message", fit->message}};
+}
+
+std::string memoryLine(const std::optional<FitCheck>& fit) {
+  return "memory: " + (fit ? fit->message : std::string("not modelled (a kernel outside any engine)"));
+}
+
 json predictionJson(const ScenarioPrediction& sp, const Catalog& c) {
   const Prediction& p = sp.prediction;
   const bool graphs = sp.cuda_graphs;
@@ -190,7 +211,8 @@ json predictionJson(const ScenarioPrediction& sp, const Catalog& c) {
     total_layers += a.layers;
     layer_types.push_back(attentionJson(a));
   }
-  json out = {{"attention_us", p.attention_us},
+  json out = {{"memory", memoryJson(sp.memory)},
+              {"attention_us", p.attention_us},
               {"step_us_eager", p.eager.step_us},
               {"step_us_graph", graphs ? json(p.graph.step_us) : json()},
               {"bound", boundName(p.attention.front().cost.bound)},
@@ -241,7 +263,8 @@ json rankingJson(const Ranking& r, const Catalog& c) {
                       {"step_us_low", bandLow(row.step_us, row.band)},
                       {"step_us_high", bandHigh(row.step_us, row.band)},
                       {"tie_group", row.tie_group},
-                      {"tied", row.tied}});
+                      {"tied", row.tied},
+                      {"memory", memoryJson(row.memory)}});
   }
   json groups = json::array();
   for (const auto& row : r.ranked) {
@@ -257,7 +280,9 @@ json rankingJson(const Ranking& r, const Catalog& c) {
   for (const auto& [name, reason] : r.invalid) invalid[name] = reason;
   json resolved = json::object();
   for (const auto& [name, runs] : r.resolved) resolved[name] = {{"runs", runs.first}, {"why", runs.second}};
-  return {{"ranked", ranked},
+  const bool modelled = std::any_of(r.ranked.begin(), r.ranked.end(), [](const auto& b) { return b.memory; });
+  return {{"memory", memoryJson(modelled ? std::optional<FitCheck>(r.memory()) : std::nullopt)},
+          {"ranked", ranked},
           {"tie_groups", groups},
           {"engine_defaults", defaults},
           {"invalid", invalid},

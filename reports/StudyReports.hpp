@@ -4,6 +4,7 @@
 // matrices), read from a study store's sweep tables. Each is a document (Markdown + one HTML
 // page with inline SVG) and JSON; each states the sweep, catalog hash, program version and
 // calibration it comes from, and is the same for the same store.
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -68,6 +69,11 @@ std::string percent(double fraction);
 // An argument as a POSIX shell reads it back (single-quoted when it holds anything unusual).
 std::string shellWord(const std::string& word);
 std::string micros(double us);
+// "reason (points); ..." or "-".
+std::string reasonsText(const std::map<std::string, int>& reasons);
+// The cell colour of a point the engine accepts but whose deployment does not hold the batch (violet,
+// apart from the grey of a refusal).
+constexpr const char* kNotDeployableColor = "#c9a0dc";
 }  // namespace study_report
 
 }  // namespace attnsim

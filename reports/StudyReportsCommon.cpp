@@ -5,6 +5,7 @@
 #include <map>
 
 #include "core/Files.hpp"
+#include "core/Strings.hpp"
 #include "reports/StudyReports.hpp"
 
 namespace attnsim {
@@ -149,6 +150,13 @@ std::string shellWord(const std::string& word) {
 std::string percent(double fraction) { return fmt::format("{:.1f}%", 100 * fraction); }
 
 std::string micros(double us) { return us >= 100 ? fmt::format("{:.0f}", us) : fmt::format("{:.2f}", us); }
+
+std::string reasonsText(const std::map<std::string, int>& reasons) {
+  std::vector<std::string> parts;
+  parts.reserve(reasons.size());
+  for (const auto& [r, n] : reasons) parts.push_back(fmt::format("{} ({})", r, n));
+  return parts.empty() ? "-" : join(parts, "; ");
+}
 
 }  // namespace study_report
 

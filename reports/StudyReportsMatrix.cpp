@@ -20,6 +20,8 @@ using namespace study_report;
 
 struct MatrixVerdict {
   std::int64_t points = 0, valid = 0;
+  std::int64_t undeployable = 0;  // valid, but the engine's deployment does not hold the point's batch
+  std::string memory_note;        // the first such point's
   std::set<std::string> reasons;
 };
 
@@ -45,6 +47,7 @@ std::map<std::string, EngineMatrix> verdicts(const StudyData& data) {
       MatrixVerdict& v = m.cells[{cand.backend, column}];
       ++v.points;
       v.valid += cand.valid ? 1 : 0;
+      if (cand.valid && !p.deployable() && v.undeployable++ == 0) v.memory_note = p.memoryNote();
       if (!cand.valid && !cand.reason.empty()) v.reasons.insert(cand.reason);
     }
   }
@@ -69,13 +72,20 @@ HeatMap matrixMap(const std::string& engine, const EngineMatrix& m) {
       }
       const MatrixVerdict& v = it->second;
       const std::string reasons = v.reasons.empty() ? "" : ": " + join({v.reasons.begin(), v.reasons.end()}, "; ");
-      if (v.valid == v.points) {
-        row.push_back({"#a6d96a", "✓", where + ": valid"});
+      const std::string memory = v.undeployable == 0
+                                     ? ""
+                                     : fmt::format("; not deployable (memory) at {} of {} points, e.g. {}",
+                                                   v.undeployable, v.points, v.memory_note);
+      if (v.valid > 0 && v.undeployable == v.valid) {
+        row.push_back({kNotDeployableColor, "M", fmt::format("{}: accepted{}{}", where, memory, reasons)});
+      } else if (v.valid == v.points) {
+        row.push_back({"#a6d96a", "✓", fmt::format("{}: valid{}", where, memory)});
       } else if (v.valid == 0) {
         row.push_back({"#f46d43", "×", fmt::format("{}: refused{}", where, reasons)});
       } else {
-        row.push_back({"#fee08b", fmt::format("{}/{}", v.valid, v.points),
-                       fmt::format("{} on {}: valid at {} of {} points{}", b, col, v.valid, v.points, reasons)});
+        row.push_back(
+            {"#fee08b", fmt::format("{}/{}", v.valid, v.points),
+             fmt::format("{} on {}: valid at {} of {} points{}{}", b, col, v.valid, v.points, memory, reasons)});
       }
     }
   }
@@ -103,6 +113,7 @@ json matrixJson(const std::map<std::string, EngineMatrix>& all) {
                        {"where", key.second},
                        {"points", v.points},
                        {"valid", v.valid},
+                       {"not_deployable", v.undeployable},
                        {"reasons", v.reasons}});
     }
     out[engine] = {{"backends", m.backends}, {"columns", m.columns}, {"cells", cells}};
@@ -122,7 +133,8 @@ StudyReport matrixReport(const StudyData& data) {
   doc.paragraph(
       "Every backend of every swept engine, forced on each device and model of the sweep: green where the engine "
       "accepts it, red where it refuses (hover a cell for the engine's reason), yellow where it accepts some of the "
-      "workloads only.");
+      "workloads only, violet M where it accepts it but the deployment holds none of the batches (not deployable: "
+      "the weights leave no KV pool, or the batch's KV exceeds it).");
   const auto all = verdicts(data);
   std::size_t figure = 0;
   for (const auto& [engine, m] : all) {
@@ -130,6 +142,7 @@ StudyReport matrixReport(const StudyData& data) {
                 heatMapSvg(matrixMap(engine, m), {{"#a6d96a", "valid"},
                                                   {"#fee08b", "valid for some workloads"},
                                                   {"#f46d43", "refused"},
+                                                  {kNotDeployableColor, "M accepted, not deployable (memory)"},
                                                   {"#eeeeee", "not a candidate"}}),
                 engine + ": which backends the engine accepts"});
   }

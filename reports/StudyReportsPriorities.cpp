@@ -21,7 +21,7 @@ using namespace study_report;
 struct PriorityRow {
   std::string engine, hardware, model_class;
   std::set<std::string> models, defaults;
-  std::int64_t points = 0, refused = 0, unranked = 0, ranked = 0, fastest = 0;
+  std::int64_t points = 0, refused = 0, undeployable = 0, unranked = 0, ranked = 0, fastest = 0;
   std::int64_t tied = 0, wrong = 0;  // slower than the fastest: within the bands, or beyond them
   double regret_sum = 0, worst = 0, band_sum = 0;
   std::string worst_where;
@@ -52,6 +52,10 @@ void count(PriorityRow& row, const StudyData& data, std::size_t i) {
   ++row.points;
   if (!p.valid) {
     ++row.refused;
+    return;
+  }
+  if (!p.deployable()) {  // the batch does not fit: no regret, no verdict on the priority list
+    ++row.undeployable;
     return;
   }
   if (!p.default_rank || !p.regret) {
@@ -103,16 +107,17 @@ std::string fasterText(const std::map<std::string, int>& faster) {
 }
 
 ReportTable summaryTable(const std::vector<PriorityRow>& rows) {
-  ReportTable t{{"engine", "hardware", "model class", "models", "points", "refused", "ranked", "default fastest",
-                 "tied within band", "wrong beyond band", "default's band (mean)", "mean regret", "worst regret",
-                 "worst at", "engine's default", "faster beyond the band instead (points)"},
-                {}};
+  ReportTable t{
+      {"engine", "hardware", "model class", "models", "points", "refused", "not deployable (memory)", "ranked",
+       "default fastest", "tied within band", "wrong beyond band", "default's band (mean)", "mean regret",
+       "worst regret", "worst at", "engine's default", "faster beyond the band instead (points)"},
+      {}};
   for (const auto& r : rows) {
     const bool any = r.ranked > 0;
     const auto n = static_cast<double>(r.ranked);
     t.rows.push_back(
         {r.engine, r.hardware, r.model_class, join(std::vector<std::string>(r.models.begin(), r.models.end()), ", "),
-         std::to_string(r.points), std::to_string(r.refused), std::to_string(r.ranked),
+         std::to_string(r.points), std::to_string(r.refused), std::to_string(r.undeployable), std::to_string(r.ranked),
          any ? percent(static_cast<double>(r.fastest) / n) : "-", std::to_string(r.tied), std::to_string(r.wrong),
          any ? "±" + percent(r.band_sum / n) : "-", any ? percent(r.regret_sum / static_cast<double>(r.ranked)) : "-",
          any ? percent(r.worst) : "-", r.worst > 0 ? r.worst_where : "-",
@@ -130,6 +135,7 @@ json rowsJson(const std::vector<PriorityRow>& rows) {
                    {"models", r.models},
                    {"points", r.points},
                    {"refused", r.refused},
+                   {"not_deployable", r.undeployable},
                    {"unranked", r.unranked},
                    {"ranked", r.ranked},
                    {"default_fastest",
@@ -150,6 +156,7 @@ HeatCell regretCell(const StudyData& data, std::size_t i) {
   const StudyPoint& p = data.points[i];
   const std::string where = fmt::format("{} · {} · {} · {}", p.hardware, p.model, optionsLabel(p), p.workload);
   if (!p.valid) return {"#bdbdbd", "×", where + ": the engine refuses: " + p.refusal};
+  if (!p.deployable()) return {kNotDeployableColor, "M", where + ": " + p.memoryNote()};
   if (!p.default_rank || !p.regret) return {"#eeeeee", "-", where + ": the engine's choice is not ranked here"};
   const std::string chosen = backendAt(data, i, p.default_slot);
   if (*p.default_rank == 1) return {regretColor(0), "", where + ": " + chosen + " (the engine's choice) is fastest"};
@@ -201,6 +208,8 @@ std::vector<LegendItem> regretLegend() {
           {regretColor(0.5), "50% or more"},
           {"#ffffff", "≈ within the uncertainty bands: a tie, not counted wrong"},
           {"#bdbdbd", "× the engine refuses the configuration"},
+          {kNotDeployableColor,
+           "M not deployable (memory): the batch does not fit the engine's KV pool beside the weights"},
           {"#eeeeee", "- the engine's choice is not ranked"}};
 }
 
@@ -231,7 +240,9 @@ StudyReport prioritiesReport(const StudyData& data) {
   doc.heading("Where the priority list is wrong");
   doc.paragraph(
       "One heat map per engine. A cell is one point: its number is the regret in percent ('<1': under 1%), empty "
-      "where the engine's pick is the fastest; grey where the engine refuses the configuration. Hover a cell (HTML) "
+      "where the engine's pick is the fastest; grey where the engine refuses the configuration; 'M' (violet) where it "
+      "accepts it but the deployment does not hold the batch (the weights leave no KV pool, or the batch's KV exceeds "
+      "it): not deployable, so left out of the regrets and the table. Hover a cell (HTML) "
       "for the backends.");
   const auto maps = regretMaps(data);
   std::size_t figure = 0;

@@ -119,7 +119,7 @@ ListChecks listChecks(const StudyData& data) {
   std::set<std::string> by_rules;
   for (std::size_t i = 0; i < data.points.size(); ++i) {
     const StudyPoint& p = data.points[i];
-    if (!p.valid || !measured_hardware.count(p.hardware)) continue;
+    if (!p.deployable() || !measured_hardware.count(p.hardware)) continue;
     const std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}", p.engine, p.hardware, p.model, p.kv_dtype.value_or(""),
                                         p.page_size.value_or(0), p.tp, p.phase == "decode");
     auto it = walked.find(key);

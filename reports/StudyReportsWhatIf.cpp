@@ -29,6 +29,7 @@ struct Entry {
   double band = 0;      // relative band of step_us
   double tie_band = 0;  // the band two entries are compared with
   std::string provenance;
+  bool undeployable = false;  // the engine accepts the point, its deployment does not hold the batch
 };
 
 struct Aligned {
@@ -89,7 +90,7 @@ std::vector<Subject> subjectsOf(const StudyData& data, const WhatIfOptions& o) {
   return out;
 }
 
-Entry entryOf(const StudyData& data, std::size_t i, const Subject& s) {
+Entry candidateEntry(const StudyData& data, std::size_t i, const Subject& s) {
   const StudyPoint& p = data.points[i];
   Entry e;
   e.present = true;
@@ -106,6 +107,15 @@ Entry entryOf(const StudyData& data, std::size_t i, const Subject& s) {
     return e;
   }
   e.reason = p.valid ? "not a candidate here" : p.refusal;
+  return e;
+}
+
+Entry entryOf(const StudyData& data, std::size_t i, const Subject& s) {
+  Entry e = candidateEntry(data, i, s);
+  const StudyPoint& p = data.points[i];
+  e.undeployable = e.valid && !p.deployable();  // not deployable (memory), apart from the engine's refusal
+  e.valid = e.valid && !e.undeployable;
+  if (e.undeployable) e.reason = p.memoryNote();
   return e;
 }
 
@@ -160,7 +170,7 @@ std::optional<Winner> winner(const Aligned& a) {
 
 std::string entryText(const Subject& s, const Entry& e) {
   if (!e.present) return s.label + ": not swept here";
-  if (!e.valid) return s.label + ": refused: " + e.reason;
+  if (!e.valid) return s.label + (e.undeployable ? ": " : ": refused: ") + e.reason;
   return fmt::format("{}: {} step {} µs ±{} ({} figures; attention {} µs, {}-bound, {})", s.label, e.backend,
                      micros(e.step_us), percent(e.band), e.provenance.empty() ? "unknown" : e.provenance,
                      micros(e.attention_us), e.bound, e.graph_mode);
@@ -171,7 +181,8 @@ HeatCell winnerCell(const Aligned& a, const std::vector<Subject>& subjects) {
   for (std::size_t s = 0; s < subjects.size(); ++s) lines.push_back(entryText(subjects[s], a.entries[s]));
   const std::string tooltip = a.panel + " · " + a.workload + "\n" + join(lines, "\n");
   const auto w = winner(a);
-  if (!w) return {"#bdbdbd", "×", tooltip};
+  const bool memory = std::any_of(a.entries.begin(), a.entries.end(), [](const Entry& e) { return e.undeployable; });
+  if (!w) return {memory ? kNotDeployableColor : "#bdbdbd", memory ? "M" : "×", tooltip};
   if (w->margin < 0) return {fadedColor(paletteColor(w->index), 0.25), "only", tooltip};
   const std::string margin = w->margin < 0.005 ? "<1" : fmt::format("{:.0f}", 100 * w->margin);
   if (w->tied) return {fadedColor(paletteColor(w->index), 0.15), "≈" + margin, tooltip + "\n(tied within the bands)"};
@@ -229,7 +240,7 @@ std::vector<SubjectSummary> summarize(const std::vector<Aligned>& rows, std::siz
       SubjectSummary& sum = out[s];
       ++sum.points;
       if (!e.valid) {
-        ++sum.reasons[e.reason];
+        ++sum.reasons[e.undeployable ? "not deployable (memory)" : e.reason];
         continue;
       }
       ++sum.valid;
@@ -247,13 +258,6 @@ std::vector<SubjectSummary> summarize(const std::vector<Aligned>& rows, std::siz
     }
   }
   return out;
-}
-
-std::string reasonsText(const std::map<std::string, int>& reasons) {
-  std::vector<std::string> parts;
-  parts.reserve(reasons.size());
-  for (const auto& [r, n] : reasons) parts.push_back(fmt::format("{} ({})", r, n));
-  return parts.empty() ? "-" : join(parts, "; ");
 }
 
 ReportTable summaryTable(const std::vector<Subject>& subjects, const std::vector<SubjectSummary>& sums) {
@@ -280,7 +284,8 @@ ReportTable otherWorkloads(const std::vector<Aligned>& rows, const std::vector<S
   for (const auto& a : rows) {
     if (a.decode) continue;
     std::vector<std::string> row{a.panel, a.workload};
-    for (const auto& e : a.entries) row.push_back(!e.present ? "-" : e.valid ? micros(e.step_us) : "refused");
+    for (const auto& e : a.entries)
+      row.push_back(!e.present ? "-" : e.valid ? micros(e.step_us) : e.undeployable ? "not deployable" : "refused");
     const auto w = winner(a);
     row.push_back(!w ? "-"
                   : w->margin < 0
@@ -310,6 +315,7 @@ json alignedJson(const std::vector<Aligned>& rows, const std::vector<Subject>& s
                   {"provenance", e.provenance}});
       } else {
         j["reason"] = e.reason;
+        j["not_deployable"] = e.undeployable;
       }
       entries.push_back(j);
     }
@@ -328,6 +334,7 @@ std::vector<LegendItem> subjectLegend(const std::vector<Subject>& subjects) {
   std::vector<LegendItem> out;
   for (std::size_t s = 0; s < subjects.size(); ++s) out.push_back({paletteColor(s), subjects[s].label + " fastest"});
   out.push_back({"#bdbdbd", "× none valid"});
+  out.push_back({kNotDeployableColor, "M none deployable: the batch does not fit the engine's KV pool (memory)"});
   return out;
 }
 

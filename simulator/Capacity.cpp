@@ -1,7 +1,5 @@
 #include "simulator/Capacity.hpp"
 
-#include <algorithm>
-
 #include "catalog/Catalog.hpp"
 #include "core/Error.hpp"
 #include "core/Strings.hpp"
@@ -52,24 +50,6 @@ std::optional<FitCheck> memoryFit(const Catalog& c, const ScenarioPrediction& p)
   const Engine& e = c.engine(p.backend->engine);
   if (!e.policy.serving) return std::nullopt;
   return checkFit(memorySplitFor(e, p.input, p.cuda_graphs), p.workload);
-}
-
-std::vector<std::pair<std::string, FitCheck>> rankingMisfits(const Catalog& c, const Scenario& s, const Ranking& r) {
-  std::vector<std::pair<std::string, FitCheck>> out;
-  for (const auto& b : r.ranked) {
-    if (std::any_of(out.begin(), out.end(), [&](const auto& m) { return m.first == b.engine; })) continue;
-    if (!c.engine(b.engine).policy.serving) continue;
-    Scenario one = s;
-    one.engine = b.engine;
-    one.backend.reset();  // the engine's own decode backend sets the page size and KV dtype
-    try {
-      const FitCheck fit = checkFit(capacityOf(c, one).split, s.workload);
-      if (!fit.fits) out.emplace_back(b.engine, fit);
-    } catch (const EngineRefusal&) {
-      continue;  // the engine serves this scenario only with a backend forced per stage
-    }
-  }
-  return out;
 }
 
 }  // namespace attnsim

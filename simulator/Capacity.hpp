@@ -28,8 +28,5 @@ MemorySplit memorySplitFor(const Engine& e, const PredictionInput& in, bool cuda
 CapacityReport capacityOf(const Catalog& c, const Scenario& s);
 // The fit of a prediction's batch in its engine's KV pool; empty for a kernel outside any engine.
 std::optional<FitCheck> memoryFit(const Catalog& c, const ScenarioPrediction& p);
-// Per engine of a ranking, the fit of the scenario's batch in the pool the engine sizes with its own
-// decode backend; only the engines whose pool it does not fit.
-std::vector<std::pair<std::string, FitCheck>> rankingMisfits(const Catalog& c, const Scenario& s, const Ranking& r);
 
 }  // namespace attnsim

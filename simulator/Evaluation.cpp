@@ -8,6 +8,7 @@
 #include "catalog/Catalog.hpp"
 #include "core/Error.hpp"
 #include "core/Strings.hpp"
+#include "simulator/Capacity.hpp"
 
 namespace attnsim {
 
@@ -78,6 +79,7 @@ ScenarioPrediction predictScenario(const Catalog& c, const Scenario& s) {
   }
   out.prediction = Predictor(c, out.input).predict(s.workload);
   out.parameters = parametersOf(out.prediction, *out.hardware, s.workload.phase);
+  out.memory = memoryFit(c, out);
   return out;
 }
 
@@ -99,8 +101,8 @@ void rankEngine(const Catalog& c, const Scenario& s, const Engine& e, Ranking& o
       out.resolved[e.policy.engine + ":" + name] = {e.policy.engine + ":" + run.choice->name, run.whyNot()};
       continue;
     }
-    const Predictor predictor(c, predictionInputFor(c, *out.hardware, *out.model, e, run, s.cuda_graphs));
-    const Prediction p = predictor.predict(s.workload);
+    const PredictionInput input = predictionInputFor(c, *out.hardware, *out.model, e, run, s.cuda_graphs);
+    const Prediction p = Predictor(c, input).predict(s.workload);
     const PredictionUncertainty& u = p.uncertainty;
     RankedBackend& r = out.ranked.emplace_back();
     r = {e.policy.engine,
@@ -115,6 +117,7 @@ void rankEngine(const Catalog& c, const Scenario& s, const Engine& e, Ranking& o
     r.band = s.cuda_graphs ? u.graph_band : u.eager_band;
     r.tie_band = s.cuda_graphs ? u.graph_tie_band : u.eager_tie_band;
     r.attention_band = u.attention_band;
+    if (e.policy.serving) r.memory = checkFit(memorySplitFor(e, input, s.cuda_graphs), s.workload);
   }
 }
 
@@ -149,6 +152,23 @@ void groupTies(std::vector<RankedBackend>& ranked) {
 }
 
 }  // namespace
+
+FitCheck Ranking::memory() const {
+  FitCheck out = ranked.empty() || !ranked.front().memory ? FitCheck{} : *ranked.front().memory;
+  std::size_t misfits = 0;
+  for (const auto& b : ranked) {
+    if (!b.memory || b.memory->fits) continue;
+    if (misfits++ == 0) out = *b.memory;
+  }
+  if (misfits > 0) {
+    const std::string_view prefix = "does not fit: ";
+    std::string why = out.message;
+    if (why.rfind(prefix, 0) == 0) why.erase(0, prefix.size());
+    out.message = fmt::format("does not fit for {} of {} ranked backend(s); the fastest of them: {}", misfits,
+                              ranked.size(), why);
+  }
+  return out;
+}
 
 Ranking rankBackends(const Catalog& c, const Scenario& s, const std::vector<std::string>& engines) {
   Ranking out;

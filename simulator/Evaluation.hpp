@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cost/MemoryModel.hpp"
 #include "cost/Predictor.hpp"
 #include "selection/Selector.hpp"
 #include "simulator/EngineRun.hpp"
@@ -52,6 +53,10 @@ struct ScenarioPrediction {
   std::optional<PredictedBackend> backend;  // empty for a kernel outside any engine
   std::vector<KernelParameters> parameters;
   std::string label;  // one line saying what was predicted
+  // Whether the batch fits the engine's KV pool beside the weights, as the engine splits the GPU
+  // for this backend (its page size, workspace, graphs); empty for a kernel outside any engine or
+  // an engine without a serving: section. The numbers above stand either way.
+  std::optional<FitCheck> memory{};
 
   [[nodiscard]] double stepUs() const { return cuda_graphs ? prediction.graph.step_us : prediction.eager.step_us; }
 };
@@ -72,6 +77,9 @@ struct RankedBackend {
   double attention_band = 0;
   int tie_group = 0;  // 1-based; backends of one group are tied within uncertainty
   bool tied = false;  // its group has more than one member
+  // This backend's deployment: the batch against the pool the engine sizes with this backend
+  // (empty for an engine without a serving: section).
+  std::optional<FitCheck> memory{};
 };
 
 // How much slower an engine's default is than its fastest valid backend.
@@ -91,6 +99,9 @@ struct Ranking {
   std::map<std::string, std::string> invalid;  // engine:NAME -> the engine's refusal
   // engine:NAME -> the engine:OTHER the engine runs in this phase when asked for NAME, and why
   std::map<std::string, std::pair<std::string, std::string>> resolved;
+  // The ranking's memory verdict: fits when every ranked backend's deployment fits; otherwise
+  // how many do not, and the message of the fastest one that does not.
+  [[nodiscard]] FitCheck memory() const;
 };
 // Every backend of `engines` (empty: all) that the engine runs when asked for it by name
 // (runEngine's verdict, the same as `select --backend NAME`), predicted for the scenario and

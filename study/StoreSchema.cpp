@@ -129,8 +129,8 @@ struct AddedColumn {
   const char* type;
 };
 // Version 5 adds the measurement columns of converted kernel databases (window, query dtype, KV write,
-// engine, origin).
-constexpr std::array<AddedColumn, 14> kAddedColumns{{
+// engine, origin); version 6 the memory verdict of every sweep point (NULL: written before it, not assessed).
+constexpr std::array<AddedColumn, 18> kAddedColumns{{
     {"calibrations", "heldout_mape", "REAL"},
     {"calibrations", "heldout_p90_abs_rel_error", "REAL"},
     {"calibrations", "heldout_points", "INTEGER"},
@@ -145,6 +145,10 @@ constexpr std::array<AddedColumn, 14> kAddedColumns{{
     {"measurements", "engine", "TEXT NOT NULL DEFAULT ''"},
     {"measurements", "engine_version", "TEXT NOT NULL DEFAULT ''"},
     {"measurements", "origin", "TEXT NOT NULL DEFAULT ''"},
+    {"points", "memory_fits", "INTEGER"},
+    {"points", "memory_reason", "TEXT"},
+    {"points", "memory_need_mib", "REAL"},
+    {"points", "memory_have_mib", "REAL"},
 }};
 
 void addMissingColumns(sqlite3* db, const std::string& path) {
@@ -185,7 +189,7 @@ void createOrMigrateSchema(sqlite3* db, const std::string& path) {
   const auto found = schemaVersion(db);
   const std::string current = std::to_string(kStoreSchemaVersion);
   // Version 1 measured without page sizes: its rows cannot be told apart, so it is refused.
-  if (found && *found != "2" && *found != "3" && *found != "4" && *found != current) {
+  if (found && *found != "2" && *found != "3" && *found != "4" && *found != "5" && *found != current) {
     throw UsageError(fmt::format(
         "--db {}: a store of schema version {}, this attnsim reads versions 2 to {}; import the measurements "
         "into a new store (or use the attnsim that wrote it)",
@@ -195,7 +199,8 @@ void createOrMigrateSchema(sqlite3* db, const std::string& path) {
   execSql(db, kStudyTables, path);
   execSql(db, kSweepTables, path);
   // 3 -> 4: band and provenance columns (NULL on the rows already there); 4 -> 5: the converted
-  // measurement columns (their defaults on the rows already there).
+  // measurement columns (their defaults on the rows already there); 5 -> 6: the points' memory
+  // verdict (NULL on the points already there).
   addMissingColumns(db, path);
   createCapacityTables(db, path);  // versionless: CREATE TABLE IF NOT EXISTS (study/CapacityStore)
   Statement set(db, "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)");

@@ -27,7 +27,7 @@ constexpr const char* kPointsSql = R"(
   SELECT p.id, p.grp, g.hardware, g.model, g.engine, g.kv_dtype, g.page_size, g.tp, g.cuda_graphs,
          g.workload_class, p.phase, p.workload, p.batch, p.q_len, p.context, p.tokens, p.valid,
          s.refusal, s.kv_dtype, p.best_slot, p.default_slot, p.default_rank, p.regret, p.regret_us,
-         p.default_within_band
+         p.default_within_band, p.memory_fits, p.memory_reason, p.memory_need_mib, p.memory_have_mib
   FROM points p JOIN sweep_groups g ON g.sweep = p.sweep AND g.id = p.grp
   LEFT JOIN selections s ON s.sweep = p.sweep AND s.grp = p.grp
   WHERE p.sweep = ? ORDER BY p.id)";
@@ -59,6 +59,10 @@ StudyPoint readPoint(const Statement& s) {
   p.regret = optionalReal(s, 22);
   p.regret_us = optionalReal(s, 23);
   if (!s.isNull(24)) p.default_within_band = s.integer(24) != 0;
+  if (!s.isNull(25)) p.memory_fits = s.integer(25) != 0;
+  p.memory_reason = s.isNull(26) ? "" : s.text(26);
+  p.memory_need_mib = optionalReal(s, 27);
+  p.memory_have_mib = optionalReal(s, 28);
   return p;
 }
 
@@ -163,6 +167,15 @@ std::vector<StudyCandidate> studyCandidates(const Store& store, std::int64_t swe
   std::vector<StudyCandidate> out;
   while (s.step()) out.push_back(readCandidate(s));
   return out;
+}
+
+std::string StudyPoint::memoryNote() const {
+  if (memory_fits.value_or(true)) return "";
+  if (memory_reason == "weights") return "not deployable (memory): the weights leave no KV cache on one GPU";
+  const double need = memory_need_mib.value_or(0), have = memory_have_mib.value_or(0);
+  return fmt::format(
+      "not deployable (memory): the batch's KV cache needs {:.1f} GiB per GPU, the pool holds {:.1f} GiB", need / 1024,
+      have / 1024);
 }
 
 }  // namespace attnsim

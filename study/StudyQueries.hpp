@@ -45,6 +45,16 @@ struct StudyPoint {
   // The default is tied with the fastest within their tie bands (nullopt: no default, or a
   // point written before schema 4).
   std::optional<bool> default_within_band;
+  // The engine's deployment holds the batch in its KV pool (nullopt: not assessed, a point written
+  // before schema 6 or an engine without a serving model); the reason ("weights", "kv_cache") and
+  // the KV MiB per GPU it needs against the pool's.
+  std::optional<bool> memory_fits;
+  std::string memory_reason;
+  std::optional<double> memory_need_mib, memory_have_mib;
+  // The engine accepts the point and its deployment is not known not to fit.
+  [[nodiscard]] bool deployable() const { return valid && memory_fits.value_or(true); }
+  // "not deployable (memory): ..." with by how much; "" when it fits or was not assessed.
+  [[nodiscard]] std::string memoryNote() const;
 };
 // Every point of the sweep with its group and the engine's selection, by point id.
 std::vector<StudyPoint> studyPoints(const Store& store, std::int64_t sweep);

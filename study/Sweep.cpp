@@ -40,6 +40,15 @@ void evaluateSweepPoint(const SweepGroup& g, const SweepWorkload& w, PointRow& r
   steps.resize(predictors.size());
   Predictor::predictSteps(predictors, w.workload, steps);
   row.valid = !g.refusal;
+  row.memory_fits = -1;
+  row.memory_reason = nullptr;
+  if (g.memory) {
+    row.memory_need_mib = batchKvMib(*g.memory, w.workload);
+    row.memory_have_mib = std::max(0.0, g.memory->kv_pool_mib);
+    const bool weights = g.memory->weightsFit();
+    row.memory_fits = weights && row.memory_need_mib <= row.memory_have_mib ? 1 : 0;
+    if (row.memory_fits == 0) row.memory_reason = weights ? "kv_cache" : "weights";
+  }
   row.first = static_cast<std::uint32_t>(out.size());
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const StepPrediction& p = steps[i];

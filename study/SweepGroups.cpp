@@ -5,6 +5,7 @@
 #include "catalog/Catalog.hpp"
 #include "core/Error.hpp"
 #include "core/Strings.hpp"
+#include "simulator/Capacity.hpp"
 #include "simulator/EngineRun.hpp"
 
 namespace attnsim {
@@ -91,6 +92,13 @@ void runCandidates(const Catalog& c, SweepGroup& g, const std::vector<std::strin
       if (cand.engine_default) g.default_slot = static_cast<int>(g.candidates.size());
     }
     g.candidates.push_back(std::move(cand));
+  }
+  if (!g.refusal && e.policy.serving) {
+    try {
+      g.memory = capacityOf(c, s).split;
+    } catch (const EngineRefusal&) {
+      g.memory.reset();  // the engine deploys it only with a backend forced per stage: not assessed
+    }
   }
 }
 

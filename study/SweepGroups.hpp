@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cost/MemoryModel.hpp"
 #include "cost/Predictor.hpp"
 #include "simulator/Scenario.hpp"
 
@@ -34,6 +35,9 @@ struct SweepGroup {
   std::optional<std::int64_t> page_size;
   std::vector<SweepCandidate> candidates;
   int default_slot = -1;  // index into candidates; -1 when the engine refuses or picks none of them
+  // The GPU as the engine splits it for its own deployment (simulator/Capacity capacityOf): every
+  // point's batch is checked against its KV pool. Empty when the engine refuses or has no serving: model.
+  std::optional<MemorySplit> memory;
 };
 
 // Runs the engine's selection for the group's scenario and prepares every candidate (the

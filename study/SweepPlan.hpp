@@ -52,7 +52,12 @@ struct PointRow {
   bool valid = false;  // the engine's own selection accepts the point
   std::int32_t best_slot = -1, default_slot = -1, default_rank = 0;
   double regret = 0, regret_us = 0;
-  bool default_within_band = false;    // the default's band overlaps the fastest one's (withinBands)
+  bool default_within_band = false;  // the default's band overlaps the fastest one's (withinBands)
+  // The memory verdict of the engine's deployment (SweepGroup::memory): -1 not assessed, 0 does not fit, 1 fits;
+  // the reason ("weights": no KV pool left, "kv_cache": the batch's KV exceeds it) and the KV MiB per GPU.
+  std::int8_t memory_fits = -1;
+  const char* memory_reason = nullptr;
+  double memory_need_mib = 0, memory_have_mib = 0;
   std::uint32_t first = 0, count = 0;  // its rows in SweepBatch::predictions
 };
 

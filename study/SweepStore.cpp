@@ -163,8 +163,8 @@ SweepWriter::SweepWriter(Store& store, std::int64_t sweep, const SweepSpec& spec
       plan_(plan),
       point_(store.handle(),
              "INSERT OR IGNORE INTO points (sweep, id, grp, key, phase, batch, q_len, context, tokens, workload, "
-             "valid, best_slot, default_slot, default_rank, regret, regret_us, default_within_band) "
-             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
+             "valid, best_slot, default_slot, default_rank, regret, regret_us, default_within_band, memory_fits, "
+             "memory_reason, memory_need_mib, memory_have_mib) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
       prediction_(store.handle(),
                   "INSERT OR IGNORE INTO predictions (sweep, point, slot, attention_us, eager_us, graph_us, step_us, "
                   "bound, graph_mode, rank, band, tie_band, provenance) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)") {
@@ -190,6 +190,22 @@ void bindSlot(Statement& s, int i, std::int32_t slot) {
   } else {
     s.bind(i, static_cast<std::int64_t>(slot));
   }
+}
+
+// Columns 18-21: the memory verdict (all NULL when not assessed).
+void bindMemory(Statement& s, const PointRow& p) {
+  if (p.memory_fits < 0) {
+    for (int i = 18; i <= 21; ++i) s.bind(i, std::optional<std::int64_t>{});
+    return;
+  }
+  s.bind(18, static_cast<std::int64_t>(p.memory_fits));
+  if (p.memory_reason) {
+    s.bindStatic(19, p.memory_reason);
+  } else {
+    s.bind(19, std::optional<std::int64_t>{});
+  }
+  s.bind(20, p.memory_need_mib);
+  s.bind(21, p.memory_have_mib);
 }
 
 }  // namespace
@@ -223,6 +239,7 @@ void SweepWriter::write(const SweepBatch& batch) {
       point_.bind(16, p.regret_us);
       point_.bind(17, static_cast<std::int64_t>(p.default_within_band));
     }
+    bindMemory(point_, p);
     point_.run();
     for (std::uint32_t i = p.first; i < p.first + p.count; ++i) {
       const PredictionRow& r = batch.predictions[i];

@@ -77,6 +77,22 @@ def test_rank_orders_every_valid_backend():
     assert answer == cli
 
 
+def test_predict_and_rank_carry_the_memory_verdict():
+    fits = attnsim.predict(hardware="h100-sxm", model="llama-3.1-8b", engine="vllm", batch=8, context=4096)
+    assert fits["memory"]["fits"] is True
+    assert 0 < fits["memory"]["need_mib"] < fits["memory"]["have_mib"]
+    big = attnsim.predict(hardware="h100-sxm", model="llama-3.1-405b", engine="vllm", batch=8, context=4096)
+    assert big["memory"]["fits"] is False
+    assert big["memory"]["reason"] == "weights"
+    assert big["memory"]["message"].startswith("does not fit")
+    kernel = attnsim.predict(hardware="b200", kernel="fa4", phase="prefill", context=8192,
+                             geometry={"num_heads": 40, "num_kv_heads": 8, "head_dim": 128})
+    assert kernel["memory"]["fits"] is None
+    ranked = attnsim.rank(hardware="h100-sxm", model="deepseek-v3", engines="vllm,sglang", batch=8, context=4096)
+    assert ranked["memory"]["fits"] is False
+    assert all(r["memory"]["fits"] is False for r in ranked["ranked"])
+
+
 def test_check_runs_the_algorithm_against_golden():
     answer = attnsim.check(backend="vllm:FLASH_ATTN", model="llama-3.1-8b", phase="decode", flop_budget=1e6)
     assert answer["passed"] is True
