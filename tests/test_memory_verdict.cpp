@@ -177,7 +177,8 @@ TEST(StudyMemory, AVersionFiveStoreGainsTheColumnsAndItsOldPointsCountAsBefore) 
   sweptStore("v5.db");  // a writer migrates it; every point is stored, so none is re-evaluated
   EXPECT_EQ(count(db, "SELECT value FROM meta WHERE key = 'schema_version'"), kStoreSchemaVersion);
   EXPECT_EQ(count(db, "SELECT count(*) FROM points WHERE memory_fits IS NULL"), 2);
-  for (const auto& row : prioritiesJson(db, "v5")["rows"]) EXPECT_EQ(row["not_deployable"], 0) << row.dump();
+  const auto report = prioritiesJson(db, "v5");  // kept alive: the loop reads into it
+  for (const auto& row : report["rows"]) EXPECT_EQ(row["not_deployable"], 0) << row.dump();
 }
 
 }  // namespace
