@@ -11,6 +11,13 @@ const std::vector<std::string> kGemmDtypes = {"bf16", "fp8", "fp8_block", "nvfp4
 
 namespace {
 
+// ", held-out MAPE …% p90 …% on N <unit>" of a fit's source line; "" without held-out figures.
+std::string heldOutPhrase(const std::optional<HeldOutResiduals>& h, const char* unit) {
+  return h ? fmt::format(", held-out MAPE {:.1f}% p90 {:.1f}% on {} {}", 100 * h->mape, 100 * h->p90_abs_rel_error,
+                         h->points, unit)
+           : std::string{};
+}
+
 // Where x lies on an ascending axis: the lower node and the weight of the upper one, clamped to the ends.
 struct Bracket {
   std::size_t lo = 0;
@@ -69,12 +76,8 @@ GemmSurface parseGemmSurface(const YamlReader& r, const std::string& dtype, cons
   s.points = static_cast<int>(r.getInt("points", 1, 1 << 30));
   s.heldout = parseHeldOutResiduals(r);
   const auto own = r.find<std::string>("source");
-  s.source =
-      fmt::format("{} GEMM efficiency surface on {} measured nodes{}: {}", dtype, s.points,
-                  s.heldout ? fmt::format(" (held-out MAPE {:.1f}%, p90 {:.1f}% on {} shapes)", 100 * s.heldout->mape,
-                                          100 * s.heldout->p90_abs_rel_error, s.heldout->points)
-                            : std::string{},
-                  own ? *own : origin);
+  s.source = fmt::format("{} GEMM efficiency surface on {} measured nodes{}: {}", dtype, s.points,
+                         heldOutPhrase(s.heldout, "shapes"), own ? *own : origin);
   r.finish();
   return s;
 }
@@ -217,12 +220,8 @@ AllReduceFit parseAllReduceFit(const YamlReader& r, const std::string& engine, c
   f.fit_mape = r.getNumber("fit_mape", 0, 100);
   f.heldout = parseHeldOutResiduals(r);
   const auto own = r.find<std::string>("source");
-  f.source = fmt::format(
-      "{}'s custom all-reduce fitted on {} calls (fit MAPE {:.1f}%{}): {}", engine, f.points, 100 * f.fit_mape,
-      f.heldout ? fmt::format(", held-out MAPE {:.1f}% p90 {:.1f}% on {} calls", 100 * f.heldout->mape,
-                              100 * f.heldout->p90_abs_rel_error, f.heldout->points)
-                : std::string{},
-      own ? *own : origin);
+  f.source = fmt::format("{}'s custom all-reduce fitted on {} calls (fit MAPE {:.1f}%{}): {}", engine, f.points,
+                         100 * f.fit_mape, heldOutPhrase(f.heldout, "calls"), own ? *own : origin);
   r.finish();
   return f;
 }

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <span>
 
 #include "catalog/Catalog.hpp"
 #include "core/Error.hpp"
@@ -119,17 +120,13 @@ void fitGemm(const Catalog& c, const std::string& hardware, const std::string& d
   if (rates.flops_per_us <= 0) return;  // no peak for the dtype: nothing to be a fraction of
   const std::string engine = gridEngine(rows);
   std::set<std::int64_t> ms, ns, ks;
+  std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t>> measured;
   for (const auto* r : rows) {
-    if (r->engine == engine && onGemmGrid(*r)) ms.insert(r->batch), ns.insert(r->q_len), ks.insert(r->kv_len);
+    if (r->engine != engine || !onGemmGrid(*r)) continue;
+    ms.insert(r->batch), ns.insert(r->q_len), ks.insert(r->kv_len);
+    measured.emplace(r->batch, r->q_len, r->kv_len);
   }
-  int nodes = 0;
-  {
-    std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t>> measured;
-    for (const auto* r : rows) {
-      if (r->engine == engine && onGemmGrid(*r)) measured.emplace(r->batch, r->q_len, r->kv_len);
-    }
-    nodes = static_cast<int>(measured.size());
-  }
+  const auto nodes = static_cast<int>(measured.size());
   if (nodes < kMinGemmSurfaceNodes || ms.size() < 3 || ns.size() < 3 || ks.size() < 3) {
     out.not_fitted.push_back(fmt::format(
         "{} gemm {}: {} rows, {} of them on the power-of-two grid ({} × {} × {} sizes); a surface needs {} grid "
@@ -166,9 +163,7 @@ void fitGemm(const Catalog& c, const std::string& hardware, const std::string& d
                           fmt::format("m={} n={} k={}", r->batch, r->q_len, r->kv_len), r->median_us, s.us(m, n, k),
                           defaultGemmUs(c, hw, rates, *r), held_out});
   }
-  OperatorCalibration own;
-  own.points.assign(out.points.begin() + static_cast<std::ptrdiff_t>(first), out.points.end());
-  for (const auto& e : own.heldOutErrors()) {
+  for (const auto& e : heldOutErrors(std::span(out.points).subspan(first))) {
     if (e.engine == engine) s.heldout = HeldOutResiduals{e.mape, e.p90, e.points};
   }
   out.gemm.push_back({hardware, engine, std::move(s)});
@@ -249,15 +244,16 @@ void fitAllReduce(const Catalog& c, const std::string& hardware, const std::stri
                           r->median_us, fitted, allReduceUs(ring, r->bytes, ranks), allReduceHeldOut(*r)});
   }
   f.fit_mape = train.empty() ? 0 : train_error / static_cast<double>(train.size());
-  OperatorCalibration own;
-  own.points.assign(out.points.begin() + static_cast<std::ptrdiff_t>(first), out.points.end());
-  for (const auto& e : own.heldOutErrors()) f.heldout = HeldOutResiduals{e.mape, e.p90, e.points};
+  for (const auto& e : heldOutErrors(std::span(out.points).subspan(first)))
+    f.heldout = HeldOutResiduals{e.mape, e.p90, e.points};
   out.all_reduce.push_back({hardware, std::move(f)});
 }
 
 }  // namespace
 
-std::vector<OperatorErrors> OperatorCalibration::heldOutErrors() const {
+std::vector<OperatorErrors> OperatorCalibration::heldOutErrors() const { return attnsim::heldOutErrors(points); }
+
+std::vector<OperatorErrors> heldOutErrors(std::span<const OperatorPoint> points) {
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<const OperatorPoint*>> groups;
   for (const auto& p : points) {
     if (p.held_out) groups[{p.hardware, p.engine, p.op}].push_back(&p);
@@ -303,8 +299,8 @@ OperatorCalibration calibrateOperators(const Catalog& c, const std::vector<Measu
 std::string operatorCalibrationYaml(const OperatorCalibration& c, const std::string& hardware) {
   std::string text;
   auto heldout = [](const std::optional<HeldOutResiduals>& h) {
-    return h ? fmt::format(", heldout: {{mape: {:.4f}, p90_abs_rel_error: {:.4f}, points: {}}}", h->mape,
-                           h->p90_abs_rel_error, h->points)
+    return h ? fmt::format("{{mape: {:.4f}, p90_abs_rel_error: {:.4f}, points: {}}}", h->mape, h->p90_abs_rel_error,
+                           h->points)
              : std::string{};
   };
   auto sizes = [](const std::vector<double>& log2) {
@@ -315,8 +311,7 @@ std::string operatorCalibrationYaml(const OperatorCalibration& c, const std::str
   };
   for (const auto& g : c.gemm) {
     if (g.hardware != hardware) continue;
-    if (text.empty())
-      text = "# gemm and allreduce: attnsim calibrate --only gemm,allreduce (docs/MEASUREMENTS.md)\ngemm:\n";
+    if (text.empty()) text = "gemm:\n";
     const GemmSurface& s = g.surface;
     text += fmt::format("  {}:  # {} grid rows; efficiency = roofline / measured, [m][n][k]\n", s.dtype,
                         g.engine.empty() ? std::string("the") : g.engine + "'s");
@@ -329,25 +324,21 @@ std::string operatorCalibrationYaml(const OperatorCalibration& c, const std::str
       text += fmt::format("      {}{}\n", fmt::join(row, ", "), i + nk < s.log_efficiency.size() ? "," : "");
     }
     text += fmt::format("    ]\n    points: {}\n    source: \"{}\"\n", s.points, s.source);
-    if (s.heldout) {
-      text += fmt::format("    heldout: {{mape: {:.4f}, p90_abs_rel_error: {:.4f}, points: {}}}\n", s.heldout->mape,
-                          s.heldout->p90_abs_rel_error, s.heldout->points);
-    }
+    if (s.heldout) text += fmt::format("    heldout: {}\n", heldout(s.heldout));
   }
   bool first = true;
   for (const auto& a : c.all_reduce) {
     if (a.hardware != hardware) continue;
-    if (first && text.empty())
-      text = "# gemm and allreduce: attnsim calibrate --only gemm,allreduce (docs/MEASUREMENTS.md)\n";
     if (first) text += "allreduce:\n", first = false;
     const AllReduceFit& f = a.fit;
     text += fmt::format(
         "  {}: {{one_shot: {{latency_us: {:.3f}, bandwidth_gbps: {:.1f}}}, two_shot: {{latency_us: {:.3f}, "
         "bandwidth_gbps: {:.1f}}}, points: {}, fit_mape: {:.4f}{}, source: \"{}\"}}\n",
         f.engine, f.one_shot_latency_us, f.one_shot_gbps, f.two_shot_latency_us, f.two_shot_gbps, f.points, f.fit_mape,
-        heldout(f.heldout), f.source);
+        f.heldout ? ", heldout: " + heldout(f.heldout) : std::string{}, f.source);
   }
-  return text;
+  if (text.empty()) return text;
+  return "# gemm and allreduce: attnsim calibrate --only gemm,allreduce (docs/MEASUREMENTS.md)\n" + text;
 }
 
 // The operator fits join each device's file: after its kernel fits, or as a file of their own.

@@ -4,6 +4,7 @@
 // rows (AIConfigurator's tables as measurements/aic_convert.py writes them), each checked on rows
 // kept out of the fit, against the catalog's defaults on the same rows.
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,9 @@ struct OperatorCalibration {
 // A GEMM surface needs this many measured nodes, at least 3 sizes on each axis: a handful of shapes
 // cannot stand for cuBLAS's tile choices between them.
 inline constexpr int kMinGemmSurfaceNodes = 64;
+
+// Errors of each (hardware, engine, op) over the held-out ones of `points`.
+std::vector<OperatorErrors> heldOutErrors(std::span<const OperatorPoint> points);
 
 // The held-out rule: a GEMM row off the power-of-two grid, or of an engine whose grid was not the one
 // fitted; an all-reduce row whose message size is 2^i elements with i % 3 == 1.
