@@ -10,6 +10,7 @@
 #include "backends/RuleVariables.hpp"
 #include "catalog/OperatorTransfer.hpp"
 #include "core/Strings.hpp"
+#include "hardware/AttentionSurface.hpp"
 
 namespace attnsim {
 
@@ -221,6 +222,22 @@ void resolvePlatforms(std::vector<HardwareProfile>& hardware, const std::vector<
   }
 }
 
+// A calibration's `surfaces:` section: per kernel family and phase class, what that entry's fitted
+// roofline still misses on measured shapes. Each belongs to a `kernels:` entry of the same file.
+void attachSurfaces(const YamlReader& surfaces, HardwareProfile& hw) {
+  for (const auto& name : surfaces.keysOf()) {
+    const YamlReader phases = surfaces.map(name);
+    for (const auto& phase : phases.keysOf()) {
+      auto fit = hw.calibrations.find({name, phase});
+      if (fit == hw.calibrations.end())
+        phases.fail(phase, fmt::format("no kernels: {}: {} entry in this file to correct", name, phase));
+      fit->second.surface = std::make_shared<const AttentionSurface>(parseAttentionSurface(phases.map(phase)));
+    }
+    phases.finish();
+  }
+  surfaces.finish();
+}
+
 // hardware/calibrations/<hardware>.yaml: fitted efficiencies per kernel family and phase class.
 void loadCalibrations(const CatalogSource& source, std::vector<HardwareProfile>& hardware,
                       const std::vector<KernelFamily>& kernels) {
@@ -262,6 +279,7 @@ void loadCalibrations(const CatalogSource& source, std::vector<HardwareProfile>&
       phases.finish();
     }
     families.finish();
+    if (auto surfaces = r.findMap("surfaces")) attachSurfaces(*surfaces, *hw);
     r.finish();
   }
 }

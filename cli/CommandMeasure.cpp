@@ -191,14 +191,17 @@ Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global) {
   auto holdout = std::make_shared<std::string>("1024,8192");
   auto export_dir = std::make_shared<std::string>();
   auto only = std::make_shared<std::string>();
+  auto residuals = std::make_shared<std::string>();
   app.add_option("--db", *db, "study file with imported measurements")->required();
+  app.add_option("--residuals", *residuals,
+                 "also write every attention row, predicted before and after the fit, as CSV to this file");
   app.add_option("--only", *only,
                  "fit only these parts (comma list of attention, overheads, gemm, allreduce; default: all measured)");
   app.add_option("--hardware", *hardware, "only this hardware profile");
   app.add_option("--holdout-contexts", *holdout, "context lengths kept out of the fit (comma list)");
   app.add_option("--export", *export_dir,
                  "write the fits as catalog YAML into this folder (hardware/calibrations layout)");
-  return [&global, db, hardware, holdout, export_dir, only]() {
+  return [&global, db, hardware, holdout, export_dir, only, residuals]() {
     const Catalog c = global.loadCatalog();
     const std::vector<std::string> parts = only->empty() ? kCalibrateParts : splitList(*only);
     for (const auto& p : parts) {
@@ -217,6 +220,7 @@ Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global) {
     const CalibrationOptions options{*hardware, *holdout, {parseContexts(*holdout)}};
     const auto families = rows.empty() ? std::vector<FamilyCalibration>{} : calibrateFamilies(store, c, rows, options);
     if (!global.json && !families.empty()) printFamilies(families);
+    if (!residuals->empty()) writeFileAtomically(*residuals, residualsCsv(c, rows, families, options.validation));
     const auto overheads = wanted("overheads") ? calibrateOverheads(store, c, options) : std::vector<OverheadFit>{};
     if (!global.json) printOverheads(overheads);
     OperatorCalibration kept = ops;

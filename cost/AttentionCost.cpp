@@ -345,6 +345,8 @@ AttentionCost predictAttention(const AttentionShape& shape, const KernelModel& k
   out.compute_us = out.flops_tiled / (c.peak * kernel.compute_efficiency);
   out.memory_us = out.bytes / (device.bytes_per_us * kernel.memory_efficiency);
   out.bound = attention_cost::roofBound(out);
+  if (kernel.corrected != nullptr || kernel.decode_rows != nullptr)
+    attention_cost::applyMeasuredCorrection(out, shape, kernel, device, phase, groups, page_size);
   return out;
 }
 

@@ -5,8 +5,10 @@
 // millions of these per minute.
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "backends/KernelFamily.hpp"
 #include "core/Formats.hpp"
@@ -15,7 +17,10 @@
 namespace attnsim {
 
 struct AttentionLayerSpec;
+struct AttentionSurface;
+struct CorrectedGrid;
 struct HardwareProfile;
+struct SurfaceSlice;
 struct KernelFamily;
 
 // The geometry the kernel computes on, per tensor-parallel rank.
@@ -77,6 +82,13 @@ struct KernelModel {
   Provenance provenance = Provenance::Default;
   BandBasis band_basis = BandBasis::Documented;
   double band = kDefaultBand;
+  // The device's measured correction of this kernel's roofline (a calibration's surfaces), and its
+  // slice nearest the problem predicted, applied to that shape (Predictor resolves it once per shape).
+  const AttentionSurface* surface = nullptr;
+  const CorrectedGrid* corrected = nullptr;
+  // An extend launch's single-token rows: the decode kernel for the shape with its grid (same family and
+  // geometry only), whose corrected and modelled times weigh those rows' share of the correction.
+  const KernelModel* decode_rows = nullptr;
 };
 
 struct DeviceModel {
@@ -110,12 +122,23 @@ struct AttentionCost {
   double kernel_us = 0;  // waves × per-unit work
   double fixed_us = 0;
   double time_us = 0;
-  double utilization = 0;  // busy fraction of the SM slots over kernel_us
+  double utilization = 0;          // busy fraction of the SM slots over kernel_us
+  double measured_correction = 1;  // time_us includes this factor from the kernel's surface slice
   Bound bound = Bound::Memory;
 
   [[nodiscard]] double achievedTflops() const { return time_us > 0 ? flops / time_us / 1e6 : 0; }
   [[nodiscard]] double achievedGBps() const { return time_us > 0 ? bytes / time_us / 1e3 : 0; }
 };
+
+// The slice of `kernel.surface` nearest `shape`, applied to it: its grid's nodes predicted with
+// `kernel` (uncorrected) on `device`. Null when the kernel has no surface or none of the shape's head size.
+std::shared_ptr<const CorrectedGrid> correctedGridFor(const AttentionShape& shape, const KernelModel& kernel,
+                                                      const DeviceModel& device, Phase phase, std::int64_t page_size,
+                                                      std::string_view engine);
+
+// What a surface is looked up by for a resolved shape: heads, sizes, KV width, FP8 query, window.
+struct SurfaceShape;
+SurfaceShape surfaceShapeOf(const AttentionShape& shape, std::string_view engine);
 
 // Σ over one request's query tokens of the keys each attends (causal, window, top-k, tree).
 double attendedKeys(const RequestGroup& g, const AttentionShape& s);

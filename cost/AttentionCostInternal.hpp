@@ -163,4 +163,12 @@ Traffic countTraffic(const AttentionShape& s, const KernelModel& k, std::span<co
 AttentionCost predictUnfused(const AttentionShape& s, const KernelModel& kernel, const DeviceModel& device, Phase phase,
                              std::span<const RequestGroup> groups, const Traffic& t, double sinks, double dequant);
 
+// The call's measured correction (cost/MeasuredCorrection.cpp): a decode of one token per request or a
+// prefill of whole prompts takes the kernel's grid time at its batch and mean length (beyond the grid,
+// the edge's time scaled by the model from the edge on); an extend or a mixed launch, its parts'
+// corrected over modelled time. Other calls keep the model's time.
+void applyMeasuredCorrection(AttentionCost& out, const AttentionShape& shape, const KernelModel& kernel,
+                             const DeviceModel& device, Phase phase, std::span<const RequestGroup> groups,
+                             std::int64_t page_size);
+
 }  // namespace attnsim::attention_cost

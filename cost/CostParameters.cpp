@@ -101,6 +101,7 @@ KernelModel resolveKernel(const KernelFamily& kernel, const HardwareProfile& hw,
   const UncertaintyBand band = bandOf(e, linear ? kNonAttentionDefaultBand : kDefaultBand);
   k.band = band.band;
   k.band_basis = band.basis;
+  k.surface = e.surface.get();
   return k;
 }
 

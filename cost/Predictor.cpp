@@ -103,6 +103,7 @@ Predictor::Predictor(const Catalog& catalog, PredictionInput input)
   }
   if (input_.absorbed_extend_kernel)
     absorbed_extend_model_ = resolveKernel(*input_.absorbed_extend_kernel, hw, Phase::Extend);
+  attachCorrectedGrids();
   linear_ = resolveLinearKernels(catalog, hw, model);
   launch_ = {.kernel_launch_us = hw.overheads.kernel_launch_us,
              .graph_replay_base_us = hw.overheads.graph_replay_base_us,
@@ -152,8 +153,8 @@ void Predictor::predictAttention(const Workload& workload, std::vector<LayerAtte
     const KernelModel* single_rows =
         workload.phase == Phase::Extend && family == input_.decode_kernel ? &decode_model_ : nullptr;
     out[i].cost = mixed ? mixedByPhase(i, workload)
-                        : attnsim::predictAttention(shapes[i], kernel, device_, workload.phase, workload.groups,
-                                                    input_.page_size, single_rows);
+                        : attnsim::predictAttention(shapes[i], layerModel(kernel, i), device_, workload.phase,
+                                                    workload.groups, input_.page_size, single_rows);
   }
 }
 

@@ -163,6 +163,13 @@ class Predictor {
   [[nodiscard]] const KernelModel& attentionModel(Phase phase) const;
   [[nodiscard]] std::array<double, 4> kernelBands(Phase phase) const;  // attention, gemm, moe, elementwise
   std::vector<AttentionShape> prefill_shapes_, decode_shapes_, absorbed_shapes_;
+  // Per layer type, the prefill and decode kernels with their surface's slice applied to the layer's
+  // shape (empty: the kernel has no surface on this device; grids_ owns what they point to).
+  using LayerModels = std::vector<std::shared_ptr<const KernelModel>>;  // heap: stable when the Predictor moves
+  LayerModels prefill_layer_models_, decode_layer_models_, extend_layer_models_, absorbed_layer_models_;
+  std::vector<std::shared_ptr<const CorrectedGrid>> grids_;
+  void attachCorrectedGrids();
+  [[nodiscard]] const KernelModel& layerModel(const KernelModel& kernel, std::size_t layer) const;
   LinearKernels linear_;
   StepGraph prefill_graph_, decode_graph_;
   LaunchCosts launch_;

@@ -1,10 +1,12 @@
 // How a Predictor runs the batches that are not one uniform call: a mixed batch (one launch, or a
 // prefill call and a decode call), and an MLA extend in the form its engine picks per batch
-// (BackendCaps::mla_extend: MHA over per-head K/V, or absorbed over the latent cache).
+// (BackendCaps::mla_extend: MHA over per-head K/V, or absorbed over the latent cache); and each
+// layer's kernels with their measured surface applied to the layer's shape.
 #include <fmt/format.h>
 
 #include "backends/KernelFamily.hpp"
 #include "cost/Predictor.hpp"
+#include "hardware/AttentionSurface.hpp"
 #include "model/ModelSpec.hpp"
 
 namespace attnsim {
@@ -45,13 +47,13 @@ AttentionCost Predictor::mixedByPhase(std::size_t layer, const Workload& workloa
   decode.clear();
   for (const auto& g : workload.groups) (g.q_len == 1 ? decode : prefill).push_back(g);
   if (prefill.empty() || decode.empty()) {
-    return attnsim::predictAttention(prefill_shapes_[layer], extend_model_, device_, workload.phase, workload.groups,
-                                     input_.page_size);
+    return attnsim::predictAttention(prefill_shapes_[layer], layerModel(extend_model_, layer), device_, workload.phase,
+                                     workload.groups, input_.page_size);
   }
-  const AttentionCost first = attnsim::predictAttention(prefill_shapes_[layer], extend_model_, device_, Phase::Extend,
-                                                        prefill, input_.page_size);
-  const AttentionCost second =
-      attnsim::predictAttention(decode_shapes_[layer], decode_model_, device_, Phase::Decode, decode, input_.page_size);
+  const AttentionCost first = attnsim::predictAttention(prefill_shapes_[layer], layerModel(extend_model_, layer),
+                                                        device_, Phase::Extend, prefill, input_.page_size);
+  const AttentionCost second = attnsim::predictAttention(decode_shapes_[layer], layerModel(decode_model_, layer),
+                                                         device_, Phase::Decode, decode, input_.page_size);
   return sequentialCalls(first, second);
 }
 
@@ -97,6 +99,61 @@ std::string Predictor::mixedNote(const Workload& workload) const {
   return how +
          "; its prefill tiles hold one query head, so every single-token row computes a padded query tile "
          "per query head and re-reads its KV per head: more than a decode call where compute is scarce";
+}
+
+// Measured surfaces: each layer's kernels with their grid for the layer's shape.
+void Predictor::attachCorrectedGrids() {
+  auto layerModels = [&](const KernelModel& model, const std::vector<AttentionShape>& shapes, Phase phase) {
+    LayerModels out;
+    if (!model.surface) return out;
+    out.reserve(shapes.size());
+    for (const auto& shape : shapes) {
+      auto layer = std::make_shared<KernelModel>(model);
+      auto grid = correctedGridFor(shape, model, device_, phase, input_.page_size, input_.engine);
+      layer->corrected = grid.get();
+      if (grid) grids_.push_back(std::move(grid));
+      out.push_back(std::move(layer));
+    }
+    return out;
+  };
+  prefill_layer_models_ = layerModels(prefill_model_, prefill_shapes_, Phase::Prefill);
+  decode_layer_models_ = layerModels(decode_model_, decode_shapes_, Phase::Decode);
+  // An extend runs in the prefill kernel: its grid for the prompt rows; its single-token rows weigh in
+  // as the decode kernel runs them, where that is the same family on the same geometry.
+  auto decodeRows = [&](const KernelFamily* family, const std::vector<AttentionShape>& shapes, std::size_t i) {
+    const bool same = family == input_.decode_kernel && i < decode_layer_models_.size() &&
+                      shapes[i].num_kv_heads == decode_shapes_[i].num_kv_heads &&
+                      shapes[i].d_qk == decode_shapes_[i].d_qk;
+    return same ? decode_layer_models_[i].get() : nullptr;
+  };
+  for (std::size_t i = 0; i < prefill_layer_models_.size(); ++i) {
+    auto layer = std::make_shared<KernelModel>(extend_model_);
+    layer->corrected = prefill_layer_models_[i]->corrected;
+    layer->decode_rows = decodeRows(input_.prefill_kernel, prefill_shapes_, i);
+    extend_layer_models_.push_back(std::move(layer));
+  }
+  // An MLA extend run absorbed: the absorbed kernel's own prefill grid for the prompt rows.
+  if (!input_.absorbed_extend_kernel || !absorbed_extend_model_.surface) return;
+  for (std::size_t i = 0; i < absorbed_shapes_.size(); ++i) {
+    auto layer = std::make_shared<KernelModel>(absorbed_extend_model_);
+    auto grid = correctedGridFor(absorbed_shapes_[i], absorbed_extend_model_, device_, Phase::Prefill, input_.page_size,
+                                 input_.engine);
+    layer->corrected = grid.get();
+    if (grid) grids_.push_back(std::move(grid));
+    layer->decode_rows = decodeRows(input_.absorbed_extend_kernel, absorbed_shapes_, i);
+    absorbed_layer_models_.push_back(std::move(layer));
+  }
+}
+
+const KernelModel& Predictor::layerModel(const KernelModel& kernel, std::size_t layer) const {
+  auto pick = [&](const LayerModels& models) -> const KernelModel& {
+    return layer < models.size() ? *models[layer] : kernel;
+  };
+  if (&kernel == &decode_model_) return pick(decode_layer_models_);
+  if (&kernel == &prefill_model_) return pick(prefill_layer_models_);
+  if (&kernel == &extend_model_) return pick(extend_layer_models_);
+  if (&kernel == &absorbed_extend_model_) return pick(absorbed_layer_models_);
+  return kernel;
 }
 
 }  // namespace attnsim

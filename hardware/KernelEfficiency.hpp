@@ -4,11 +4,14 @@
 // Each set of figures says where it came from and how far a prediction made with it may be off
 // (docs/COST_MODEL.md "Uncertainty").
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
 namespace attnsim {
+
+struct AttentionSurface;
 
 // Where a kernel's efficiency figures come from.
 enum class Provenance : std::uint8_t {
@@ -65,6 +68,8 @@ struct KernelEfficiency {
   double fit_mape = 0;                      // measured: in-sample MAPE of the fit (0: not known)
   int fit_points = 0;                       // measured: the points fitted (0: not known)
   std::optional<HeldOutResiduals> heldout;  // measured: residuals on held-out points
+  // measured: what the fitted roofline still misses, per measured shape (a calibration's `surfaces:`)
+  std::shared_ptr<const AttentionSurface> surface;
 };
 
 // A relative band: a prediction t is expected within [t / (1 + band), t · (1 + band)] (bandLow,

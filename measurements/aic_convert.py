@@ -19,6 +19,7 @@ import argparse
 import csv
 import gzip
 import hashlib
+import math
 import os
 import subprocess
 import sys
@@ -244,6 +245,45 @@ def sample(rows, per_class):
     return kept
 
 
+# The shapes whose whole (batch, length) grid is kept per attention class: the slices attnsim calibrate
+# fits its measured surface on (docs/MEASUREMENTS.md). Per class, the slice nearest each seed in
+# (log2 heads, log2 KV heads): a Llama-3.1-8B-like 32/8 at TP 1 and 8/1 (Llama-3.1-70B at TP 8); for
+# MLA (one latent KV head), DeepSeek's 128 heads at TP 1 and 16 at TP 8.
+ANCHOR_SEEDS = [(32, 8), (8, 1)]
+MLA_ANCHOR_SEEDS = [(128, 1), (16, 1)]
+
+
+def attention_anchor_rows(rows):
+    """Every row of each attention class's anchor slices (the seeds' nearest (heads, KV heads))."""
+    slices = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        if row["kind"] != "attention":
+            continue
+        slices[shape_class(row)][(int(row["heads"]), int(row["kv_heads"]))].append(row)
+    kept = []
+    for members in slices.values():
+        shapes = sorted(members)
+        seeds = MLA_ANCHOR_SEEDS if all(kv == 1 for _, kv in shapes) else ANCHOR_SEEDS
+        chosen = []
+        for sh, skv in seeds:
+            free = [s for s in shapes if s not in chosen]
+            if free:
+                chosen.append(min(free, key=lambda s: (math.log2(s[0] / sh)) ** 2 + (math.log2(s[1] / skv)) ** 2))
+        for s in chosen:
+            kept.extend(members[s])
+    return kept
+
+
+def attention_sample(rows, per_class):
+    """The anchor slices whole, and a hash sample of each class's rows: the sample's other shapes are held
+    out by attnsim calibrate, they check how the surface carries over to shapes it did not measure."""
+    if per_class <= 0:
+        return rows
+    anchors = attention_anchor_rows(rows)
+    seen = {id(r) for r in anchors}
+    return anchors + [r for r in sample(rows, per_class) if id(r) not in seen]
+
+
 def on_gemm_grid(row):
     """A node of the GEMM efficiency surface: M, N and K all powers of two (the grid attnsim calibrate fits)."""
     return all(v > 0 and v & (v - 1) == 0 for v in (int(row["batch"]), int(row["q_len"]), int(row["kv_len"])))
@@ -278,6 +318,8 @@ def convert_gpu(root, gpu, versions, commit, date, per_class):
             table_rows.append(out)
         if op == "gemm":
             kept = gemm_sample(table_rows, engine, per_class)
+        elif op in ("attention", "mla"):
+            kept = attention_sample(table_rows, per_class)
         else:
             kept = sample(table_rows, per_class)
         print(f"aic_convert: {rel}: {len(kept)} of {len(table_rows)} rows", file=sys.stderr)

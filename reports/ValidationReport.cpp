@@ -40,11 +40,19 @@ std::string fittedParameters(const Validation& v) {
 
 std::string heldOutErrors(const Validation& v) {
   std::string md =
-      "\n## Held-out error per implementation and phase\n\n| hardware | kernel family | implementation | phase | "
-      "points | MAPE before | MAPE after | worst after |\n|---|---|---|---|---|---|---|---|\n";
+      "\n## Held-out error per implementation and phase\n\nAfter the fit, apart: the held-out lengths of the "
+      "shapes a family's measured surface has (its slices), and the shapes it does not have, reached through "
+      "the nearest slice (\"–\": none of that kind).\n\n| hardware | kernel family | implementation | phase | "
+      "points | MAPE before | MAPE after | worst after | after, measured shapes | after, other shapes |\n"
+      "|---|---|---|---|---|---|---|---|---|---|\n";
+  const auto part = [](std::size_t points, double mape) {
+    return points == 0 ? std::string("–") : fmt::format("{:.1f}% ({})", 100 * mape, points);
+  };
   for (const auto& e : v.errors) {
-    md += fmt::format("| {} | {} | {} | {} | {} | {:.1f}% | {:.1f}% | {:.1f}% |\n", e.hardware, e.kernel, e.impl,
-                      e.phase, e.points, 100 * e.mape_before, 100 * e.mape_after, 100 * e.worst_after);
+    md += fmt::format("| {} | {} | {} | {} | {} | {:.1f}% | {:.1f}% | {:.1f}% | {} | {} |\n", e.hardware, e.kernel,
+                      e.impl, e.phase, e.points, 100 * e.mape_before, 100 * e.mape_after, 100 * e.worst_after,
+                      part(e.measured_shape_points, e.measured_shape_mape),
+                      part(e.other_shape_points, e.other_shape_mape));
   }
   return md;
 }

@@ -12,6 +12,7 @@
 #include "catalog/Catalog.hpp"
 #include "cost/StepModel.hpp"
 #include "hardware/HardwareProfile.hpp"
+#include "study/AttentionSurfaceFit.hpp"
 
 namespace attnsim {
 
@@ -274,7 +275,7 @@ std::vector<OverheadFit> fitOverheads(const std::vector<MeasurementRow>& rows) {
 }
 
 HoldoutRule::HoldoutRule(const std::vector<MeasurementRow>& rows, std::vector<std::int64_t> contexts)
-    : contexts_(std::move(contexts)) {
+    : contexts_(std::move(contexts)), dense_(std::make_shared<const DenseSlices>(rows, contexts_)) {
   for (const auto& r : rows) {
     if (r.kind != "attention" || r.page_size > 0) continue;
     std::pair<std::string, std::string> key{r.hardware, r.kernel};
@@ -288,7 +289,9 @@ bool HoldoutRule::heldOut(const MeasurementRow& row) const {
       std::find(contiguous_.begin(), contiguous_.end(),
                 std::pair<std::string, std::string>{row.hardware, row.kernel}) != contiguous_.end())
     return true;
-  return std::find(contexts_.begin(), contexts_.end(), row.kv_len) != contexts_.end();
+  return std::find(contexts_.begin(), contexts_.end(), row.kv_len) != contexts_.end() || otherShape(row);
 }
+
+bool HoldoutRule::otherShape(const MeasurementRow& row) const { return dense_->otherShape(row); }
 
 }  // namespace attnsim

@@ -103,13 +103,20 @@ std::vector<OverheadFit> fitOverheads(const std::vector<MeasurementRow>& rows);
 // fitted on those rows only and every paged row of it is a test point (how the fit carries over to
 // paged KV); a family measured only paged (the engines' own kernels, which take only their paged
 // caches) is fitted on its paged rows of the other contexts.
+// Where a family has a measured surface (study/AttentionSurfaceFit.hpp), a row of a shape that is not
+// one of its slices is a test point too: how the surface carries over to shapes it did not measure.
+class DenseSlices;
 class HoldoutRule {
  public:
   HoldoutRule(const std::vector<MeasurementRow>& rows, std::vector<std::int64_t> contexts);
   [[nodiscard]] bool heldOut(const MeasurementRow& row) const;
+  // A held-out row whose shape is none of its family's measured slices.
+  [[nodiscard]] bool otherShape(const MeasurementRow& row) const;
+  [[nodiscard]] const DenseSlices& denseSlices() const { return *dense_; }
 
  private:
   std::vector<std::int64_t> contexts_;
+  std::shared_ptr<const DenseSlices> dense_;
   std::vector<std::pair<std::string, std::string>> contiguous_;  // (hardware, kernel) with contiguous rows
 };
 

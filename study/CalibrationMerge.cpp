@@ -5,6 +5,7 @@
 
 #include <map>
 #include <sstream>
+#include <vector>
 
 #include "core/Error.hpp"
 #include "core/Strings.hpp"
@@ -25,7 +26,11 @@ std::string flow(const YAML::Node& node) {
 
 // calibrationYaml's own layout: the header (with any overheads line) up to "kernels:", then
 // "  family:" lines, each followed by "    phase: {...}" lines.
-void splitFresh(const std::string& fresh, std::string& header, Entries& entries) {
+void splitFresh(std::string fresh, std::string& header, Entries& entries, std::string& surfaces) {
+  if (const auto at = fresh.find("\nsurfaces:\n"); at != std::string::npos) {
+    surfaces = fresh.substr(at + 1);
+    fresh.resize(at + 1);
+  }
   if (const auto none = fresh.find("\nkernels: {}\n"); none != std::string::npos) {  // operator fits only
     header = fresh.substr(0, none + 1);
     return;
@@ -91,14 +96,50 @@ void keepOperatorEntries(const YAML::Node& doc, std::string& header, Calibration
   }
 }
 
+using Surfaces = std::map<std::pair<std::string, std::string>, std::vector<std::string>>;  // (family, phase) -> slices
+
+Surfaces surfaceEntries(const YAML::Node& doc) {
+  Surfaces out;
+  if (!doc.IsMap() || !doc["surfaces"]) return out;
+  for (const auto& family : doc["surfaces"]) {
+    for (const auto& phase : family.second) {
+      auto& slices = out[{family.first.as<std::string>(), phase.first.as<std::string>()}];
+      for (const auto& slice : phase.second["slices"]) slices.push_back(flow(slice));
+    }
+  }
+  return out;
+}
+
+// A surface corrects the fit it was made with: the fresh fit's surfaces, and the catalog's for the
+// entries kept from it. A replaced entry's old surface goes with it.
+std::string mergedSurfaces(const std::string& fresh_text, const YAML::Node& doc, const Entries& fresh_entries) {
+  Surfaces merged = fresh_text.empty() ? Surfaces{} : surfaceEntries(YAML::Load(fresh_text));
+  for (auto& [key, slices] : surfaceEntries(doc)) {
+    const auto family = fresh_entries.find(key.first);
+    if (family != fresh_entries.end() && family->second.contains(key.second)) continue;
+    merged.emplace(key, std::move(slices));
+  }
+  if (merged.empty()) return {};
+  std::string out = "surfaces:\n";
+  std::string family;
+  for (const auto& [key, slices] : merged) {
+    if (key.first != family) out.append("  ").append(key.first).append(":\n");
+    family = key.first;
+    out.append("    ").append(key.second).append(":\n      slices:\n");
+    for (const auto& slice : slices) out.append("        - ").append(slice).append("\n");
+  }
+  return out;
+}
+
 }  // namespace
 
 CalibrationMerge mergeCalibrationYaml(const std::string& fresh, const std::string& existing,
                                       const std::string& existing_display) {
   CalibrationMerge m;
-  std::string header;
+  std::string header, fresh_surfaces;
   Entries entries;
-  splitFresh(fresh, header, entries);
+  splitFresh(fresh, header, entries, fresh_surfaces);
+  const Entries fresh_entries = entries;
   YAML::Node doc;
   try {
     doc = existing.empty() ? YAML::Node{} : YAML::Load(existing);
@@ -131,6 +172,7 @@ CalibrationMerge mergeCalibrationYaml(const std::string& fresh, const std::strin
     m.text.append("  ").append(family).append(":\n");
     for (const auto& [phase, text] : phases) m.text.append("    ").append(phase).append(": ").append(text).append("\n");
   }
+  m.text += mergedSurfaces(fresh_surfaces, doc, fresh_entries);
   return m;
 }
 

@@ -80,6 +80,24 @@ HeldOutStats heldOutStats(const std::vector<ScoredPoint>& points, const std::str
   return s;
 }
 
+std::string residualsCsv(const Catalog& c, const std::vector<MeasurementRow>& rows,
+                         const std::vector<FamilyCalibration>& families, const ValidationOptions& options) {
+  std::vector<FamilyFit> fits;
+  fits.reserve(families.size());
+  for (const auto& f : families) fits.push_back(f.fit);
+  std::string out =
+      "hardware,kernel,impl,engine,phase,batch,q_len,kv_len,heads,kv_heads,head_dim,dtype,q_dtype,window,page_size,"
+      "held_out,other_shape,measured_us,default_us,fit_us\n";
+  for (const auto& p : scoreAllPoints(c, rows, options, fits)) {
+    const MeasurementRow& r = *p.row;
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.4f},{:.4f},{:.4f}\n", r.hardware,
+                       r.kernel, r.impl, r.engine, r.phase, r.batch, r.q_len, r.kv_len, r.heads, r.kv_heads, r.head_dim,
+                       r.dtype, r.q_dtype, r.window, r.page_size, p.held_out ? 1 : 0, p.other_shape ? 1 : 0,
+                       p.measured_us, p.before_us, p.after_us);
+  }
+  return out;
+}
+
 std::vector<MeasurementRow> calibrationRows(const Store& store, const Catalog& c, const std::string& hardware) {
   std::vector<MeasurementRow> rows = store.measurements("attention");
   if (!hardware.empty()) {
@@ -163,10 +181,19 @@ std::map<std::string, std::string> calibrationYaml(const std::vector<FamilyCalib
   for (const auto& o : overheads) {
     if (const auto it = header.find(o.hardware); it != header.end()) it->second += overheadsYaml(o);
   }
+  std::map<std::string, std::map<std::string, std::string>> surfaces;  // hardware -> kernel -> phase entries
+  for (const auto& family : families) {
+    const FamilyFit& f = family.fit;
+    if (f.surface.slices.empty()) continue;
+    surfaces[f.hardware][f.kernel] += fmt::format("    {}:\n{}", f.phase, attentionSurfaceYaml(f.surface, "      "));
+  }
   std::map<std::string, std::string> files;
   for (const auto& [hardware, text] : header) {
     files[hardware] = text + "kernels:\n";
     for (const auto& [kernel, phases] : kernels[hardware]) files[hardware] += fmt::format("  {}:\n{}", kernel, phases);
+    if (surfaces[hardware].empty()) continue;
+    files[hardware] += "surfaces:\n";
+    for (const auto& [kernel, phases] : surfaces[hardware]) files[hardware] += fmt::format("  {}:\n{}", kernel, phases);
   }
   return files;
 }

@@ -38,6 +38,12 @@ struct FamilyCalibration {
 HeldOutStats heldOutStats(const std::vector<ScoredPoint>& points, const std::string& hardware,
                           const std::string& kernel, const std::string& phase_class);
 
+// Every attention row of `rows` predicted with the family's own figures and with the fits of
+// `families`, as CSV (one line per row: its shape, whether the fit saw it, measured and predicted
+// µs): where a fit misses, by shape.
+std::string residualsCsv(const Catalog& catalog, const std::vector<MeasurementRow>& rows,
+                         const std::vector<FamilyCalibration>& families, const ValidationOptions& options);
+
 // The attention rows to fit: every hardware's, or one profile's (which must be in the catalog).
 std::vector<MeasurementRow> calibrationRows(const Store& store, const Catalog& catalog, const std::string& hardware);
 

@@ -10,6 +10,7 @@
 
 #include "backends/KernelFamily.hpp"
 #include "catalog/Catalog.hpp"
+#include "study/AttentionSurfaceFit.hpp"
 
 namespace attnsim {
 
@@ -55,14 +56,17 @@ double mean(const std::vector<double>& v) {
   return s / static_cast<double>(v.size());
 }
 
-std::vector<ScoredPoint> scoreHeldOut(const Catalog& c, const std::vector<MeasurementRow>& rows,
-                                      const ValidationOptions& o, const std::vector<FamilyFit>& fits) {
+std::vector<ScoredPoint> scorePoints(const Catalog& c, const std::vector<MeasurementRow>& rows,
+                                     const ValidationOptions& o, const std::vector<FamilyFit>& fits,
+                                     bool held_out_only) {
   std::map<FitKey, const FamilyFit*> fit_of;
   for (const auto& f : fits) fit_of[{f.hardware, f.kernel, f.phase}] = &f;
   std::vector<ScoredPoint> out;
   const HoldoutRule holdout(rows, o.holdout_contexts);
+  CorrectedGridCache grids;
   for (const auto& r : rows) {
-    if (r.kind != "attention" || !holdout.heldOut(r)) continue;
+    const bool held_out = holdout.heldOut(r);
+    if (r.kind != "attention" || (held_out_only && !held_out)) continue;
     // Scored with what predict would use: the phase class's fit, an extend's prefill fit, else the
     // family's own figures (no fit for this point at all).
     const std::string phase_class = phaseClassOf(r);
@@ -73,26 +77,36 @@ std::vector<ScoredPoint> scoreHeldOut(const Catalog& c, const std::vector<Measur
     const DeviceModel device = resolveDevice(c.hardware(r.hardware), DType::BF16);
     const FitParams defaults = defaultsOf(c, r.kernel, r.hardware);
     const FitParams& fitted = it == fit_of.end() ? defaults : it->second->fit.params;
+    const AttentionSurface* surface = it == fit_of.end() ? nullptr : &it->second->surface;
     out.push_back({r.hardware, r.kernel, r.impl, r.phase, phase_class, shapeKey(r), problemKey(r), r.median_us,
-                   predictPoint(p, base, device, defaults), predictPoint(p, base, device, fitted)});
+                   predictPoint(p, base, device, defaults), predictCorrected(p, base, device, fitted, surface, grids),
+                   &r, held_out, holdout.otherShape(r)});
   }
   return out;
 }
 
 std::vector<HeldOutError> heldOutErrors(const std::vector<ScoredPoint>& points) {
-  std::map<std::tuple<std::string, std::string, std::string, std::string>,
-           std::pair<std::vector<double>, std::vector<double>>>
-      errors;
+  struct Errors {
+    std::vector<double> before, after, measured_shapes, other_shapes;
+  };
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, Errors> errors;
   for (const auto& s : points) {
     auto& e = errors[{s.hardware, s.kernel, s.impl, s.phase}];
-    e.first.push_back(std::fabs(s.before_us - s.measured_us) / s.measured_us);
-    e.second.push_back(std::fabs(s.after_us - s.measured_us) / s.measured_us);
+    const double after = std::fabs(s.after_us - s.measured_us) / s.measured_us;
+    e.before.push_back(std::fabs(s.before_us - s.measured_us) / s.measured_us);
+    e.after.push_back(after);
+    (s.other_shape ? e.other_shapes : e.measured_shapes).push_back(after);
   }
   std::vector<HeldOutError> out;
   for (const auto& [key, e] : errors) {
     const auto& [hardware, kernel, impl, phase] = key;
-    out.push_back({hardware, kernel, impl, phase, e.first.size(), mean(e.first), mean(e.second),
-                   *std::max_element(e.second.begin(), e.second.end())});
+    HeldOutError h{hardware,        kernel,         impl,          phase,
+                   e.before.size(), mean(e.before), mean(e.after), *std::max_element(e.after.begin(), e.after.end())};
+    h.measured_shape_points = e.measured_shapes.size();
+    h.other_shape_points = e.other_shapes.size();
+    h.measured_shape_mape = e.measured_shapes.empty() ? 0 : mean(e.measured_shapes);
+    h.other_shape_mape = e.other_shapes.empty() ? 0 : mean(e.other_shapes);
+    out.push_back(h);
   }
   return out;
 }
@@ -184,7 +198,9 @@ std::vector<FamilyFit> fitAll(const Catalog& c, const std::vector<MeasurementRow
     std::vector<FitPoint> points;
     points.reserve(train_rows.size());
     for (const MeasurementRow* r : train_rows) points.push_back(fitPointFrom(*r, base, c));
-    f.fit = fitKernel(points, base, resolveDevice(c.hardware(f.hardware), DType::BF16), f.defaults);
+    const DeviceModel device = resolveDevice(c.hardware(f.hardware), DType::BF16);
+    f.fit = fitKernel(parameterPoints(points, holdout.denseSlices()), base, device, f.defaults);
+    f.surface = fitAttentionSurface(points, base, device, f.fit.params);
     f.train = static_cast<int>(points.size());
     f.test = test[key];
     fits.push_back(f);
@@ -192,11 +208,16 @@ std::vector<FamilyFit> fitAll(const Catalog& c, const std::vector<MeasurementRow
   return fits;
 }
 
+std::vector<ScoredPoint> scoreAllPoints(const Catalog& c, const std::vector<MeasurementRow>& rows,
+                                        const ValidationOptions& o, const std::vector<FamilyFit>& fits) {
+  return scorePoints(c, rows, o, fits, false);
+}
+
 Validation runValidation(const Catalog& c, const std::vector<MeasurementRow>& rows, const ValidationOptions& o) {
   Validation out;
   out.holdout_contexts = o.holdout_contexts;
   out.fits = fitAll(c, rows, o);
-  out.held_out = scoreHeldOut(c, rows, o, out.fits);
+  out.held_out = scorePoints(c, rows, o, out.fits, true);
   out.errors = heldOutErrors(out.held_out);
   for (const auto& e : out.errors) out.worst_test_mape = std::max(out.worst_test_mape, e.mape_after);
   out.worst = worstPoints(out.held_out, 10);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "hardware/AttentionSurface.hpp"
 #include "study/Calibration.hpp"
 
 namespace attnsim {
@@ -20,6 +21,7 @@ struct FamilyFit {
   std::string hardware, kernel;
   std::string phase;  // prefill or decode
   FitResult fit;
+  AttentionSurface surface;  // what the fit still misses on the family's measured slices (none: empty)
   FitParams defaults;
   int train = 0, test = 0;
 };
@@ -31,6 +33,9 @@ struct ScoredPoint {
   std::string shape;    // phase, batch, lengths, heads, head size, KV dtype (when not bf16) and paging, as one label
   std::string problem;  // the same without the KV layout: implementations ranked against each other share it
   double measured_us = 0, before_us = 0, after_us = 0;
+  const MeasurementRow* row = nullptr;  // the measurement scored (lives as long as the rows passed in)
+  bool held_out = true;                 // false: a point the fit was made on
+  bool other_shape = false;             // held out as a shape none of the family's measured slices has
 };
 
 // Held-out error of one (hardware, kernel family, implementation, phase).
@@ -38,6 +43,10 @@ struct HeldOutError {
   std::string hardware, kernel, impl, phase;
   std::size_t points = 0;
   double mape_before = 0, mape_after = 0, worst_after = 0;
+  // After the fit, apart: the held-out lengths of shapes the family's surface measured, and the
+  // shapes it did not (reached through the nearest measured one); 0 points where there are none.
+  std::size_t measured_shape_points = 0, other_shape_points = 0;
+  double measured_shape_mape = 0, other_shape_mape = 0;
 };
 
 // Over the held-out shapes measured with two or more implementations.
@@ -69,6 +78,9 @@ struct Validation {
 // Fits every (hardware, kernel family, phase class) with attention measurements on its training points.
 std::vector<FamilyFit> fitAll(const Catalog& catalog, const std::vector<MeasurementRow>& rows,
                               const ValidationOptions& options);
+// Every attention row scored, the points the fits were made on included (held_out false).
+std::vector<ScoredPoint> scoreAllPoints(const Catalog& catalog, const std::vector<MeasurementRow>& rows,
+                                        const ValidationOptions& options, const std::vector<FamilyFit>& fits);
 Validation runValidation(const Catalog& catalog, const std::vector<MeasurementRow>& rows,
                          const ValidationOptions& options);
 

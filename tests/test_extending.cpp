@@ -151,7 +151,7 @@ TEST(Extending, ExportingACalibrationIntoAnOverlayKeepsTheCatalogsOtherFits) {
   ASSERT_EQ(fit.exit_code, 0) << fit.output;
   EXPECT_TRUE(has(fit, "(merged with hardware/calibrations/h100-sxm.yaml)")) << fit.output;
   EXPECT_TRUE(has(fit, "replaced: cudnn-fmha (decode, extend, prefill), fa2 (decode, extend, prefill)")) << fit.output;
-  EXPECT_TRUE(has(fit, "kept:     flex-attention, flex-attention-vllm")) << fit.output;
+  EXPECT_TRUE(has(fit, "kept:     fa3, fa3-mla, fa4, flex-attention, flex-attention-vllm")) << fit.output;
   const Catalog c = overlay.load();
   const auto& fits = c.hardware("h100-sxm").calibrations;
   // The shipped fit of a family the sample does not measure stays, with its own source.

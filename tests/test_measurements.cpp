@@ -294,7 +294,7 @@ TEST(Calibration, ExportedFitsLoadIntoTheCatalogAndDbTakesOver) {
       resolveKernel(defaultCatalog().kernel("fa2"), defaultCatalog().hardware("h100-sxm"), Phase::Decode);
   EXPECT_EQ(calibrated.efficiency_source->rfind("calibrated on", 0), 0U) << *calibrated.efficiency_source;
   const KernelModel other =
-      resolveKernel(defaultCatalog().kernel("fa3"), defaultCatalog().hardware("h100-sxm"), Phase::Decode);
+      resolveKernel(defaultCatalog().kernel("flashinfer"), defaultCatalog().hardware("h100-sxm"), Phase::Decode);
   EXPECT_EQ(other.efficiency_source->rfind("calibrated on", 0), std::string::npos);
   // A study's own fit, exported and overlaid, or taken over with --db.
   OverlayDir dir, study;  // the overlay holds catalog files only (a stray file in it is an error)

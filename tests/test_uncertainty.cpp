@@ -68,7 +68,7 @@ TEST(Uncertainty, WithoutACalibrationTheProvenanceBandApplies) {
   EXPECT_EQ(fa3.provenance, Provenance::Published);
   EXPECT_EQ(fa3.basis, BandBasis::Documented);
   EXPECT_DOUBLE_EQ(fa3.attention_band, kPublishedBand);
-  const PredictionUncertainty fi = predictKernel(c, "b200", "flashinfer", Phase::Decode).prediction.uncertainty;
+  const PredictionUncertainty fi = predictKernel(c, "b200", "flex-decoding", Phase::Decode).prediction.uncertainty;
   EXPECT_EQ(fi.provenance, Provenance::Default);
   EXPECT_DOUBLE_EQ(fi.attention_band, kDefaultBand);
 }
