@@ -3,6 +3,7 @@
 // CUDA graphs, and which one wins where (heat maps over batch × context).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -296,16 +297,40 @@ std::string whatIfCommand(const StudyData& data, const WhatIfOptions& options) {
 
 }  // namespace
 
+// The matched points. Under --axis, a value no matched point has (one the filtered engine was not swept
+// with, as SGLang's fp8_e4m3 for vLLM) is left out; a baseline none has is an error.
+std::vector<Aligned> alignedRows(const StudyData& data, const WhatIfOptions& o, std::vector<Subject>& subjects) {
+  auto rows = align(data, o, subjects);
+  if (rows.empty()) throw UsageError("report whatif: no point of the sweep matches the filters");
+  if (o.axis.empty()) return rows;
+  auto present = [&rows](std::size_t s) {
+    return std::any_of(rows.begin(), rows.end(), [s](const Aligned& a) { return a.entries[s].present; });
+  };
+  if (!present(0)) {
+    throw UsageError(fmt::format("--baseline {}: no point matching the filters has {}={}", subjects[0].axis_value,
+                                 o.axis, subjects[0].axis_value));
+  }
+  for (std::size_t s = subjects.size(); s-- > 1;) {
+    if (present(s)) continue;
+    subjects.erase(subjects.begin() + static_cast<std::ptrdiff_t>(s));
+    for (auto& a : rows) a.entries.erase(a.entries.begin() + static_cast<std::ptrdiff_t>(s));
+  }
+  if (subjects.size() < 2) {
+    throw UsageError(fmt::format("report whatif --axis {}: the points matching the filters have one value of it ({})",
+                                 o.axis, subjects[0].axis_value));
+  }
+  return rows;
+}
+
 StudyReport whatIfReport(const StudyData& data, const WhatIfOptions& options) {
-  const auto subjects = whatif::subjectsOf(data, options);
+  auto subjects = whatif::subjectsOf(data, options);
+  const auto rows = alignedRows(data, options, subjects);
   std::vector<std::string> labels;
   labels.reserve(subjects.size());
   for (const auto& s : subjects) labels.push_back(s.label);
   StudyReport report{"whatif", HtmlDocument("What if: " + join(labels, " vs ")), {}};
   HtmlDocument& doc = report.document;
   provenance(doc, data, whatIfCommand(data, options));
-  const auto rows = align(data, options, subjects);
-  if (rows.empty()) throw UsageError("report whatif: no point of the sweep matches the filters");
   const auto sums = summarize(rows, subjects.size());
   doc.paragraph(
       "How to read it: each compared item is looked up at every point of the sweep where it applies; 'fastest at' "

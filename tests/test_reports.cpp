@@ -223,6 +223,31 @@ TEST(StudyReports, WhatIfComparesAnyAxisAgainstABaselineWithTheBands) {
       << md;
 }
 
+// An axis value the filtered engine was never swept with (SGLang spells FP8 fp8_e4m3, vLLM fp8) is left out
+// of the comparison, not shown as an empty column; a baseline no matched point has is an error.
+TEST(StudyReports, WhatIfOnAnAxisLeavesOutValuesTheFilteredEngineWasNotSweptWith) {
+  const fs::path spec = reportsScratch() / "axis-engines.yaml", db = reportsScratch() / "axis-engines.db";
+  std::ofstream(spec) << "name: axis-engines\nhardware: [h100-sxm]\nmodels: [llama-3.1-8b]\nengines: [vllm, sglang]\n"
+                         "kv_dtypes: [default, fp8, fp8_e4m3]\nworkloads:\n  - decode: {batch: [8], context: [4096]}\n"
+                         "drop:\n  - \"kv_dtype == 'fp8' && engine == 'sglang'\"\n"
+                         "  - \"kv_dtype == 'fp8_e4m3' && engine != 'sglang'\"\n";
+  ASSERT_EQ(runAttnsim("sweep " + spec.string() + " --db " + db.string()).exit_code, 0);
+  const fs::path out = reportsScratch() / "axis-engines";
+  auto r = report("whatif", db, out, "--axis kv_dtype --engine vllm");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(json::parse(readFile(out / "whatif.json"))["subjects"], json::array({"kv_dtype=default", "kv_dtype=fp8"}));
+  r = report("whatif", db, out, "--axis kv_dtype");  // both engines: every value has points
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json all = json::parse(readFile(out / "whatif.json"));
+  EXPECT_EQ(all["subjects"].size(), 3U);
+  EXPECT_EQ(all["points"].size(), 2U) << "one panel per engine";
+  r = report("whatif", db, out, "--axis kv_dtype --engine vllm --baseline fp8_e4m3");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--baseline fp8_e4m3: no point matching the filters has kv_dtype=fp8_e4m3"),
+            std::string::npos)
+      << r.output;
+}
+
 // --compare-engines over a one-engine store, or an axis with one value, exits 2 saying what varies instead.
 TEST(StudyReports, WhatIfOverWhatDoesNotVarySaysWhatCanBeCompared) {
   const fs::path out = reportsScratch() / "axis-bad";
