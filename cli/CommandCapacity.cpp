@@ -110,6 +110,8 @@ nlohmann::json searchRow(const CapacityReport& c, const RateSearch& r, const Sea
       {"backend", c.backend},
       {"tp", c.tp},
       {"max_rate_rps", r.max_rate},
+      // the step model's band carried through: the highest rate with every step at its band's slow and fast end
+      {"max_rate_band_rps", met ? nlohmann::json::array({r.rate_slow_end, r.rate_fast_end}) : nlohmann::json()},
       {"slo_unmet", met ? nlohmann::json() : nlohmann::json(r.slo_unmet)},
       {"output_tokens_per_s", figure(r.at_max.output_tokens_per_s)},
       {"p99_ttft_ms", figure(r.at_max.ttft.p99 * 1e3)},

@@ -37,12 +37,21 @@ std::string gib(double mib) { return fmt::format("{:.1f}", mib / 1024); }
 
 struct Index {
   std::map<std::int64_t, std::vector<const StoredRun*>> runs;  // config id -> runs by rate
-  std::vector<std::string> models, hardware;                   // in first-seen order
+  // config id -> the highest rate within the SLO with every step at its band's slow and fast end (the
+  // search's search-slow and search-fast probes; absent for a store written before they were kept)
+  std::map<std::int64_t, std::pair<double, double>> band;
+  std::vector<std::string> models, hardware;  // in first-seen order
 };
 
 Index indexOf(const CapacityData& d) {
   Index x;
-  for (const auto& r : d.runs) x.runs[r.config].push_back(&r);
+  for (const auto& r : d.runs) {
+    x.runs[r.config].push_back(&r);
+    if (r.row.kind != "search-slow" && r.row.kind != "search-fast") continue;
+    auto& [slow, fast] = x.band[r.config];
+    double& end = r.row.kind == "search-slow" ? slow : fast;
+    if (r.row.meets_slo) end = std::max(end, r.row.rate);
+  }
   for (auto& [id, runs] : x.runs) {
     std::stable_sort(runs.begin(), runs.end(), [](const auto* a, const auto* b) { return a->row.rate < b->row.rate; });
   }
@@ -79,7 +88,9 @@ void provenance(HtmlDocument& doc, const CapacityData& d, const std::string& com
   }
   doc.paragraph(
       "Every latency below is simulated: requests through the engine's scheduler (serve-sim), each step timed by the "
-      "step model with no uncertainty band (uncalibrated default where the catalog has no fit).");
+      "step model (uncalibrated default where the catalog has no fit). Its uncertainty band is carried through: "
+      "'band' is the highest rate within the SLO when every step takes the slow end of its band, t × (1 + band), "
+      "and the fast end, t / (1 + band), searched on the same arrivals (docs/COST_MODEL.md 'Uncertainty').");
   doc.paragraph("Regenerate with:");
   doc.command(command);
 }
@@ -92,7 +103,8 @@ void rateSection(HtmlDocument& doc, const CapacityData& d, const Index& x) {
       "then bisecting to 1% on the same arrivals. '(own)' marks the engine's own backend choice; a grey cell is a "
       "configuration the engine refuses or that leaves no KV cache, or 'none' where not even the lowest rate "
       "searched meets the SLO (its reason in the tooltip and the table; such a configuration is never picked).");
-  ReportTable table{{"model", "hardware", "TP", "engine:backend", "max req/s", "req/s per GPU", "note"}, {}};
+  ReportTable table{{"model", "hardware", "TP", "engine:backend", "max req/s", "band req/s", "req/s per GPU", "note"},
+                    {}};
   for (const auto& model : x.models) {
     HeatMap map{fmt::format("{}: highest req/s within the SLO", model), "hardware · TP", "engine:backend", {}, {}, {}};
     double best = 0;
@@ -119,8 +131,11 @@ void rateSection(HtmlDocument& doc, const CapacityData& d, const Index& x) {
         cell.text = fmt::format("{:.1f}", *c.row.max_rate);
         cell.color = fadedColor("#2e7d32", 0.15 + 0.85 * (best > 0 ? *c.row.max_rate / best : 0));
       }
-      table.rows.push_back({model, c.row.hardware, std::to_string(c.row.tp), configLabel(c.row), rate,
-                            rated ? fmt::format("{:.2f}", *c.row.max_rate / c.row.tp) : "-", note});
+      const auto band = x.band.find(c.id);
+      table.rows.push_back(
+          {model, c.row.hardware, std::to_string(c.row.tp), configLabel(c.row), rate,
+           rated && band != x.band.end() ? fmt::format("{:.2f}-{:.2f}", band->second.first, band->second.second) : "-",
+           rated ? fmt::format("{:.2f}", *c.row.max_rate / c.row.tp) : "-", note});
     }
     doc.figure({fmt::format("capacity-rate-{}.svg", x.models.size() > 1 ? model : "all"),
                 heatMapSvg(map, {{"#2e7d32", "highest rate of the model"},
@@ -310,6 +325,10 @@ json configsJson(const CapacityData& d, const Index& x) {
                 {"backend", c.row.backend},   {"tp", c.row.tp},          {"forced_backend", c.row.forced_backend},
                 {"error", c.row.error},       {"max_rate_rps", nullptr}, {"gpus_for_target", nullptr}};
     if (c.row.max_rate) row["max_rate_rps"] = *c.row.max_rate;
+    const auto band = x.band.find(c.id);
+    row["max_rate_band_rps"] = band != x.band.end() && !c.row.sloUnmet()
+                                   ? json::array({band->second.first, band->second.second})
+                                   : json(nullptr);
     if (c.gpus_for_target && !c.row.sloUnmet()) row["gpus_for_target"] = *c.gpus_for_target;
     row["slo_unmet"] = c.row.sloUnmet() ? json(unmetNote(c.row)) : json(nullptr);
     if (c.row.split) {

@@ -113,6 +113,9 @@ TEST(CapacityReport, GoldenMarkdownAndJson) {
   for (const auto& c : j["configs"]) {
     EXPECT_GT(c["max_rate_rps"].get<double>(), 0);
     EXPECT_FALSE(c["runs"].empty());
+    // The step model's band carried through: its slow end serves less, its fast end more.
+    EXPECT_LT(c["max_rate_band_rps"][0].get<double>(), c["max_rate_rps"].get<double>()) << c["max_rate_band_rps"];
+    EXPECT_GT(c["max_rate_band_rps"][1].get<double>(), c["max_rate_rps"].get<double>()) << c["max_rate_band_rps"];
   }
   const std::string got = normalized(readFile(out / "capacity.md"), j["provenance"]);
   const fs::path golden = kCapacityReportData / "reports/capacity.md";
@@ -221,8 +224,9 @@ TEST(CapacityReport, AConfigurationNoRateServesIsSaidWhyAndNeverPicked) {
     EXPECT_EQ(c["gpus_for_target"].is_null(), sglang) << c;
   }
   const std::string md = readFile(out / "capacity.md");
-  EXPECT_NE(md.find("| llama-3.1-70b | h100-sxm | 2 | sglang:fa3 (own) | none | - | the SLO is not met at any rate"),
-            std::string::npos)
+  EXPECT_NE(
+      md.find("| llama-3.1-70b | h100-sxm | 2 | sglang:fa3 (own) | none | - | - | the SLO is not met at any rate"),
+      std::string::npos)
       << md;
   EXPECT_NE(md.find("| llama-3.1-70b | h100-sxm | 42 | vllm:FLASH_ATTN (own) at TP 2 |"), std::string::npos) << md;
 }
@@ -239,7 +243,7 @@ TEST(CapacityReport, ASearchNoRateServesKeepsItsReasonInTheStore) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const json c = json::parse(r.output).at("configs").at(0);
   EXPECT_NE(c["slo_unmet"].get<std::string>().find("even at 0.05 req/s, p99 TTFT"), std::string::npos) << c;
-  EXPECT_NE(readFile(out / "capacity.md").find("| sglang:fa3 (own) | none | - | the SLO is not met"),
+  EXPECT_NE(readFile(out / "capacity.md").find("| sglang:fa3 (own) | none | - | - | the SLO is not met"),
             std::string::npos);
 }
 
