@@ -110,6 +110,8 @@ nlohmann::json searchRow(const CapacityReport& c, const RateSearch& r, const Sea
       {"backend", c.backend},
       {"tp", c.tp},
       {"max_rate_rps", r.max_rate},
+      // the step model's band carried through: the highest rate with every step at its band's slow and fast end
+      {"max_rate_band_rps", met ? nlohmann::json::array({r.rate_slow_end, r.rate_fast_end}) : nlohmann::json()},
       {"slo_unmet", met ? nlohmann::json() : nlohmann::json(r.slo_unmet)},
       {"output_tokens_per_s", figure(r.at_max.output_tokens_per_s)},
       {"p99_ttft_ms", figure(r.at_max.ttft.p99 * 1e3)},
@@ -132,8 +134,9 @@ void printSearchRow(const std::string& hw, const std::string& engine, const Capa
 
 void storeSearch(CapacityStore& out, const CapacityReport& c, const Scenario& s, const SearchFlags& f,
                  const RateSearch& r) {
-  CapacityConfigRow row{c.hardware->id, c.model->id, c.engine, c.backend,  c.kv_dtype,    s.backend.has_value(), c.tp,
-                        s.cuda_graphs,  c.split,     "",       r.max_rate, f.target_rate, r.simulations};
+  CapacityConfigRow row{c.hardware->id, c.model->id,   c.engine, c.backend,   c.kv_dtype, s.backend.has_value(),
+                        c.tp,           s.cuda_graphs, c.split,  r.slo_unmet, r.max_rate, f.target_rate,
+                        r.simulations};
   const std::int64_t id = out.addConfig(std::nullopt, row);
   out.addSearch(id, describeArrivals(f.arrivals), {f.slo_ttft_ms / 1e3, f.slo_tpot_ms / 1e3}, r);
 }
@@ -203,6 +206,7 @@ nlohmann::json configJson(const CapacityConfigRow& r) {
                         {"backend", r.backend},   {"tp", r.tp},       {"forced_backend", r.forced_backend}};
   if (!r.error.empty()) row["error"] = r.error;
   if (r.max_rate) row["max_rate_rps"] = *r.max_rate;
+  if (r.sloUnmet()) row["slo_unmet"] = r.error;  // no rate meets the SLO: why
   if (r.split) row["kv_tokens"] = r.split->kv_tokens;
   return row;
 }
@@ -218,14 +222,19 @@ int runStudy(const GlobalOptions& global, const StudyFlags& f) {
     fmt::print("capacity study {}: {} configurations, p99 TTFT <= {:g} ms, p99 TPOT <= {:g} ms; {}\n\n", spec.name,
                capacityConfigs(spec).size(), spec.slo.ttft_s * 1e3, spec.slo.tpot_s * 1e3,
                describeArrivals(spec.arrivals));
-    fmt::print("{:<10}{:<15}{:<28}{:>4}{:>12}  {}\n", "hardware", "model", "engine:backend", "TP", "max req/s", "note");
+    fmt::print("{:<10}{:<15}{:<32}{:>4}{:>12}  {}\n", "hardware", "model", "engine:backend", "TP", "max req/s", "note");
   }
   options.on_config = [&](const CapacityConfigRow& r) {
     rows.push_back(configJson(r));
     if (global.json) return;
-    fmt::print("{:<10}{:<15}{:<28}{:>4}{:>12}  {}\n", r.hardware, r.model,
-               r.engine + ":" + (r.backend.empty() ? "-" : r.backend), r.tp,
-               r.max_rate ? fmt::format("{:.2f}", *r.max_rate) : "-", r.error.substr(0, r.error.find('\n')));
+    // '(own)': the engine's own choice, apart from the same backend forced by the spec (as the report marks it)
+    fmt::print("{:<10}{:<15}{:<32}{:>4}{:>12}  {}\n", r.hardware, r.model,
+               fmt::format("{}:{}{}", r.engine, r.backend.empty() ? "-" : r.backend, r.forced_backend ? "" : " (own)"),
+               r.tp,
+               r.sloUnmet() ? "none"
+               : r.max_rate ? fmt::format("{:.2f}", *r.max_rate)
+                            : "-",
+               r.error.substr(0, r.error.find('\n')));
     std::fflush(stdout);
   };
   const std::int64_t id = runCapacityStudy(c, spec, store, options);

@@ -104,6 +104,12 @@ Runner addReportCommand(CLI::App& app, const GlobalOptions& global) {
   app.add_option("--compare", f->compare, "whatif: backends side by side, engine:NAME comma list");
   app.add_flag("--compare-engines", f->whatif.engines, "whatif: each engine's own choice side by side");
   app.add_flag("--compare-hardware", f->whatif.hardware, "whatif: one engine's choice on each swept device");
+  app.add_option("--axis", f->whatif.axis,
+                 "whatif: one choice under each value of a swept axis (engine, hardware, kv_dtype, page_size, tp, "
+                 "cuda_graphs)");
+  app.add_option("--baseline", f->whatif.baseline,
+                 "whatif --axis: the value the others are compared with (default: the engine's default, the "
+                 "smallest, graphs on)");
   app.add_option("--engine", f->whatif.engine, "whatif: only this engine (the one --compare-hardware follows)");
   app.add_option("--hardware", f->whatif.hardware_filter, "whatif: only this hardware profile");
   app.add_option("--model", f->whatif.model_filter, "whatif: only this model");

@@ -24,16 +24,34 @@ std::string configLabel(const CapacityConfigRow& r) {
 
 std::string setupLabel(const CapacityConfigRow& r) { return fmt::format("{} · TP {}", r.hardware, r.tp); }
 
+// A configuration a rate search or study tried (a rate, or why none): not a serve-sim run's, which has
+// neither and is shown with the serve-sim runs.
+bool searched(const CapacityConfigRow& r) { return r.max_rate.has_value() || !r.error.empty(); }
+
+// Why a searched configuration has no rate (a store from before the reason was kept has none).
+std::string unmetNote(const CapacityConfigRow& r) {
+  return r.error.empty() ? "no rate meets the SLO, not even the lowest searched" : r.error;
+}
+
 std::string gib(double mib) { return fmt::format("{:.1f}", mib / 1024); }
 
 struct Index {
   std::map<std::int64_t, std::vector<const StoredRun*>> runs;  // config id -> runs by rate
-  std::vector<std::string> models, hardware;                   // in first-seen order
+  // config id -> the highest rate within the SLO with every step at its band's slow and fast end (the
+  // search's search-slow and search-fast probes; absent for a store written before they were kept)
+  std::map<std::int64_t, std::pair<double, double>> band;
+  std::vector<std::string> models, hardware;  // in first-seen order
 };
 
 Index indexOf(const CapacityData& d) {
   Index x;
-  for (const auto& r : d.runs) x.runs[r.config].push_back(&r);
+  for (const auto& r : d.runs) {
+    x.runs[r.config].push_back(&r);
+    if (r.row.kind != "search-slow" && r.row.kind != "search-fast") continue;
+    auto& [slow, fast] = x.band[r.config];
+    double& end = r.row.kind == "search-slow" ? slow : fast;
+    if (r.row.meets_slo) end = std::max(end, r.row.rate);
+  }
   for (auto& [id, runs] : x.runs) {
     std::stable_sort(runs.begin(), runs.end(), [](const auto* a, const auto* b) { return a->row.rate < b->row.rate; });
   }
@@ -70,7 +88,9 @@ void provenance(HtmlDocument& doc, const CapacityData& d, const std::string& com
   }
   doc.paragraph(
       "Every latency below is simulated: requests through the engine's scheduler (serve-sim), each step timed by the "
-      "step model with no uncertainty band (uncalibrated default where the catalog has no fit).");
+      "step model (uncalibrated default where the catalog has no fit). Its uncertainty band is carried through: "
+      "'band' is the highest rate within the SLO when every step takes the slow end of its band, t × (1 + band), "
+      "and the fast end, t / (1 + band), searched on the same arrivals (docs/COST_MODEL.md 'Uncertainty').");
   doc.paragraph("Regenerate with:");
   doc.command(command);
 }
@@ -81,13 +101,15 @@ void rateSection(HtmlDocument& doc, const CapacityData& d, const Index& x) {
   doc.paragraph(
       "Requests per second one replica (TP GPUs) serves with p99 TTFT and p99 TPOT within the SLO, found by doubling "
       "then bisecting to 1% on the same arrivals. '(own)' marks the engine's own backend choice; a grey cell is a "
-      "configuration the engine refuses or that leaves no KV cache (its reason in the tooltip and the table).");
-  ReportTable table{{"model", "hardware", "TP", "engine:backend", "max req/s", "req/s per GPU", "note"}, {}};
+      "configuration the engine refuses or that leaves no KV cache, or 'none' where not even the lowest rate "
+      "searched meets the SLO (its reason in the tooltip and the table; such a configuration is never picked).");
+  ReportTable table{{"model", "hardware", "TP", "engine:backend", "max req/s", "band req/s", "req/s per GPU", "note"},
+                    {}};
   for (const auto& model : x.models) {
     HeatMap map{fmt::format("{}: highest req/s within the SLO", model), "hardware · TP", "engine:backend", {}, {}, {}};
     double best = 0;
     for (const auto& c : d.configs) {
-      if (c.row.model != model) continue;
+      if (c.row.model != model || !searched(c.row)) continue;
       if (c.row.max_rate) best = std::max(best, *c.row.max_rate);
       const std::string col = setupLabel(c.row), row = configLabel(c.row);
       if (std::find(map.columns.begin(), map.columns.end(), col) == map.columns.end()) map.columns.push_back(col);
@@ -95,22 +117,29 @@ void rateSection(HtmlDocument& doc, const CapacityData& d, const Index& x) {
     }
     map.cells.assign(map.rows.size(), std::vector<HeatCell>(map.columns.size()));
     for (const auto& c : d.configs) {
-      if (c.row.model != model) continue;
+      if (c.row.model != model || !searched(c.row)) continue;
       const auto ri = std::find(map.rows.begin(), map.rows.end(), configLabel(c.row)) - map.rows.begin();
       const auto ci = std::find(map.columns.begin(), map.columns.end(), setupLabel(c.row)) - map.columns.begin();
       HeatCell& cell = map.cells[static_cast<std::size_t>(ri)][static_cast<std::size_t>(ci)];
-      const std::string rate = c.row.max_rate ? fmt::format("{:.2f}", *c.row.max_rate) : "-";
-      cell.tooltip = fmt::format("{} on {}: {}", configLabel(c.row), setupLabel(c.row),
-                                 c.row.max_rate ? rate + " req/s" : c.row.error);
-      if (c.row.max_rate) {
+      // No rate within the SLO: said as such (why in the note), grey like a refusal, never ranked.
+      const bool rated = c.row.max_rate && !c.row.sloUnmet();
+      const std::string note = c.row.sloUnmet() ? unmetNote(c.row) : c.row.error;
+      const std::string rate = rated ? fmt::format("{:.2f}", *c.row.max_rate) : c.row.sloUnmet() ? "none" : "-";
+      cell.tooltip = fmt::format("{} on {}: {}", configLabel(c.row), setupLabel(c.row), rated ? rate + " req/s" : note);
+      if (c.row.sloUnmet()) cell.text = "none";
+      if (rated) {
         cell.text = fmt::format("{:.1f}", *c.row.max_rate);
         cell.color = fadedColor("#2e7d32", 0.15 + 0.85 * (best > 0 ? *c.row.max_rate / best : 0));
       }
-      table.rows.push_back({model, c.row.hardware, std::to_string(c.row.tp), configLabel(c.row), rate,
-                            c.row.max_rate ? fmt::format("{:.2f}", *c.row.max_rate / c.row.tp) : "-", c.row.error});
+      const auto band = x.band.find(c.id);
+      table.rows.push_back(
+          {model, c.row.hardware, std::to_string(c.row.tp), configLabel(c.row), rate,
+           rated && band != x.band.end() ? fmt::format("{:.2f}-{:.2f}", band->second.first, band->second.second) : "-",
+           rated ? fmt::format("{:.2f}", *c.row.max_rate / c.row.tp) : "-", note});
     }
     doc.figure({fmt::format("capacity-rate-{}.svg", x.models.size() > 1 ? model : "all"),
-                heatMapSvg(map, {{"#2e7d32", "highest rate of the model"}, {"#eeeeee", "refused or no KV room"}}),
+                heatMapSvg(map, {{"#2e7d32", "highest rate of the model"},
+                                 {"#eeeeee", "refused, no KV room, or 'none': no rate meets the SLO"}}),
                 fmt::format("{}: the highest request rate within the SLO per configuration", model)});
   }
   doc.table(table);
@@ -128,7 +157,10 @@ void gpusSection(HtmlDocument& doc, const CapacityData& d, const Index& x) {
     for (const auto& hw : x.hardware) {
       const StoredConfig* best = nullptr;
       for (const auto& c : d.configs) {
-        if (c.row.model != model || c.row.hardware != hw || !c.gpus_for_target || *c.gpus_for_target <= 0) continue;
+        if (c.row.model != model || c.row.hardware != hw || c.row.sloUnmet() || !c.gpus_for_target ||
+            *c.gpus_for_target <= 0) {
+          continue;
+        }
         if (!best || *c.gpus_for_target < *best->gpus_for_target) best = &c;
       }
       table.rows.push_back(
@@ -293,7 +325,12 @@ json configsJson(const CapacityData& d, const Index& x) {
                 {"backend", c.row.backend},   {"tp", c.row.tp},          {"forced_backend", c.row.forced_backend},
                 {"error", c.row.error},       {"max_rate_rps", nullptr}, {"gpus_for_target", nullptr}};
     if (c.row.max_rate) row["max_rate_rps"] = *c.row.max_rate;
-    if (c.gpus_for_target) row["gpus_for_target"] = *c.gpus_for_target;
+    const auto band = x.band.find(c.id);
+    row["max_rate_band_rps"] = band != x.band.end() && !c.row.sloUnmet()
+                                   ? json::array({band->second.first, band->second.second})
+                                   : json(nullptr);
+    if (c.gpus_for_target && !c.row.sloUnmet()) row["gpus_for_target"] = *c.gpus_for_target;
+    row["slo_unmet"] = c.row.sloUnmet() ? json(unmetNote(c.row)) : json(nullptr);
     if (c.row.split) {
       row["memory_gib"] = {{"gpu", c.row.split->gpu_mib / 1024},
                            {"weights", c.row.split->weights_mib / 1024},

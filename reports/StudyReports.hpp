@@ -50,6 +50,10 @@ struct WhatIfOptions {
   bool engines = false;              // each engine's own choice, side by side
   bool hardware = false;             // one engine's choice (or --compare's single backend) on each device
   std::string engine, hardware_filter, model_filter;
+  // One engine's choice (or --compare's one backend) under each value of a scenario axis of the sweep:
+  // engine, hardware, kv_dtype, page_size, tp or cuda_graphs; each compared with the baseline value
+  // (default: the engine's default, the smallest number, graphs on).
+  std::string axis, baseline;
 };
 StudyReport whatIfReport(const StudyData& data, const WhatIfOptions& options);
 

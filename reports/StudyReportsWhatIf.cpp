@@ -3,12 +3,14 @@
 // CUDA graphs, and which one wins where (heat maps over batch × context).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
 #include "core/Error.hpp"
 #include "core/Strings.hpp"
 #include "reports/StudyReports.hpp"
+#include "reports/StudyReportsWhatIfSubjects.hpp"
 #include "reports/SvgPlots.hpp"
 
 namespace attnsim {
@@ -17,80 +19,11 @@ namespace {
 
 using nlohmann::json;
 using namespace study_report;
+using whatif::Aligned;
+using whatif::Entry;
+using whatif::Subject;
 
-struct Subject {
-  std::string label, engine, backend, hardware;  // backend "": the engine's choice; hardware "": any
-};
-
-struct Entry {
-  bool present = false, valid = false;
-  std::string backend, reason, bound, graph_mode;
-  double attention_us = 0, step_us = 0, eager_us = 0, graph_us = 0;
-  double band = 0;      // relative band of step_us
-  double tie_band = 0;  // the band two entries are compared with
-  std::string provenance;
-  bool undeployable = false;  // the engine accepts the point, its deployment does not hold the batch
-};
-
-struct Aligned {
-  std::string panel, workload;
-  std::int64_t batch = 0, context = 0;
-  bool decode = false;
-  std::vector<Entry> entries;  // one per subject
-};
-
-std::vector<Subject> backendSubjects(const StudyData& data, const std::vector<std::string>& compare) {
-  std::set<std::string> known;
-  for (const auto& c : data.candidates) known.insert(c.engine + ":" + c.backend);
-  std::vector<Subject> out;
-  for (const auto& item : compare) {
-    if (!known.count(item)) {
-      throw UsageError(fmt::format("--compare: '{}' is not a backend of this sweep{} (engine:NAME; the sweep has {})",
-                                   item, didYouMean(item, {known.begin(), known.end()}),
-                                   join({known.begin(), known.end()}, ", ")));
-    }
-    const auto colon = item.find(':');
-    out.push_back({item, item.substr(0, colon), item.substr(colon + 1), ""});
-  }
-  return out;
-}
-
-std::vector<Subject> subjectsOf(const StudyData& data, const WhatIfOptions& o) {
-  if (static_cast<int>(!o.compare.empty()) + static_cast<int>(o.engines) + static_cast<int>(o.hardware) == 0) {
-    throw UsageError(
-        "report whatif: say what to compare: --compare engine:A,engine:B, --compare-engines or "
-        "--compare-hardware");
-  }
-  if (o.engines && o.hardware) throw UsageError("report whatif: --compare-engines or --compare-hardware, not both");
-  std::set<std::string> engines, hardware;
-  for (const auto& p : data.points) {
-    engines.insert(p.engine);
-    hardware.insert(p.hardware);
-  }
-  std::vector<Subject> out;
-  if (o.engines) {
-    for (const auto& e : engines) out.push_back({e + " (its own choice)", e, "", ""});
-  } else if (o.hardware) {
-    auto named = backendSubjects(data, o.compare);
-    if (named.size() > 1) throw UsageError("--compare-hardware follows one backend: give --compare one engine:NAME");
-    const std::string engine = !named.empty() ? named[0].engine : o.engine;
-    if (engine.empty() && engines.size() != 1) {
-      throw UsageError("--compare-hardware: name the engine with --engine (the sweep has " +
-                       join({engines.begin(), engines.end()}, ", ") + ")");
-    }
-    const std::string e = engine.empty() ? *engines.begin() : engine;
-    const std::string backend = named.empty() ? "" : named[0].backend;
-    for (const auto& h : hardware) {
-      out.push_back({fmt::format("{}: {}{}{}", h, e, backend.empty() ? "" : ":", backend), e, backend, h});
-    }
-  } else {
-    out = backendSubjects(data, o.compare);
-  }
-  if (out.size() < 2) throw UsageError("report whatif: fewer than two things to compare in this sweep");
-  return out;
-}
-
-Entry candidateEntry(const StudyData& data, std::size_t i, const Subject& s) {
+Entry candidateEntry(const StudyData& data, std::size_t i, const Subject& s, bool whole_step) {
   const StudyPoint& p = data.points[i];
   Entry e;
   e.present = true;
@@ -101,8 +34,8 @@ Entry candidateEntry(const StudyData& data, std::size_t i, const Subject& s) {
     if (!chosen) continue;
     e = {true,         cand.predicted, cand.backend,  cand.reason, cand.bound,    cand.graph_mode, cand.attention_us,
          cand.step_us, cand.eager_us,  cand.graph_us, cand.band,   cand.tie_band, cand.provenance};
-    // Devices compared: nothing of the step is shared, so the whole step's band separates them.
-    if (!s.hardware.empty()) e.tie_band = e.band;
+    // Devices, TP or CUDA graphs compared: the whole step differs, so the whole step's band separates them.
+    if (whole_step) e.tie_band = e.band;
     if (!cand.predicted && e.reason.empty()) e.reason = p.valid ? "not ranked" : p.refusal;
     return e;
   }
@@ -110,8 +43,8 @@ Entry candidateEntry(const StudyData& data, std::size_t i, const Subject& s) {
   return e;
 }
 
-Entry entryOf(const StudyData& data, std::size_t i, const Subject& s) {
-  Entry e = candidateEntry(data, i, s);
+Entry entryOf(const StudyData& data, std::size_t i, const Subject& s, bool whole_step) {
+  Entry e = candidateEntry(data, i, s, whole_step);
   const StudyPoint& p = data.points[i];
   e.undeployable = e.valid && !p.deployable();  // not deployable (memory), apart from the engine's refusal
   e.valid = e.valid && !e.undeployable;
@@ -128,16 +61,21 @@ std::vector<Aligned> align(const StudyData& data, const WhatIfOptions& o, const 
         (!o.model_filter.empty() && p.model != o.model_filter) || (!o.engine.empty() && p.engine != o.engine)) {
       continue;
     }
-    const std::string panel = (o.hardware ? "" : p.hardware + " · ") + p.model + " · " + optionsLabel(p);
+    const std::string panel = !o.axis.empty()
+                                  ? whatif::axisPanel(p, o.axis)
+                                  : (o.hardware ? "" : p.hardware + " · ") + p.model + " · " + optionsLabel(p);
     for (std::size_t s = 0; s < subjects.size(); ++s) {
       const Subject& sub = subjects[s];
-      if (sub.engine != p.engine || (!sub.hardware.empty() && sub.hardware != p.hardware)) continue;
+      if ((!sub.engine.empty() && sub.engine != p.engine) || (!sub.hardware.empty() && sub.hardware != p.hardware) ||
+          (!sub.axis_value.empty() && whatif::axisValue(p, o.axis) != sub.axis_value)) {
+        continue;
+      }
       auto [it, fresh] = index.try_emplace(panel + "|" + p.workload, out.size());
       if (fresh) {
         out.push_back({panel, p.workload, p.batch, p.context, p.phase == "decode" && p.workload.rfind("decode", 0) == 0,
                        std::vector<Entry>(subjects.size())});
       }
-      out[it->second].entries[s] = entryOf(data, i, sub);
+      out[it->second].entries[s] = entryOf(data, i, sub, !whatif::attentionOnly(whatif::comparedAxis(o)));
     }
   }
   return out;
@@ -296,7 +234,7 @@ ReportTable otherWorkloads(const std::vector<Aligned>& rows, const std::vector<S
   return t;
 }
 
-json alignedJson(const std::vector<Aligned>& rows, const std::vector<Subject>& subjects) {
+json alignedJson(const std::vector<Aligned>& rows, const std::vector<Subject>& subjects, bool axis) {
   json out = json::array();
   for (const auto& a : rows) {
     json entries = json::array();
@@ -313,6 +251,9 @@ json alignedJson(const std::vector<Aligned>& rows, const std::vector<Subject>& s
                   {"graph_mode", e.graph_mode},
                   {"band", e.band},
                   {"provenance", e.provenance}});
+        if (const auto r = axis ? whatif::ratioToBaseline(a, s) : std::nullopt) {
+          j.update({{"ratio_to_baseline", r->first}, {"within_band_of_baseline", r->second}});
+        }
       } else {
         j["reason"] = e.reason;
         j["not_deployable"] = e.undeployable;
@@ -338,33 +279,64 @@ std::vector<LegendItem> subjectLegend(const std::vector<Subject>& subjects) {
   return out;
 }
 
-}  // namespace
-
-StudyReport whatIfReport(const StudyData& data, const WhatIfOptions& options) {
-  const auto subjects = subjectsOf(data, options);
-  std::vector<std::string> labels;
-  labels.reserve(subjects.size());
-  for (const auto& s : subjects) labels.push_back(s.label);
-  StudyReport report{"whatif", HtmlDocument("What if: " + join(labels, " vs ")), {}};
-  HtmlDocument& doc = report.document;
+std::string whatIfCommand(const StudyData& data, const WhatIfOptions& options) {
   std::string command = fmt::format("attnsim report whatif --db {} --sweep {} --out DIR", shellWord(data.path),
                                     shellWord(data.sweep.name));
   if (!options.compare.empty()) command += " --compare " + shellWord(join(options.compare, ","));
   if (options.engines) command += " --compare-engines";
   if (options.hardware) command += " --compare-hardware";
-  for (const auto& [flag, value] : {std::pair{"--engine", options.engine},
+  for (const auto& [flag, value] : {std::pair{"--axis", options.axis},
+                                    {"--baseline", options.baseline},
+                                    {"--engine", options.engine},
                                     {"--hardware", options.hardware_filter},
                                     {"--model", options.model_filter}}) {
     if (!value.empty()) command += fmt::format(" {} {}", flag, shellWord(value));
   }
-  provenance(doc, data, command);
-  const auto rows = align(data, options, subjects);
+  return command;
+}
+
+}  // namespace
+
+// The matched points. Under --axis, a value no matched point has (one the filtered engine was not swept
+// with, as SGLang's fp8_e4m3 for vLLM) is left out; a baseline none has is an error.
+std::vector<Aligned> alignedRows(const StudyData& data, const WhatIfOptions& o, std::vector<Subject>& subjects) {
+  auto rows = align(data, o, subjects);
   if (rows.empty()) throw UsageError("report whatif: no point of the sweep matches the filters");
+  if (o.axis.empty()) return rows;
+  auto present = [&rows](std::size_t s) {
+    return std::any_of(rows.begin(), rows.end(), [s](const Aligned& a) { return a.entries[s].present; });
+  };
+  if (!present(0)) {
+    throw UsageError(fmt::format("--baseline {}: no point matching the filters has {}={}", subjects[0].axis_value,
+                                 o.axis, subjects[0].axis_value));
+  }
+  for (std::size_t s = subjects.size(); s-- > 1;) {
+    if (present(s)) continue;
+    subjects.erase(subjects.begin() + static_cast<std::ptrdiff_t>(s));
+    for (auto& a : rows) a.entries.erase(a.entries.begin() + static_cast<std::ptrdiff_t>(s));
+  }
+  if (subjects.size() < 2) {
+    throw UsageError(fmt::format("report whatif --axis {}: the points matching the filters have one value of it ({})",
+                                 o.axis, subjects[0].axis_value));
+  }
+  return rows;
+}
+
+StudyReport whatIfReport(const StudyData& data, const WhatIfOptions& options) {
+  auto subjects = whatif::subjectsOf(data, options);
+  const auto rows = alignedRows(data, options, subjects);
+  std::vector<std::string> labels;
+  labels.reserve(subjects.size());
+  for (const auto& s : subjects) labels.push_back(s.label);
+  StudyReport report{"whatif", HtmlDocument("What if: " + join(labels, " vs ")), {}};
+  HtmlDocument& doc = report.document;
+  provenance(doc, data, whatIfCommand(data, options));
   const auto sums = summarize(rows, subjects.size());
   doc.paragraph(
       "How to read it: each compared item is looked up at every point of the sweep where it applies; 'fastest at' "
       "counts the points where it has the shortest predicted step time among the compared items by more than the "
-      "two attention calls' uncertainty bands (the whole steps' bands when devices are compared); 'tied fastest at' "
+      "two attention calls' uncertainty bands (the whole steps' bands when devices, TP or CUDA graphs are compared); "
+      "'tied fastest at' "
       "counts those within them (a tie, '≈' below; docs/COST_MODEL.md 'Uncertainty'). 'graphs save' is the eager "
       "step time over the CUDA-graph one, minus 1, where the engine runs graphs.");
   doc.heading("Side by side");
@@ -378,8 +350,12 @@ StudyReport whatIfReport(const StudyData& data, const WhatIfOptions& options) {
     doc.figure({"whatif-decode.svg", heatMapGridSvg(maps, 3, subjectLegend(subjects)),
                 "fastest of " + join(labels, ", ") + " per decode batch and context"});
   }
-  doc.heading("Prefill, chunked prefill and mixed batches");
-  doc.table(otherWorkloads(rows, subjects));
+  if (options.axis.empty()) {
+    doc.heading("Prefill, chunked prefill and mixed batches");
+    doc.table(otherWorkloads(rows, subjects));
+  } else {
+    whatif::axisSection(doc, rows, subjects, options.axis);
+  }
   json summary = json::array();
   for (std::size_t s = 0; s < subjects.size(); ++s) {
     summary.push_back({{"subject", subjects[s].label},
@@ -393,7 +369,8 @@ StudyReport whatIfReport(const StudyData& data, const WhatIfOptions& options) {
                  {"provenance", provenanceJson(data)},
                  {"subjects", labels},
                  {"summary", summary},
-                 {"points", alignedJson(rows, subjects)}};
+                 {"points", alignedJson(rows, subjects, !options.axis.empty())}};
+  if (!options.axis.empty()) report.json.update({{"axis", options.axis}, {"baseline", subjects.front().axis_value}});
   return report;
 }
 

@@ -46,8 +46,10 @@ std::int64_t RateSearch::gpusFor(double target_rate, int tp) const {
   return static_cast<std::int64_t>(std::ceil(target_rate / max_rate - 1e-9)) * tp;
 }
 
-RateSearch searchRate(ServeSession& session, ArrivalSpec arrivals, const ServeSlo& slo, double min_rate,
-                      double max_rate) {
+namespace {
+
+RateSearch searchRange(ServeSession& session, ArrivalSpec arrivals, const ServeSlo& slo, double min_rate,
+                       double max_rate) {
   RateSearch out;
   auto attempt = [&](double rate) {
     arrivals.rate = rate;
@@ -79,6 +81,34 @@ RateSearch searchRate(ServeSession& session, ArrivalSpec arrivals, const ServeSl
     const double mid = std::sqrt(good * bad);
     (attempt(mid) ? good : bad) = mid;
   }
+  return out;
+}
+
+// Appends a band end's search to the nominal one: its probes (tagged) and simulations.
+double keepBandSearch(RateSearch& out, RateSearch&& band, int end) {
+  out.simulations += band.simulations;
+  for (auto& p : band.probes) {
+    p.band_end = end;
+    out.probes.push_back(std::move(p));
+  }
+  return band.max_rate;
+}
+
+}  // namespace
+
+RateSearch searchRate(ServeSession& session, const ArrivalSpec& arrivals, const ServeSlo& slo, double min_rate,
+                      double max_rate) {
+  RateSearch out = searchRange(session, arrivals, slo, min_rate, max_rate);
+  if (out.max_rate <= 0) return out;
+  const double rate = out.max_rate, from = std::max(min_rate, rate / 4);
+  session.setBandEnd(+1);  // slower steps: at most the found rate; below a quarter of it, from the lowest
+  double slow = keepBandSearch(out, searchRange(session, arrivals, slo, from, rate), +1);
+  if (slow <= 0 && from > min_rate) slow = keepBandSearch(out, searchRange(session, arrivals, slo, min_rate, from), +1);
+  session.setBandEnd(-1);  // faster steps: at least the found rate
+  const double fast = keepBandSearch(out, searchRange(session, arrivals, slo, rate, max_rate), -1);
+  session.setBandEnd(0);
+  out.rate_slow_end = std::min(slow, rate);
+  out.rate_fast_end = std::max(fast, rate);
   return out;
 }
 

@@ -16,6 +16,7 @@ struct RateProbe {
   double rate = 0;
   bool meets_slo = false;
   ServeResult result;
+  int band_end = 0;  // 0: the predicted step times; +1 / -1: every step at its band's slow / fast end
 };
 
 struct RateSearch {
@@ -25,6 +26,9 @@ struct RateSearch {
   std::vector<RateProbe> probes;  // in the order simulated
   // Why not even the lowest rate meets the SLO, in words (max_rate 0); empty when a rate does.
   std::string slo_unmet;
+  // The step model's band carried through: the highest rate within the SLO when every step takes the
+  // slow end of its band, and the fast end (searched on the same arrivals; 0 when max_rate is 0).
+  double rate_slow_end = 0, rate_fast_end = 0;
   // Replicas of the scenario (each `tp` GPUs) needed for `target_rate`, in GPUs; 0 when none suffice
   // (slo_unmet says why).
   [[nodiscard]] std::int64_t gpusFor(double target_rate, int tp) const;
@@ -37,8 +41,9 @@ bool meetsSlo(const ServeResult& r, const ServeSlo& slo);
 std::string whySloUnmet(const ServeResult& r, const ServeSlo& slo, std::int64_t kv_tokens, double rate);
 
 // `arrivals` gives the lengths, process, request count and seed; its rate is searched in
-// [min_rate, max_rate] to a relative precision of about 1%.
-RateSearch searchRate(ServeSession& session, ArrivalSpec arrivals, const ServeSlo& slo, double min_rate = 0.05,
+// [min_rate, max_rate] to a relative precision of about 1%, then at the band's two ends (from the
+// found rate: at most it at the slow end, at least it at the fast end).
+RateSearch searchRate(ServeSession& session, const ArrivalSpec& arrivals, const ServeSlo& slo, double min_rate = 0.05,
                       double max_rate = 10000);
 
 }  // namespace attnsim

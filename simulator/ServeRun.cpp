@@ -6,6 +6,7 @@
 
 #include "catalog/Catalog.hpp"
 #include "core/Error.hpp"
+#include "hardware/KernelEfficiency.hpp"
 
 namespace attnsim {
 
@@ -57,12 +58,16 @@ StepTime BatchTimer::operator()(const Workload& w) {
     rep.groups.push_back(r);
   }
   key = key * 8 + w.groups.size();
-  if (const auto it = memo_.find(key); it != memo_.end()) return it->second;
-  const bool decode = w.phase == Phase::Decode;
-  const Prediction p = (decode ? decode_ : prefill_)->predict(rep);
-  const StepTime t{cuda_graphs_ ? p.graph.step_us : p.eager.step_us,
-                   cuda_graphs_ ? p.graph_decision.mode : GraphMode::Eager};
-  memo_.emplace(key, t);
+  auto it = memo_.find(key);
+  if (it == memo_.end()) {
+    const bool decode = w.phase == Phase::Decode;
+    const Prediction p = (decode ? decode_ : prefill_)->predict(rep);
+    const StepTime t{cuda_graphs_ ? p.graph.step_us : p.eager.step_us,
+                     cuda_graphs_ ? p.graph_decision.mode : GraphMode::Eager};
+    it = memo_.emplace(key, Timed{t, cuda_graphs_ ? p.uncertainty.graph_band : p.uncertainty.eager_band}).first;
+  }
+  StepTime t = it->second.time;
+  if (band_end_ != 0) t.us = band_end_ > 0 ? bandHigh(t.us, it->second.band) : bandLow(t.us, it->second.band);
   return t;
 }
 

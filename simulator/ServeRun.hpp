@@ -18,6 +18,9 @@ class BatchTimer {
   BatchTimer(const Catalog& c, const PredictionInput& prefill, const PredictionInput& decode, bool cuda_graphs);
   StepTime operator()(const Workload& w);
   [[nodiscard]] std::size_t evaluations() const { return memo_.size(); }
+  // Every step at an end of its step-model band: +1 the slow end (t x (1 + band)), -1 the fast end
+  // (t / (1 + band)), 0 the prediction itself (docs/COST_MODEL.md "Uncertainty").
+  void setBandEnd(int end) { band_end_ = end; }
   // The bucket of a count or length, and the value that stands for it.
   static std::uint64_t bucket(std::int64_t x);
   static std::int64_t representative(std::uint64_t b);
@@ -25,7 +28,12 @@ class BatchTimer {
  private:
   std::unique_ptr<Predictor> prefill_, decode_;
   bool cuda_graphs_;
-  std::unordered_map<std::uint64_t, StepTime> memo_;
+  int band_end_ = 0;
+  struct Timed {
+    StepTime time;
+    double band = 0;  // of the step time, relative
+  };
+  std::unordered_map<std::uint64_t, Timed> memo_;
 };
 
 struct ServeSetup {
@@ -40,6 +48,8 @@ class ServeSession {
   ServeSession(const Catalog& c, const Scenario& s);
   [[nodiscard]] const ServeSetup& setup() const { return setup_; }
   ServeResult run(const std::vector<ServeRequest>& requests, const ServeSlo& slo);
+  // Later runs time every step at this end of its band (BatchTimer::setBandEnd).
+  void setBandEnd(int end) { timer_->setBandEnd(end); }
 
  private:
   ServeSetup setup_;

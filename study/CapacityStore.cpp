@@ -201,8 +201,9 @@ void CapacityStore::addSearch(std::int64_t config, const std::string& arrivals, 
   sqlite3* db = store_.handle();
   WriteTransaction t(db, store_.path());  // one transaction: a search is stored whole or not at all
   for (const RateProbe& p : search.probes) {
-    const bool at_max = p.meets_slo && p.rate == search.max_rate;
-    const std::int64_t run = insertRun(db, config, {"search", arrivals, p.rate, slo, p.meets_slo, at_max}, p.result);
+    const bool at_max = p.band_end == 0 && p.meets_slo && p.rate == search.max_rate;
+    const char* kind = p.band_end == 0 ? "search" : p.band_end > 0 ? "search-slow" : "search-fast";
+    const std::int64_t run = insertRun(db, config, {kind, arrivals, p.rate, slo, p.meets_slo, at_max}, p.result);
     if (at_max) {
       addRequests(db, run, p.result);
       addTimeline(db, run, p.result, kTimelinePoints);

@@ -40,6 +40,8 @@ struct CapacityConfigRow {
   std::optional<double> max_rate;    // searched: the highest rate within the SLO (0: none)
   double target_rate = 0;
   int simulations = 0;
+  // Searched, and not even the lowest rate meets the SLO (error says why): no rate, no GPU count.
+  [[nodiscard]] bool sloUnmet() const { return max_rate && *max_rate <= 0; }
 };
 
 // One simulation: how its requests came, and what came out.

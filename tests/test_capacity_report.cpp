@@ -113,6 +113,9 @@ TEST(CapacityReport, GoldenMarkdownAndJson) {
   for (const auto& c : j["configs"]) {
     EXPECT_GT(c["max_rate_rps"].get<double>(), 0);
     EXPECT_FALSE(c["runs"].empty());
+    // The step model's band carried through: its slow end serves less, its fast end more.
+    EXPECT_LT(c["max_rate_band_rps"][0].get<double>(), c["max_rate_rps"].get<double>()) << c["max_rate_band_rps"];
+    EXPECT_GT(c["max_rate_band_rps"][1].get<double>(), c["max_rate_rps"].get<double>()) << c["max_rate_band_rps"];
   }
   const std::string got = normalized(readFile(out / "capacity.md"), j["provenance"]);
   const fs::path golden = kCapacityReportData / "reports/capacity.md";
@@ -183,6 +186,84 @@ std::size_t count(const std::string& text, const std::string& what) {
   std::size_t n = 0;
   for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
   return n;
+}
+
+// A configuration no rate serves within the SLO (SGLang's 3,574-token pool for Llama-3.1-70B on two H100s) is
+// said as such, with why, in the study's table and JSON and in the report, and never picked for the target.
+TEST(CapacityReport, AConfigurationNoRateServesIsSaidWhyAndNeverPicked) {
+  const fs::path db = capacityReportScratch() / "unmet.db", out = capacityReportScratch() / "unmet";
+  const std::string spec = (kCapacityReportData / "capacity/unmet.yaml").string();
+  const auto text = runAttnsim("capacity study " + spec + " --db " + db.string());
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  // The engine's own pick and the same backend forced are told apart; the unmet rows show no rate.
+  EXPECT_NE(text.output.find("sglang:fa3 (own)                   2        none  the SLO is not met at any rate"),
+            std::string::npos)
+      << text.output;
+  EXPECT_NE(text.output.find("sglang:fa3                         2        none  the SLO is not met"), std::string::npos)
+      << text.output;
+  EXPECT_EQ(text.output.find(" 0.00 "), std::string::npos) << text.output;
+  const auto study =
+      runAttnsim("--json capacity study " + spec + " --db " + (capacityReportScratch() / "unmet2.db").string());
+  ASSERT_EQ(study.exit_code, 0) << study.output;
+  int unmet = 0;
+  const json rows = json::parse(study.output);  // kept alive while its rows are read
+  for (const auto& c : rows.at("configs")) {
+    if (!c.contains("slo_unmet")) continue;
+    ++unmet;
+    EXPECT_EQ(c["engine"], "sglang") << c;
+    EXPECT_NE(c["slo_unmet"].get<std::string>().find("holds 1 request(s) of 2256 tokens"), std::string::npos) << c;
+  }
+  EXPECT_EQ(unmet, 2);
+
+  const auto r = runAttnsim("report capacity --db " + db.string() + " --out " + out.string() + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json report = json::parse(r.output);
+  for (const auto& c : report.at("configs")) {
+    const bool sglang = c["engine"] == "sglang";
+    EXPECT_EQ(c["slo_unmet"].is_string(), sglang) << c;
+    EXPECT_EQ(c["gpus_for_target"].is_null(), sglang) << c;
+  }
+  const std::string md = readFile(out / "capacity.md");
+  EXPECT_NE(
+      md.find("| llama-3.1-70b | h100-sxm | 2 | sglang:fa3 (own) | none | - | - | the SLO is not met at any rate"),
+      std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| llama-3.1-70b | h100-sxm | 42 | vllm:FLASH_ATTN (own) at TP 2 |"), std::string::npos) << md;
+}
+
+// capacity search --db keeps why no rate met the SLO, as a study does: the report says it in place of a 0.
+TEST(CapacityReport, ASearchNoRateServesKeepsItsReasonInTheStore) {
+  const fs::path db = capacityReportScratch() / "unmet-search.db", out = capacityReportScratch() / "unmet-search";
+  ASSERT_EQ(runAttnsim("capacity search --hardware h100-sxm --model llama-3.1-70b --engine sglang --tp 2 "
+                       "--prompt-len 2000 --output-len 256 --requests 50 --db " +
+                       db.string())
+                .exit_code,
+            0);
+  const auto r = runAttnsim("report capacity --db " + db.string() + " --out " + out.string() + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json c = json::parse(r.output).at("configs").at(0);
+  EXPECT_NE(c["slo_unmet"].get<std::string>().find("even at 0.05 req/s, p99 TTFT"), std::string::npos) << c;
+  EXPECT_NE(readFile(out / "capacity.md").find("| sglang:fa3 (own) | none | - | - | the SLO is not met"),
+            std::string::npos);
+}
+
+// A serve-sim run stored beside a rate search is one of the serve-sim runs, not a rate row without a rate.
+TEST(CapacityReport, AServeSimRunBesideASearchIsNoRowOfTheRateTable) {
+  const fs::path db = capacityReportScratch() / "beside.db", out = capacityReportScratch() / "beside";
+  const std::string scenario =
+      "--hardware h100-sxm --model llama-3.1-8b --engine vllm --requests 60 --db " + db.string();
+  ASSERT_EQ(runAttnsim("capacity search " + scenario).exit_code, 0);
+  ASSERT_EQ(runAttnsim("serve-sim --rate 5 " + scenario).exit_code, 0);
+  const auto r = runAttnsim("report capacity --db " + db.string() + " --out " + out.string() + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(json::parse(r.output).at("configs").size(), 2U);
+  const std::string md = readFile(out / "capacity.md");
+  const auto table = md.find("| model | hardware | TP | engine:backend | max req/s");
+  ASSERT_NE(table, std::string::npos) << md;
+  const std::string rates = md.substr(table, md.find("\n\n", table) - table);
+  EXPECT_EQ(count(rates, "\n| llama-3.1-8b"), 1U) << rates;
+  EXPECT_EQ(rates.find("| - | - |"), std::string::npos) << rates;
+  EXPECT_NE(md.find("## serve-sim runs"), std::string::npos);
 }
 
 TEST(CapacityReport, ChromiumDrawsThePlots) {

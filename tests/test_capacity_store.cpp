@@ -97,7 +97,20 @@ TEST(CapacityStore, SearchStoresEveryProbeAndTheRunAtTheHighestRate) {
   EXPECT_EQ(number(db, "SELECT COUNT(*) FROM serve_requests"), 200);  // only the run at the highest rate
   // Every rate that met the SLO is at most the maximum; every one above it failed.
   // (The bound is written with every digit: std::to_string keeps six decimals and may round below the maximum.)
-  EXPECT_EQ(number(db, fmt::format("SELECT COUNT(*) FROM serve_runs WHERE meets_slo = 1 AND rate > {:.17g}", max_rate)),
+  EXPECT_EQ(number(db, fmt::format("SELECT COUNT(*) FROM serve_runs WHERE kind = 'search' AND meets_slo = 1 AND "
+                                   "rate > {:.17g}",
+                                   max_rate)),
+            0);
+  // The band's ends, searched on the same arrivals and stored as their own probes, bracket the rate: with
+  // every step at its slow end no rate above the maximum meets the SLO, at its fast end the maximum does.
+  const double slow = j["max_rate_band_rps"][0].get<double>(), fast = j["max_rate_band_rps"][1].get<double>();
+  EXPECT_LT(slow, max_rate);
+  EXPECT_GT(fast, max_rate);
+  EXPECT_NEAR(number(db, "SELECT MAX(rate) FROM serve_runs WHERE kind = 'search-slow' AND meets_slo = 1"), slow, 1e-9);
+  EXPECT_NEAR(number(db, "SELECT MAX(rate) FROM serve_runs WHERE kind = 'search-fast' AND meets_slo = 1"), fast, 1e-9);
+  EXPECT_EQ(number(db, fmt::format("SELECT COUNT(*) FROM serve_runs WHERE kind = 'search-slow' AND meets_slo = 1 AND "
+                                   "rate > {:.17g}",
+                                   max_rate)),
             0);
   EXPECT_GT(number(db, "SELECT COUNT(*) FROM serve_runs WHERE meets_slo = 0"), 0);
   EXPECT_NEAR(number(db, "SELECT p99 FROM (SELECT tpot_p99_ms AS p99 FROM serve_runs WHERE at_max = 1)"),

@@ -14,6 +14,9 @@
 #include <optional>
 #include <regex>
 #include <sstream>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "TestSupport.hpp"
 #include "reports/HtmlDocument.hpp"
@@ -161,6 +164,112 @@ TEST(StudyReports, WhatIfMatchesTheGolden) {
   r = report("whatif", smallStudy(), out, "--compare-hardware --engine sglang");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   checkGolden(out, "whatif", "whatif-hardware");
+}
+
+// tests/data/reports/axis.yaml swept: one engine on one GPU over the KV-cache dtype and CUDA graphs on/off.
+const fs::path& axisStudy() {
+  static const fs::path db = [] {
+    fs::path path = reportsScratch() / "axis.db";
+    const auto sweep = runAttnsim("sweep " + (kReportsData / "axis.yaml").string() + " --db " + path.string());
+    EXPECT_EQ(sweep.exit_code, 0) << sweep.output;
+    return path;
+  }();
+  return db;
+}
+
+// --axis puts each point's step under every value of the axis side by side, with the bands, the ratio to
+// the baseline value and whether the two bands overlap.
+TEST(StudyReports, WhatIfComparesAnyAxisAgainstABaselineWithTheBands) {
+  const fs::path out = reportsScratch() / "axis";
+  for (const auto& [args, axis, baseline, other] : {std::tuple{"--axis kv_dtype", "kv_dtype", "auto", "fp8"},
+                                                    {"--axis cuda_graphs", "cuda_graphs", "on", "off"},
+                                                    {"--axis kv_dtype --baseline fp8", "kv_dtype", "fp8", "auto"}}) {
+    const auto r = report("whatif", axisStudy(), out, args);
+    ASSERT_EQ(r.exit_code, 0) << args << "\n" << r.output;
+    const json j = json::parse(readFile(out / "whatif.json"));
+    EXPECT_EQ(j["axis"], axis);
+    EXPECT_EQ(j["baseline"], baseline) << args;
+    EXPECT_EQ(j["subjects"], json::array({fmt::format("{}={}", axis, baseline), fmt::format("{}={}", axis, other)}));
+    int compared = 0;
+    for (const auto& p : j["points"]) {
+      EXPECT_EQ(p["where"].get<std::string>().find(std::string(axis) == "kv_dtype" ? "kv=" : "eager"),
+                std::string::npos)
+          << "the compared axis is not part of the panel: " << p["where"];
+      const auto& e = p["entries"];
+      if (e.size() != 2 || !e[0]["valid"].get<bool>() || !e[1]["valid"].get<bool>()) continue;
+      ++compared;
+      const double base = e[0]["step_us"], step = e[1]["step_us"];
+      EXPECT_FALSE(e[0].contains("ratio_to_baseline"));
+      EXPECT_NEAR(e[1]["ratio_to_baseline"].get<double>(), step / base, 1e-12);
+      // CUDA graphs change the whole step: the steps' bands decide (for the kv dtype, the attention calls')
+      const double lo = std::max(base / (1 + e[0]["band"].get<double>()), step / (1 + e[1]["band"].get<double>()));
+      const double hi = std::min(base * (1 + e[0]["band"].get<double>()), step * (1 + e[1]["band"].get<double>()));
+      if (std::string(axis) == "cuda_graphs") {
+        EXPECT_EQ(e[1]["within_band_of_baseline"].get<bool>(), lo <= hi) << p;
+      }
+      // Eager pays every kernel launch a replayed graph saves: no decode step is faster without graphs.
+      if (std::string(axis) == "cuda_graphs" && p["workload"].get<std::string>().rfind("decode", 0) == 0) {
+        EXPECT_GE(step, base) << p;
+      }
+    }
+    EXPECT_GE(compared, 8) << args;
+    const std::string md = readFile(out / "whatif.md");
+    EXPECT_NE(md.find(fmt::format("| {0}={1} / {0}={2} |", axis, other, baseline)), std::string::npos) << md;
+    EXPECT_NE(md.find(fmt::format("--axis {}", axis)), std::string::npos) << "the regenerate command";
+  }
+  ASSERT_EQ(report("whatif", axisStudy(), out, "--axis cuda_graphs").exit_code, 0);
+  const std::string md = readFile(out / "whatif.md");
+  EXPECT_NE(md.find("| h100-sxm · llama-3.1-8b · vllm · tp=1 · kv=auto | decode b=1 c=1024 |"), std::string::npos)
+      << md;
+}
+
+// An axis value the filtered engine was never swept with (SGLang spells FP8 fp8_e4m3, vLLM fp8) is left out
+// of the comparison, not shown as an empty column; a baseline no matched point has is an error.
+TEST(StudyReports, WhatIfOnAnAxisLeavesOutValuesTheFilteredEngineWasNotSweptWith) {
+  const fs::path spec = reportsScratch() / "axis-engines.yaml", db = reportsScratch() / "axis-engines.db";
+  std::ofstream(spec) << "name: axis-engines\nhardware: [h100-sxm]\nmodels: [llama-3.1-8b]\nengines: [vllm, sglang]\n"
+                         "kv_dtypes: [default, fp8, fp8_e4m3]\nworkloads:\n  - decode: {batch: [8], context: [4096]}\n"
+                         "drop:\n  - \"kv_dtype == 'fp8' && engine == 'sglang'\"\n"
+                         "  - \"kv_dtype == 'fp8_e4m3' && engine != 'sglang'\"\n";
+  ASSERT_EQ(runAttnsim("sweep " + spec.string() + " --db " + db.string()).exit_code, 0);
+  const fs::path out = reportsScratch() / "axis-engines";
+  auto r = report("whatif", db, out, "--axis kv_dtype --engine vllm");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(json::parse(readFile(out / "whatif.json"))["subjects"], json::array({"kv_dtype=default", "kv_dtype=fp8"}));
+  r = report("whatif", db, out, "--axis kv_dtype");  // both engines: every value has points
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json all = json::parse(readFile(out / "whatif.json"));
+  EXPECT_EQ(all["subjects"].size(), 3U);
+  EXPECT_EQ(all["points"].size(), 2U) << "one panel per engine";
+  r = report("whatif", db, out, "--axis kv_dtype --engine vllm --baseline fp8_e4m3");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--baseline fp8_e4m3: no point matching the filters has kv_dtype=fp8_e4m3"),
+            std::string::npos)
+      << r.output;
+}
+
+// --compare-engines over a one-engine store, or an axis with one value, exits 2 saying what varies instead.
+TEST(StudyReports, WhatIfOverWhatDoesNotVarySaysWhatCanBeCompared) {
+  const fs::path out = reportsScratch() / "axis-bad";
+  for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+           {"--compare-engines", "--compare-engines: sweep 'reports-axis' has one engine (vllm)"},
+           {"--compare-hardware", "--compare-hardware: sweep 'reports-axis' has one hardware (h100-sxm)"},
+           {"--axis tp", "--axis tp: sweep 'reports-axis' has one tp (1)"},
+           {"--axis kv", "did you mean 'kv_dtype'"},
+           {"--axis kv_dtype --baseline fp16",
+            "--baseline fp16: not a value of kv_dtype in this sweep (it has auto, fp8)"},
+           {"--axis kv_dtype --compare-engines", "one of --compare-engines, --compare-hardware and --axis"}}) {
+    const auto r = report("whatif", axisStudy(), out, args);
+    EXPECT_EQ(r.exit_code, 2) << args;
+    EXPECT_NE(r.output.find(message), std::string::npos) << args << "\n" << r.output;
+    if (args.rfind("--compare-", 0) == 0 || args == "--axis tp") {
+      EXPECT_NE(r.output.find("compare instead --axis kv_dtype (auto, fp8); --axis cuda_graphs (on, off)"),
+                std::string::npos)
+          << r.output;
+      EXPECT_EQ(r.output.find("vllm:FLASHMLA"), std::string::npos) << "a backend never valid here: " << r.output;
+    }
+  }
+  EXPECT_FALSE(fs::exists(out / "whatif.json"));
 }
 
 TEST(StudyReports, MatrixMatchesTheGolden) {
