@@ -39,7 +39,7 @@ class ServeSession {
  public:
   ServeSession(const Catalog& c, const Scenario& s);
   [[nodiscard]] const ServeSetup& setup() const { return setup_; }
-  ServeResult run(const std::vector<ServeRequest>& requests, const ServeSlo& slo);
+  ServeResult run(const std::vector<ServeRequest>& requests, const ServeSlo& slo, const ServeClient& client = {});
 
  private:
   ServeSetup setup_;
@@ -52,6 +52,6 @@ struct ServeRun {
 };
 // Simulates `requests` served by the scenario's engine (scenario.engine, optional backend, TP).
 ServeRun serveScenario(const Catalog& c, const Scenario& s, const std::vector<ServeRequest>& requests,
-                       const ServeSlo& slo);
+                       const ServeSlo& slo, const ServeClient& client = {});
 
 }  // namespace attnsim
