@@ -2,11 +2,14 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cmath>
 #include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "cli/Commands.hpp"
 #include "cli/ServeFlags.hpp"
+#include "core/Error.hpp"
 #include "core/Files.hpp"
 #include "hardware/HardwareProfile.hpp"
 #include "model/ModelSpec.hpp"
@@ -27,7 +30,29 @@ struct ServeFlags {
   std::int64_t warmup_requests = 0;
   bool ignore_eos = false;
   double slo_ttft_ms = 2000, slo_tpot_ms = 50;
+  std::vector<std::string> goodput;  // vllm bench serve --goodput KEY:MS (ttft, tpot, e2el)
 };
+
+// The SLO: --goodput as `vllm bench serve` reads it (vllm/benchmarks/serve.py parse_goodput: a request is
+// good when it meets every target named; the unnamed are not checked), else --slo-ttft-ms / --slo-tpot-ms.
+ServeSlo sloOf(const ServeFlags& f) {
+  if (f.goodput.empty()) return {f.slo_ttft_ms / 1e3, f.slo_tpot_ms / 1e3, std::numeric_limits<double>::infinity()};
+  const double none = std::numeric_limits<double>::infinity();
+  ServeSlo slo{none, none, none};
+  for (const auto& item : f.goodput) {
+    const auto colon = item.find(':');
+    const std::string key = item.substr(0, colon);
+    double ms = 0;
+    const bool number = colon != std::string::npos && CLI::detail::lexical_cast(item.substr(colon + 1), ms) &&
+                        std::isfinite(ms) && ms >= 0;
+    double* target = key == "ttft" ? &slo.ttft_s : key == "tpot" ? &slo.tpot_s : key == "e2el" ? &slo.e2e_s : nullptr;
+    if (!target || !number) {
+      throw UsageError(fmt::format("--goodput {}: expected KEY:MS with KEY ttft, tpot or e2el and MS >= 0", item));
+    }
+    *target = ms / 1e3;
+  }
+  return slo;
+}
 
 nlohmann::json percentilesJson(const Percentiles& p, double scale) {
   return {{"mean", p.mean * scale}, {"median", p.p50 * scale}, {"p50", p.p50 * scale},
@@ -150,7 +175,7 @@ std::int64_t storeRun(const ServeFlags& f, const ServeRun& run, const std::vecto
                            0,
                            1};
   const std::int64_t id = out.addConfig(std::nullopt, config);
-  const ServeSlo slo{f.slo_ttft_ms / 1e3, f.slo_tpot_ms / 1e3};
+  const ServeSlo slo = sloOf(f);
   const double last = requests.empty() ? 0 : requests.back().arrival_s;
   const double rate = f.trace.empty() ? f.arrivals.rate : last > 0 ? static_cast<double>(requests.size()) / last : 0;
   std::string arrivals =
@@ -176,7 +201,7 @@ int runServeSim(const GlobalOptions& global, const ServeFlags& f) {
     for (const auto& r : requests) text += fmt::format("{:.6f},{},{}\n", r.arrival_s, r.prompt_tokens, r.output_tokens);
     writeFileAtomically(f.write_trace, text);
   }
-  const ServeSlo slo{f.slo_ttft_ms / 1e3, f.slo_tpot_ms / 1e3};
+  const ServeSlo slo = sloOf(f);
   const auto start = std::chrono::steady_clock::now();
   ServeSession session(c, f.scenario.scenario(f.scenario.hardware, f.scenario.models, f.scenario.engines));
   const std::vector<ServeRequest> warmup = warmupRequests(requests, f.warmup_requests);
@@ -257,8 +282,11 @@ Runner addServeSimCommand(CLI::App& app, const GlobalOptions& global) {
   app.add_flag("--ignore-eos", f->ignore_eos, "outputs run to their length (serve-sim always does: see docs)");
   app.add_option("--write-trace", f->write_trace, "also write the requests as arrival_s,prompt_tokens,output_tokens");
   app.add_option("--db", f->db, "study file: also store the run (aggregates, requests, timeline)");
-  app.add_option("--slo-ttft-ms", f->slo_ttft_ms, "SLO on time to first token")->check(positiveNumber());
-  app.add_option("--slo-tpot-ms", f->slo_tpot_ms, "SLO on time per output token")->check(positiveNumber());
+  auto* ttft = app.add_option("--slo-ttft-ms", f->slo_ttft_ms, "SLO on time to first token")->check(positiveNumber());
+  auto* tpot = app.add_option("--slo-tpot-ms", f->slo_tpot_ms, "SLO on time per output token")->check(positiveNumber());
+  app.add_option("--goodput", f->goodput, "goodput targets as vllm bench serve takes them: ttft:MS tpot:MS e2el:MS")
+      ->excludes(ttft)
+      ->excludes(tpot);
   f->scenario.addServing(app);
   app.add_option("--cuda-graph", f->scenario.cuda_graph, "on or off")->check(CLI::IsMember({"on", "off"}));
   const CLI::Option* bench = app.get_option("--backend-bench");

@@ -293,7 +293,7 @@ void aggregate(const SchedulerConfig& c, const ServeSlo& slo, ServeResult& r) {
     queue.push_back(o.queueing());
     tokens += o.output_tokens;
     input += o.prompt_tokens;
-    if (o.ttft() <= slo.ttft_s && o.tpot() <= slo.tpot_s) ++good;
+    if (o.ttft() <= slo.ttft_s && o.tpot() <= slo.tpot_s && o.e2e() <= slo.e2e_s) ++good;
   }
   r.ttft = percentilesOf(ttft);
   r.tpot = percentilesOf(tpot);

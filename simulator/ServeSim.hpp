@@ -5,6 +5,7 @@
 // trace runs in well under a second (bench/bench_serve_sim.cpp).
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -42,9 +43,11 @@ struct ServeClient {
   std::int64_t max_concurrency = 0;
 };
 
+// A request is good when it meets every target (goodput as `vllm bench serve --goodput` counts it).
 struct ServeSlo {
   double ttft_s = 2.0;
   double tpot_s = 0.050;
+  double e2e_s = std::numeric_limits<double>::infinity();
 };
 
 struct RequestOutcome {

@@ -126,6 +126,23 @@ TEST(ServeClients, BenchmarkMetricsFollowTheirDefinitions) {
   }
 }
 
+TEST(ServeClients, GoodputCountsRequestsThatMeetEveryNamedTarget) {
+  const auto requests = generateRequests(allAtOnce(400));
+  const ServeResult base = simulateServing(requests, clientConfig(), clientStep, {}, {8});
+  const double none = std::numeric_limits<double>::infinity();
+  const double e2e_target = base.e2e.p50;
+  const ServeResult r = simulateServing(requests, clientConfig(), clientStep, {none, none, e2e_target}, {8});
+  std::int64_t meet = 0;
+  for (const auto& o : r.requests) meet += o.e2e() <= e2e_target ? 1 : 0;
+  EXPECT_GT(meet, 0);
+  EXPECT_LT(meet, 400);
+  EXPECT_NEAR(r.goodput_rps * r.makespan_s, static_cast<double>(meet), 1e-6);
+  const auto bad = test::runAttnsim(
+      "serve-sim --engine vllm --hardware h100-sxm --model llama-3.1-8b --requests 5 --goodput e2e:100");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("ttft, tpot or e2el"), std::string::npos) << bad.output;
+}
+
 TEST(RandomDataset, VllmAndSglangDrawFromTheirOwnRanges) {
   ArrivalSpec a;
   a.requests = 4000;
