@@ -52,6 +52,7 @@ ServingPolicy parseServingPolicy(const YamlReader& r, const std::vector<std::str
   names.insert(names.end(), kServingSchedulerVariables.begin(), kServingSchedulerVariables.end());
   p.scheduler.max_running_requests = sched.getExpr("max_running_requests", checkAgainst(names));
   p.scheduler.mixed_batches = sched.get<bool>("mixed_batches");
+  p.scheduler.chunked_prefill = sched.findExpr("chunked_prefill", checkAgainst(names));
   p.scheduler.policy = sched.getOneOf("policy", {"decode-first", "prefill-first"});
   p.scheduler.source = sched.get<std::string>("source");
   sched.finish();

@@ -2,6 +2,8 @@
 // Issue 15 asks for <= 1 s per simulation, so a rate search over dozens of configurations takes seconds.
 #include <benchmark/benchmark.h>
 
+#include <limits>
+
 #include "catalog/Catalog.hpp"
 #include "simulator/ServeRun.hpp"
 #include "simulator/Traces.hpp"
@@ -32,6 +34,33 @@ void BM_ServeSim10kRequests(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * a.requests);
 }
 BENCHMARK(BM_ServeSim10kRequests)->Args({10, 0})->Args({40, 0})->Args({40, 1})->Unit(benchmark::kMillisecond);
+
+// The closed loop of `vllm bench serve --request-rate inf --max-concurrency N` (N = range(0)) over the
+// random dataset (1024 / 256 tokens, range ratio 0.5).
+void BM_ServeSim10kClosedLoop(benchmark::State& state) {
+  const Catalog c = Catalog::loadDefault();
+  Scenario s;
+  s.hardware = "h100-sxm";
+  s.model = "llama-3.1-8b";
+  s.engine = "vllm";
+  ArrivalSpec a;
+  a.rate = std::numeric_limits<double>::infinity();
+  a.requests = 10000;
+  a.lengths = "random";
+  a.range_ratio = 0.5;
+  a.prompt_tokens = 1024;
+  a.output_tokens = 256;
+  const std::vector<ServeRequest> requests = generateRequests(a);
+  std::int64_t steps = 0;
+  for (auto _ : state) {
+    const ServeRun run = serveScenario(c, s, requests, {}, {state.range(0)});
+    steps = run.result.steps;
+    benchmark::DoNotOptimize(run.result.ttft.p99);
+  }
+  state.counters["steps"] = static_cast<double>(steps);
+  state.SetItemsProcessed(state.iterations() * a.requests);
+}
+BENCHMARK(BM_ServeSim10kClosedLoop)->Arg(64)->Arg(256)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace attnsim

@@ -135,6 +135,9 @@ MemorySplit splitMemory(const MemoryInput& in) {
   env["kv_tokens"] = s.kv_tokens;
   s.max_running_requests =
       std::llround(evalNumber(sp.scheduler.max_running_requests, env, "scheduler.max_running_requests"));
+  if (sp.scheduler.chunked_prefill) {
+    s.chunked_prefill = truthy(sp.scheduler.chunked_prefill->evaluate(env));
+  }
   s.other_mib = s.gpu_mib - s.weights_mib - s.kv_pool_mib;  // also right when the pool is negative
   s.note = sp.memory.note;
   s.source = sp.memory.source;

@@ -67,6 +67,7 @@ struct MemorySplit {
   std::int64_t kv_tokens = 0;  // tokens of full-attention KV the pool holds (0 when the pool is negative)
   std::int64_t kv_pages = 0;
   std::int64_t max_batched_tokens = 0, max_running_requests = 0;
+  bool chunked_prefill = true;  // the scheduler splits prompts over steps
   std::int64_t decode_graph_sizes = 0, prefill_graph_sizes = 0;
   // Attention replicas: every GPU's pool holds its own replica's requests, so the engine holds
   // attention_dp × kv_tokens distinct tokens (without DP attention the TP ranks hold the same ones).

@@ -87,6 +87,7 @@ ServeSetup serveSetup(const Catalog& c, const Scenario& s) {
   out.scheduler.kv_tokens = m.engineKvTokens();
   out.scheduler.page_size = m.page_size;
   out.scheduler.mixed_batches = c.engine(s.engine).policy.serving->scheduler.mixed_batches;
+  out.scheduler.chunked_prefill = m.chunked_prefill;
   return out;
 }
 
@@ -96,17 +97,18 @@ ServeSession::ServeSession(const Catalog& c, const Scenario& s) : setup_(serveSe
                                         engineInput(c, s, model, Phase::Decode), s.cuda_graphs);
 }
 
-ServeResult ServeSession::run(const std::vector<ServeRequest>& requests, const ServeSlo& slo) {
+ServeResult ServeSession::run(const std::vector<ServeRequest>& requests, const ServeSlo& slo,
+                              const ServeClient& client) {
   ServeResult r = simulateServing(
-      requests, setup_.scheduler, [this](const Workload& w) { return (*timer_)(w); }, slo);
+      requests, setup_.scheduler, [this](const Workload& w) { return (*timer_)(w); }, slo, client);
   r.distinct_batches = static_cast<std::int64_t>(timer_->evaluations());
   return r;
 }
 
 ServeRun serveScenario(const Catalog& c, const Scenario& s, const std::vector<ServeRequest>& requests,
-                       const ServeSlo& slo) {
+                       const ServeSlo& slo, const ServeClient& client) {
   ServeSession session(c, s);
-  return {session.setup(), session.run(requests, slo)};
+  return {session.setup(), session.run(requests, slo, client)};
 }
 
 }  // namespace attnsim

@@ -47,7 +47,7 @@ class ServeSession {
  public:
   ServeSession(const Catalog& c, const Scenario& s);
   [[nodiscard]] const ServeSetup& setup() const { return setup_; }
-  ServeResult run(const std::vector<ServeRequest>& requests, const ServeSlo& slo);
+  ServeResult run(const std::vector<ServeRequest>& requests, const ServeSlo& slo, const ServeClient& client = {});
   // Later runs time every step at this end of its band (BatchTimer::setBandEnd).
   void setBandEnd(int end) { timer_->setBandEnd(end); }
 
@@ -62,6 +62,6 @@ struct ServeRun {
 };
 // Simulates `requests` served by the scenario's engine (scenario.engine, optional backend, TP).
 ServeRun serveScenario(const Catalog& c, const Scenario& s, const std::vector<ServeRequest>& requests,
-                       const ServeSlo& slo);
+                       const ServeSlo& slo, const ServeClient& client = {});
 
 }  // namespace attnsim

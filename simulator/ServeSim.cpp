@@ -25,8 +25,14 @@ struct Chunk {
 // The simulation state: the pool, the queues and the outcomes.
 class Engine {
  public:
-  Engine(const std::vector<ServeRequest>& requests, const SchedulerConfig& c, ServeResult& out)
-      : req_(requests), c_(c), out_(out), free_pages_(c.kv_tokens / c.page_size) {}
+  Engine(const std::vector<ServeRequest>& requests, const SchedulerConfig& c, const ServeClient& client,
+         ServeResult& out)
+      : req_(requests), c_(c), out_(out), free_pages_(c.kv_tokens / c.page_size), limited_(client.max_concurrency > 0) {
+    if (limited_) {
+      const auto n = std::min<std::size_t>(static_cast<std::size_t>(client.max_concurrency), requests.size());
+      slots_.assign(n, 0.0);  // every slot free from the start
+    }
+  }
 
   void run(const StepTimer& timer);
 
@@ -46,6 +52,12 @@ class Engine {
     l.pages = 0;
   }
   void admitArrivals();
+  // Tokens of a prefill to run now: a chunk of the budget, or (chunking off) the whole rest when it
+  // fits or the step has nothing else; 0 when it must wait.
+  [[nodiscard]] std::int64_t prefillTokens(std::int64_t left, std::int64_t budget) const {
+    if (c_.chunked_prefill) return std::min(left, budget);
+    return left <= budget || (prefills_.empty() && decodes_.empty()) ? left : 0;
+  }
   void preemptNewest();
   void scheduleRunning(std::int64_t& budget);
   void scheduleWaiting(std::int64_t& budget);
@@ -65,13 +77,20 @@ class Engine {
   std::vector<Chunk> prefills_;
   std::vector<std::size_t> decodes_;
   std::vector<bool> done_;
+  bool limited_ = false;      // the client holds at most max_concurrency requests in flight
+  std::deque<double> slots_;  // the client's free slots, by the time each freed (oldest first)
 };
 
 void Engine::admitArrivals() {
-  while (next_arrival_ < req_.size() && req_[next_arrival_].arrival_s <= now_) {
+  while (next_arrival_ < req_.size() && req_[next_arrival_].arrival_s <= now_ && (!limited_ || !slots_.empty())) {
     const ServeRequest& r = req_[next_arrival_];
+    if (limited_) {  // sent when it is due and a slot is free, in order (the semaphore is FIFO)
+      out_.requests[next_arrival_].arrival_s = std::max(r.arrival_s, slots_.front());
+      slots_.pop_front();
+    }
     if (pagesFor(r.prompt_tokens + r.output_tokens) > c_.kv_tokens / c_.page_size) {
       ++out_.rejected;  // never fits the pool, whatever else runs
+      if (limited_) slots_.push_back(now_);
     } else {
       Live l;
       l.index = next_arrival_;
@@ -97,7 +116,8 @@ void Engine::preemptNewest() {
 void Engine::scheduleRunning(std::int64_t& budget) {
   for (std::size_t i = 0; i < running_.size() && budget > 0; ++i) {
     Live& l = running_[i];
-    const std::int64_t tokens = l.prefill_left > 0 ? std::min(l.prefill_left, budget) : 1;
+    const std::int64_t tokens = l.prefill_left > 0 ? prefillTokens(l.prefill_left, budget) : 1;
+    if (tokens == 0) continue;
     while (!reserve(l, l.cached + tokens)) {
       if (running_.size() == i + 1) {  // it is the newest: it preempts itself
         preemptNewest();
@@ -117,8 +137,8 @@ void Engine::scheduleRunning(std::int64_t& budget) {
 void Engine::scheduleWaiting(std::int64_t& budget) {
   while (!waiting_.empty() && budget > 0 && static_cast<std::int64_t>(running_.size()) < c_.max_running_requests) {
     Live& l = waiting_.front();
-    const std::int64_t tokens = std::min(l.prefill_left, budget);
-    if (!reserve(l, l.cached + tokens)) break;
+    const std::int64_t tokens = prefillTokens(l.prefill_left, budget);
+    if (tokens == 0 || !reserve(l, l.cached + tokens)) break;
     RequestOutcome& o = out_.requests[l.index];
     if (o.scheduled_s < o.arrival_s) o.scheduled_s = now_;
     budget -= tokens;
@@ -143,8 +163,8 @@ void Engine::formBatch() {
     for (std::size_t i = 0; i < running_.size() && budget > 0; ++i) {
       Live& l = running_[i];
       if (l.prefill_left == 0) continue;
-      const std::int64_t tokens = std::min(l.prefill_left, budget);
-      if (!reserve(l, l.cached + tokens)) break;
+      const std::int64_t tokens = prefillTokens(l.prefill_left, budget);
+      if (tokens == 0 || !reserve(l, l.cached + tokens)) break;
       budget -= tokens;
       prefills_.push_back({i, tokens});
     }
@@ -188,6 +208,7 @@ void Engine::complete(std::size_t slot, double end_s) {
     o.finish_s = end_s;
     release(l);
     done_[slot] = true;
+    if (limited_) slots_.push_back(end_s);
   }
 }
 
@@ -262,7 +283,7 @@ namespace {
 
 void aggregate(const SchedulerConfig& c, const ServeSlo& slo, ServeResult& r) {
   std::vector<double> ttft, tpot, e2e, queue;
-  std::int64_t tokens = 0, good = 0, served = 0;
+  std::int64_t tokens = 0, input = 0, good = 0, served = 0;
   for (const auto& o : r.requests) {
     if (o.finish_s <= 0) continue;  // rejected
     ++served;
@@ -271,7 +292,8 @@ void aggregate(const SchedulerConfig& c, const ServeSlo& slo, ServeResult& r) {
     e2e.push_back(o.e2e());
     queue.push_back(o.queueing());
     tokens += o.output_tokens;
-    if (o.ttft() <= slo.ttft_s && o.tpot() <= slo.tpot_s) ++good;
+    input += o.prompt_tokens;
+    if (o.ttft() <= slo.ttft_s && o.tpot() <= slo.tpot_s && o.e2e() <= slo.e2e_s) ++good;
   }
   r.ttft = percentilesOf(ttft);
   r.tpot = percentilesOf(tpot);
@@ -280,7 +302,11 @@ void aggregate(const SchedulerConfig& c, const ServeSlo& slo, ServeResult& r) {
   r.itl = percentilesOf(std::move(r.itl_samples));
   r.itl_samples.clear();
   const double span = r.makespan_s > 0 ? r.makespan_s : 1;
+  r.completed = served;
+  r.total_input_tokens = input;
+  r.total_output_tokens = tokens;
   r.output_tokens_per_s = static_cast<double>(tokens) / span;
+  r.total_tokens_per_s = static_cast<double>(tokens + input) / span;
   r.requests_per_s = static_cast<double>(served) / span;
   r.goodput_rps = static_cast<double>(good) / span;
   r.slo_attainment = served > 0 ? static_cast<double>(good) / static_cast<double>(served) : 0;
@@ -300,7 +326,7 @@ void aggregate(const SchedulerConfig& c, const ServeSlo& slo, ServeResult& r) {
 }  // namespace
 
 ServeResult simulateServing(const std::vector<ServeRequest>& requests, const SchedulerConfig& config,
-                            const StepTimer& timer, const ServeSlo& slo) {
+                            const StepTimer& timer, const ServeSlo& slo, const ServeClient& client) {
   ServeResult r;
   r.requests.resize(requests.size());
   for (std::size_t i = 0; i < requests.size(); ++i) {
@@ -309,7 +335,7 @@ ServeResult simulateServing(const std::vector<ServeRequest>& requests, const Sch
     r.requests[i].prompt_tokens = requests[i].prompt_tokens;
     r.requests[i].output_tokens = requests[i].output_tokens;
   }
-  Engine(requests, config, r).run(timer);
+  Engine(requests, config, client, r).run(timer);
   aggregate(config, slo, r);
   return r;
 }

@@ -5,6 +5,7 @@
 // trace runs in well under a second (bench/bench_serve_sim.cpp).
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -28,14 +29,29 @@ struct SchedulerConfig {
   // Chunked prefill beside decodes in one step (running requests first, new prefills fill the budget);
   // otherwise a prefill step runs whenever a prefill can start or continue, else a decode step (SGLang).
   bool mixed_batches = true;
+  // Prompts split over steps to fill the token budget (vLLM enable_chunked_prefill, SGLang
+  // chunked_prefill_size > 0). Off: a prompt starts only when it fits the step's remaining budget
+  // whole, or runs alone in a step that has nothing else to prefill.
+  bool chunked_prefill = true;
 };
 
+// The benchmark client: at most max_concurrency requests in flight (0: no limit), as the semaphore
+// of `vllm bench serve --max-concurrency` and `sglang.bench_serving --max-concurrency` holds them.
+// A request waits on the client until a slot frees and is sent then; its TTFT and E2E count from
+// the send, as the benchmarks' request functions start their clocks after the semaphore.
+struct ServeClient {
+  std::int64_t max_concurrency = 0;
+};
+
+// A request is good when it meets every target (goodput as `vllm bench serve --goodput` counts it).
 struct ServeSlo {
   double ttft_s = 2.0;
   double tpot_s = 0.050;
+  double e2e_s = std::numeric_limits<double>::infinity();
 };
 
 struct RequestOutcome {
+  // arrival_s: when the client sent it (after waiting on --max-concurrency)
   double arrival_s = 0, scheduled_s = 0, first_token_s = 0, finish_s = 0;
   std::int64_t prompt_tokens = 0, output_tokens = 0;
   int preemptions = 0;
@@ -62,7 +78,10 @@ struct ServeResult {
   std::vector<RequestOutcome> requests;  // in arrival order
   std::vector<TimelinePoint> timeline;   // one point per step
   Percentiles ttft, tpot, e2e, queueing, itl;
-  double makespan_s = 0, output_tokens_per_s = 0, requests_per_s = 0, goodput_rps = 0, slo_attainment = 0;
+  // As `vllm bench serve` reports them: per second of the benchmark's duration (makespan_s).
+  double makespan_s = 0, output_tokens_per_s = 0, total_tokens_per_s = 0, requests_per_s = 0, goodput_rps = 0,
+         slo_attainment = 0;
+  std::int64_t completed = 0, total_input_tokens = 0, total_output_tokens = 0;
   double mean_batch = 0, mean_kv_use = 0, peak_kv_use = 0;  // KV use as a fraction of the pool
   double time_avg_in_system = 0;                            // ∫ (waiting + running) dt / makespan
   std::int64_t steps = 0, full_graph_steps = 0, piecewise_steps = 0, preemptions = 0,
@@ -80,6 +99,6 @@ struct StepTime {
 using StepTimer = std::function<StepTime(const Workload&)>;
 
 ServeResult simulateServing(const std::vector<ServeRequest>& requests, const SchedulerConfig& config,
-                            const StepTimer& timer, const ServeSlo& slo);
+                            const StepTimer& timer, const ServeSlo& slo, const ServeClient& client = {});
 
 }  // namespace attnsim

@@ -172,14 +172,51 @@ std::vector<ServeRequest> readTrace(const std::string& path) {
   return parseTrace(text.str(), path);
 }
 
+// vLLM: vllm/benchmarks/datasets.py RandomDataset.get_sampling_params @ 0056b87f (input: the special
+// tokens the tokenizer adds are taken out and the server adds them back, so serve-sim counts none;
+// output: at least 1). SGLang: python/sglang/bench_serving.py sample_random_requests @ 0033168f
+// (input at least 1; an output may be drawn as 0, which serve-sim runs as 1).
+LengthRange randomLengthRange(const std::string& bench, std::int64_t len, double r, bool output) {
+  const auto l = static_cast<double>(len);
+  if (bench == "sglang") {
+    const auto low = static_cast<std::int64_t>(l * r);
+    return {output ? low : std::max<std::int64_t>(low, 1), len};
+  }
+  const auto low = static_cast<std::int64_t>(std::floor(l * (1 - r)));
+  const auto high = static_cast<std::int64_t>(std::ceil(l * (1 + r)));
+  return {std::max<std::int64_t>(low, output ? 1 : 0), std::max<std::int64_t>(high, output ? 1 : 0)};
+}
+
+void checkArrivalSpec(const ArrivalSpec& s) {
+  if (s.lengths != "random") return;
+  if (s.bench != "vllm" && s.bench != "sglang") {
+    throw UsageError(fmt::format("--backend-bench {}: expected vllm or sglang", s.bench));
+  }
+  const bool vllm = s.bench == "vllm";
+  if (!(s.range_ratio >= 0 && (vllm ? s.range_ratio < 1 : s.range_ratio <= 1))) {
+    throw UsageError(fmt::format("--random-range-ratio {}: {} accepts [0, 1{}", s.range_ratio,
+                                 vllm ? "vllm bench serve" : "sglang.bench_serving", vllm ? ")" : "]"));
+  }
+  if (!vllm && s.prefix_len > 0) {
+    throw UsageError(
+        "--random-prefix-len: sglang.bench_serving's random dataset has no prefix (use --backend-bench vllm)");
+  }
+}
+
 std::vector<ServeRequest> generateRequests(const ArrivalSpec& s) {
+  checkArrivalSpec(s);
   std::mt19937_64 rng(s.seed);
   std::vector<ServeRequest> out;
   out.reserve(static_cast<std::size_t>(s.requests));
   // Gamma gaps with shape 1/cv² and mean 1/rate; cv 1 is the exponential (Poisson) case.
   const double shape = s.process == "poisson" ? 1.0 : 1.0 / (s.cv * s.cv);
-  std::gamma_distribution<double> gap(shape, 1.0 / (s.rate * shape));
-  auto length = [&](std::int64_t mean) -> std::int64_t {
+  const bool at_once = std::isinf(s.rate);  // --rate inf: the benchmarks send everything at t = 0
+  std::gamma_distribution<double> gap(shape, at_once ? 1.0 : 1.0 / (s.rate * shape));
+  auto length = [&](std::int64_t mean, bool output) -> std::int64_t {
+    if (s.lengths == "random") {
+      const LengthRange range = randomLengthRange(s.bench, mean, s.range_ratio, output);
+      return (output ? 0 : s.prefix_len) + std::uniform_int_distribution<std::int64_t>(range.low, range.high)(rng);
+    }
     const auto m = static_cast<double>(mean);
     if (s.lengths == "uniform") return std::llround(std::uniform_real_distribution<double>(0.5 * m, 1.5 * m)(rng));
     if (s.lengths == "exponential") return std::llround(std::exponential_distribution<double>(1.0 / m)(rng));
@@ -187,9 +224,9 @@ std::vector<ServeRequest> generateRequests(const ArrivalSpec& s) {
   };
   double t = 0;
   for (std::int64_t i = 0; i < s.requests; ++i) {
-    if (i > 0) t += gap(rng);
-    out.push_back(
-        {t, std::max<std::int64_t>(1, length(s.prompt_tokens)), std::max<std::int64_t>(1, length(s.output_tokens))});
+    if (i > 0 && !at_once) t += gap(rng);
+    const std::int64_t prompt = std::max<std::int64_t>(1, length(s.prompt_tokens, false));
+    out.push_back({t, prompt, std::max<std::int64_t>(1, length(s.output_tokens, true))});
   }
   return out;
 }

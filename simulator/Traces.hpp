@@ -18,13 +18,28 @@ std::vector<ServeRequest> parseTrace(const std::string& text, const std::string&
 
 struct ArrivalSpec {
   std::string process = "poisson";  // poisson or gamma
-  double rate = 1;                  // requests per second
+  double rate = 1;                  // requests per second; infinity: every request at t = 0
   double cv = 1;                    // gamma: coefficient of variation of the gaps (1 = Poisson)
   std::int64_t requests = 1000;
-  std::string lengths = "fixed";  // fixed, uniform (±50% of the mean) or exponential
+  // fixed, uniform (±50% of the mean), exponential, or random: the `random` dataset of the
+  // benchmark named by `bench` (randomLengthRange).
+  std::string lengths = "fixed";
   std::int64_t prompt_tokens = 1024, output_tokens = 128;
+  std::string bench = "vllm";   // vllm or sglang: whose random dataset
+  double range_ratio = 0;       // --random-range-ratio
+  std::int64_t prefix_len = 0;  // --random-prefix-len (vLLM): tokens before every prompt
   std::uint64_t seed = 1;
 };
+
+// The integer range a benchmark's `random` dataset draws a length from, uniformly:
+// vLLM [floor(len (1 - r)), ceil(len (1 + r))], SGLang [len r, len]. UsageError for a ratio the
+// benchmark refuses (vLLM: outside [0, 1); SGLang: outside [0, 1]).
+struct LengthRange {
+  std::int64_t low = 1, high = 1;
+};
+LengthRange randomLengthRange(const std::string& bench, std::int64_t len, double range_ratio, bool output);
+// Checks a spec (a random dataset's ratio and prefix); UsageError naming the flag.
+void checkArrivalSpec(const ArrivalSpec& spec);
 std::vector<ServeRequest> generateRequests(const ArrivalSpec& spec);
 
 }  // namespace attnsim

@@ -221,8 +221,11 @@ std::int64_t requestsThatFit(const MemorySplit& split, std::int64_t context) {
 
 std::string describeArrivals(const ArrivalSpec& a) {
   std::string process = a.process == "gamma" ? fmt::format("gamma (cv {:g})", a.cv) : a.process;
+  if (std::isinf(a.rate)) process = "rate inf (all at t = 0)";
+  const std::string lengths =
+      a.lengths == "random" ? fmt::format("{} bench random, range ratio {:g}", a.bench, a.range_ratio) : a.lengths;
   return fmt::format("{} arrivals, {} requests, prompt {} / output {} tokens ({} lengths), seed {}", process,
-                     a.requests, a.prompt_tokens, a.output_tokens, a.lengths, a.seed);
+                     a.requests, a.prompt_tokens, a.output_tokens, lengths, a.seed);
 }
 
 }  // namespace attnsim
