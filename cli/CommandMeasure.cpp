@@ -142,7 +142,7 @@ json operatorsJson(const OperatorCalibration& ops) {
   return out;
 }
 
-const std::vector<std::string> kCalibrateParts{"attention", "overheads", "gemm", "allreduce"};
+const std::vector<std::string> kCalibrateParts{"attention", "overheads", "gemm", "allreduce", "moe"};
 
 // Each device's file merged with the catalog's file of that name (which the written file replaces when
 // the folder overlays the catalog), and what changed.
@@ -193,7 +193,7 @@ Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global) {
   auto only = std::make_shared<std::string>();
   app.add_option("--db", *db, "study file with imported measurements")->required();
   app.add_option("--only", *only,
-                 "fit only these parts (comma list of attention, overheads, gemm, allreduce; default: all measured)");
+                 "fit only these parts (comma list of attention, overheads, gemm, allreduce, moe; default: all measured)");
   app.add_option("--hardware", *hardware, "only this hardware profile");
   app.add_option("--holdout-contexts", *holdout, "context lengths kept out of the fit (comma list)");
   app.add_option("--export", *export_dir,
@@ -210,10 +210,11 @@ Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global) {
     const auto rows = wanted("attention") ? calibrationRows(store, c, *hardware) : std::vector<MeasurementRow>{};
     const auto measured = store.measurements();
     const OperatorCalibration ops =
-        wanted("gemm") || wanted("allreduce") ? calibrateOperators(c, measured, *hardware) : OperatorCalibration{};
+        wanted("gemm") || wanted("allreduce") || wanted("moe") ? calibrateOperators(c, measured, *hardware)
+                                                               : OperatorCalibration{};
     if (rows.empty() && ops.points.empty() && ops.not_fitted.empty())
       throw UsageError("--db " + *db +
-                       ": no attention, gemm or allreduce measurements to fit (run measurements import)");
+                       ": no attention, gemm, allreduce or moe measurements to fit (run measurements import)");
     const CalibrationOptions options{*hardware, *holdout, {parseContexts(*holdout)}};
     const auto families = rows.empty() ? std::vector<FamilyCalibration>{} : calibrateFamilies(store, c, rows, options);
     if (!global.json && !families.empty()) printFamilies(families);
@@ -222,16 +223,21 @@ Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global) {
     OperatorCalibration kept = ops;
     if (!wanted("gemm")) kept.gemm.clear();
     if (!wanted("allreduce")) kept.all_reduce.clear();
+    if (!wanted("moe")) kept.moe.clear();
+    std::erase_if(kept.points, [&](const OperatorPoint& p) {
+      const std::string part = p.op.substr(0, p.op.find(':'));
+      return !wanted(part.c_str());
+    });
     if (!global.json) printOperators(kept);
     if (!export_dir->empty()) {
       auto files = calibrationYaml(families, overheads);
       std::vector<std::string> sources;
       for (const auto& r : measured) {
-        if ((r.kind == "gemm" || r.kind == "allreduce") &&
+        if ((r.kind == "gemm" || r.kind == "allreduce" || r.kind == "moe") &&
             std::find(sources.begin(), sources.end(), r.source) == sources.end())
           sources.push_back(r.source);
       }
-      addOperatorSections(files, kept, "attnsim calibrate: gemm and allreduce rows of " + join(sources, ", "));
+      addOperatorSections(files, kept, "attnsim calibrate: gemm, allreduce and moe rows of " + join(sources, ", "));
       writeCalibrationFiles(*export_dir, files, global);
     }
     if (global.json)

@@ -64,7 +64,7 @@ Entries existingEntries(const YAML::Node& doc) {
 void keepOperatorEntries(const YAML::Node& doc, std::string& header, CalibrationMerge& m) {
   const YAML::Node fresh = YAML::Load(header);
   const std::string file_source = doc["source"] ? doc["source"].as<std::string>() : std::string{};
-  for (const std::string section : {"gemm", "allreduce"}) {
+  for (const std::string section : {"gemm", "allreduce", "moe"}) {
     if (!doc[section] || !doc[section].IsMap()) continue;
     std::string lines;
     std::vector<std::string> names;
