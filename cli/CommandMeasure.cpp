@@ -192,8 +192,9 @@ Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global) {
   auto export_dir = std::make_shared<std::string>();
   auto only = std::make_shared<std::string>();
   app.add_option("--db", *db, "study file with imported measurements")->required();
-  app.add_option("--only", *only,
-                 "fit only these parts (comma list of attention, overheads, gemm, allreduce, moe; default: all measured)");
+  app.add_option(
+      "--only", *only,
+      "fit only these parts (comma list of attention, overheads, gemm, allreduce, moe; default: all measured)");
   app.add_option("--hardware", *hardware, "only this hardware profile");
   app.add_option("--holdout-contexts", *holdout, "context lengths kept out of the fit (comma list)");
   app.add_option("--export", *export_dir,
@@ -209,9 +210,9 @@ Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global) {
     Store store(*db);
     const auto rows = wanted("attention") ? calibrationRows(store, c, *hardware) : std::vector<MeasurementRow>{};
     const auto measured = store.measurements();
-    const OperatorCalibration ops =
-        wanted("gemm") || wanted("allreduce") || wanted("moe") ? calibrateOperators(c, measured, *hardware)
-                                                               : OperatorCalibration{};
+    const OperatorCalibration ops = wanted("gemm") || wanted("allreduce") || wanted("moe")
+                                        ? calibrateOperators(c, measured, *hardware)
+                                        : OperatorCalibration{};
     if (rows.empty() && ops.points.empty() && ops.not_fitted.empty())
       throw UsageError("--db " + *db +
                        ": no attention, gemm, allreduce or moe measurements to fit (run measurements import)");

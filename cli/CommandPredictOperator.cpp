@@ -1,5 +1,5 @@
-// `attnsim predict --gemm M,N,K`, `predict --allreduce BYTES` and `predict --moe TOKENS --model M`: one of the step's operators beside
-// attention, as the step model costs it, with where its figures come from and how sure they are.
+// `attnsim predict --gemm M,N,K`, `predict --allreduce BYTES` and `predict --moe TOKENS --model M`: one of the step's
+// operators beside attention, as the step model costs it, with where its figures come from and how sure they are.
 #include <fmt/format.h>
 
 #include <iostream>
@@ -114,9 +114,8 @@ OperatorAnswer moeAnswer(const Catalog& c, const HardwareProfile& hw, const Scen
   const LinearKernels k = resolveLinearKernels(c, hw, model, flags.engines);
   OperatorAnswer a;
   a.what = fmt::format("{} · {} MoE layer, {:.0f} tokens, {} experts top-{} (inter {}) at TP {} EP {} in {}{}", hw.id,
-                       model.id, tokens, moe.num_experts, moe.experts_per_token, moe.expert_intermediate_size,
-                       flags.tp, op.ep, model.weight_dtype,
-                       flags.engines.empty() ? std::string{} : " (" + flags.engines + ")");
+                       model.id, tokens, moe.num_experts, moe.experts_per_token, moe.expert_intermediate_size, flags.tp,
+                       op.ep, model.weight_dtype, flags.engines.empty() ? std::string{} : " (" + flags.engines + ")");
   const MoeCall call{tokens, static_cast<double>(model.hidden_size), inter, experts, tokens * topk, active};
   if (const GemmRoofline rates = hw.gemmRoofline(model.weight_dtype); rates.flops_per_us > 0)
     a.roofline_us = moeRooflineUs(rates, call);

@@ -20,8 +20,8 @@ std::vector<OperatorSource> stepOperatorSources(const Catalog& catalog, const Ha
                  {k.gemm.band, k.gemm.band_basis}});
   if (model.moe) {
     if (const MoeFit* f = k.moe) {
-      const std::string note = f->engine == engine || engine.empty() ? std::string{}
-                                                                     : fmt::format(" ({} not measured)", engine);
+      const std::string note =
+          f->engine == engine || engine.empty() ? std::string{} : fmt::format(" ({} not measured)", engine);
       out.push_back({fmt::format("routed experts ({}, {})", f->dtype, f->engine), Provenance::Measured,
                      f->source + note, bandOf(*f)});
     } else {

@@ -42,7 +42,6 @@ int categoryOf(StepOp op) {
   }
 }
 
-
 }  // namespace
 
 double weightBytesPerElement(const std::string& weight_dtype, bool experts) {
@@ -245,26 +244,6 @@ struct DenseGemm {
   }
 };
 
-}  // namespace
-
-RoutedExpertTimes routedExpertsDefault(const LinearKernels& k, const RoutedExpertShape& s) {
-  const Roofline grouped{k.grouped_gemm, k.device_weights}, elementwise{k.elementwise, k.device};
-  const double routed = s.tokens * s.topk;
-  // Distinct experts a batch touches: each distinct token picks topk of E.
-  const double touched = s.experts * (1.0 - std::pow(1.0 - s.topk / s.experts, s.distinct));
-  RoutedExpertTimes t;
-  t.topk = elementwise(0, s.tokens * s.experts * 4.0 * 2);
-  t.gate_up = grouped(2 * routed * 2 * s.inter * s.hidden, touched * 2 * s.inter * s.hidden * s.weight_bytes +
-                                                              routed * (s.hidden + 2 * s.inter) * s.act_bytes);
-  t.act = elementwise(0, 3 * routed * s.inter * s.act_bytes);
-  t.down = grouped(2 * routed * s.hidden * s.inter,
-                   touched * s.hidden * s.inter * s.weight_bytes + routed * (s.hidden + s.inter) * s.act_bytes);
-  t.combine = elementwise(0, (routed + s.tokens) * s.hidden * s.act_bytes);
-  return t;
-}
-
-namespace {
-
 // What every non-attention op's cost reads: the batch, the element widths per rank and the kernels'
 // rooflines. FP8 weights run their GEMMs at the FP8 peak.
 struct LinearOps {
@@ -355,14 +334,13 @@ void costMoe(const LinearOps& c, const MoeSpec& moe, OpTimes& op) {
   const double experts = moe.num_experts;
   const double e_inter = moe.expert_intermediate_size / c.ranks;
   op[at(StepOp::Router)] = c.dense_bf(tokens, experts, hidden, 2.0);
-  RoutedExpertTimes t = routedExpertsDefault(
-      *c.kernels, {tokens, c.routed_distinct, hidden, e_inter, experts, static_cast<double>(moe.experts_per_token),
-                   act, c.wb_experts});
+  RoutedExpertTimes t =
+      routedExpertsDefault(*c.kernels, {tokens, c.routed_distinct, hidden, e_inter, experts,
+                                        static_cast<double>(moe.experts_per_token), act, c.wb_experts});
   if (const MoeFit* fit = c.kernels->moe) {
     // The measured call (top-k through combine) shared over its ops in the roofline's proportions.
     const double touched = experts * (1.0 - std::pow(1.0 - moe.experts_per_token / experts, c.routed_distinct));
-    const double scale =
-        fit->us({tokens, hidden, e_inter, experts, tokens * moe.experts_per_token, touched}) / t.sum();
+    const double scale = fit->us({tokens, hidden, e_inter, experts, tokens * moe.experts_per_token, touched}) / t.sum();
     t = {t.topk * scale, t.gate_up * scale, t.act * scale, t.down * scale, t.combine * scale};
   }
   op[at(StepOp::TopK)] = t.topk;

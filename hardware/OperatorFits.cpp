@@ -1,11 +1,11 @@
 #include "hardware/OperatorFits.hpp"
 
-#include "hardware/MoeFit.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+
+#include "hardware/MoeFit.hpp"
 
 namespace attnsim {
 

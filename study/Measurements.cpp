@@ -22,9 +22,9 @@ const std::vector<std::string> kColumns{"device",   "date",     "torch",  "trito
                                         "impl",     "phase",    "batch",  "q_len",  "kv_len",    "heads",
                                         "kv_heads", "head_dim", "causal", "dtype",  "median_us", "p20_us",
                                         "p80_us",   "runs",     "flops",  "bytes",  "note"};
-const std::vector<std::string> kKinds{"attention",    "copy",         "gemm",       "launch", "graph_capture",
-                                      "graph_replay", "graph_launch", "graph_node", "step",   "allreduce",
-                                      "moe"};
+const std::vector<std::string> kKinds{"attention",     "copy",         "gemm",         "launch",
+                                      "graph_capture", "graph_replay", "graph_launch", "graph_node",
+                                      "step",          "allreduce",    "moe"};
 const std::vector<std::string> kPhases{"prefill", "extend", "decode", "verify", "mixed"};
 // Columns the harness writes besides kColumns; any other column is a typo or another tool's file.
 // The converter of AIConfigurator's database (measurements/aic_convert.py) adds the last seven.

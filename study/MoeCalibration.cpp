@@ -59,8 +59,10 @@ void fitGrid(MoeFit& f, const std::vector<const MeasurementRow*>& train) {
     const MoeCall call = moeCallOf(*r);
     const double y = std::log(moeRooflineUs(f.roofline, call) / (r->median_us - f.fixed_us));
     const double x = std::clamp(std::log2(call.tokensPerExpert()), f.log2_tokens_per_expert.front(),
-                                f.log2_tokens_per_expert.back()) - f.log2_tokens_per_expert.front();
-    const double z = std::clamp(std::log2(call.inter), f.log2_inter.front(), f.log2_inter.back()) - f.log2_inter.front();
+                                f.log2_tokens_per_expert.back()) -
+                     f.log2_tokens_per_expert.front();
+    const double z =
+        std::clamp(std::log2(call.inter), f.log2_inter.front(), f.log2_inter.back()) - f.log2_inter.front();
     const auto xl = std::min(static_cast<std::size_t>(x), nt - 2), zl = std::min(static_cast<std::size_t>(z), ni - 2);
     const double tx = x - static_cast<double>(xl), tz = z - static_cast<double>(zl);
     for (std::size_t a = 0; a < 2; ++a) {
