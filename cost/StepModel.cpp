@@ -339,8 +339,11 @@ void costMoe(const LinearOps& c, const MoeSpec& moe, OpTimes& op) {
                                         static_cast<double>(moe.experts_per_token), act, c.wb_experts});
   if (const MoeFit* fit = c.kernels->moe) {
     // The measured call (top-k through combine) shared over its ops in the roofline's proportions.
-    const double touched = experts * (1.0 - std::pow(1.0 - moe.experts_per_token / experts, c.routed_distinct));
-    const double scale = fit->us({tokens, hidden, e_inter, experts, tokens * moe.experts_per_token, touched}) / t.sum();
+    // Padded slots route like one token (routed_distinct): the fit sees the distinct tokens' assignments.
+    const double distinct = c.routed_distinct;
+    const double touched = experts * (1.0 - std::pow(1.0 - moe.experts_per_token / experts, distinct));
+    const double scale =
+        fit->us({distinct, hidden, e_inter, experts, distinct * moe.experts_per_token, touched}) / t.sum();
     t = {t.topk * scale, t.gate_up * scale, t.act * scale, t.down * scale, t.combine * scale};
   }
   op[at(StepOp::TopK)] = t.topk;

@@ -72,7 +72,12 @@ void keepOperatorEntries(const YAML::Node& doc, std::string& header, Calibration
       const auto key = entry.first.as<std::string>();
       if (fresh[section] && fresh[section][key]) continue;
       YAML::Node kept = YAML::Clone(entry.second);
-      if (!kept["source"]) kept["source"] = file_source;
+      if (section != "moe" && !kept["source"]) kept["source"] = file_source;
+      if (section == "moe") {  // engine -> dtype -> fit: each fit keeps its source
+        for (auto fit : kept) {
+          if (!fit.second["source"]) fit.second["source"] = file_source;
+        }
+      }
       lines.append("  ").append(key).append(": ").append(flow(kept)).append("\n");
       names.push_back(key);
     }
