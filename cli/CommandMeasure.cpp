@@ -185,6 +185,32 @@ Runner addMeasurementsCommand(CLI::App& app, const GlobalOptions& global) {
   };
 }
 
+namespace {
+
+// The operator fits and points of the parts asked for (--only).
+OperatorCalibration calibrateWantedOperators(const OperatorCalibration& ops, const std::vector<std::string>& parts) {
+  auto wanted = [&](const std::string& part) { return std::find(parts.begin(), parts.end(), part) != parts.end(); };
+  OperatorCalibration kept = ops;
+  if (!wanted("gemm")) kept.gemm.clear();
+  if (!wanted("allreduce")) kept.all_reduce.clear();
+  if (!wanted("moe")) kept.moe.clear();
+  std::erase_if(kept.points, [&](const OperatorPoint& p) { return !wanted(p.op.substr(0, p.op.find(':'))); });
+  return kept;
+}
+
+// The files the operator rows came from, each once.
+std::string calibrateOperatorFiles(const std::vector<MeasurementRow>& measured) {
+  std::vector<std::string> sources;
+  for (const auto& r : measured) {
+    if ((r.kind == "gemm" || r.kind == "allreduce" || r.kind == "moe") &&
+        std::find(sources.begin(), sources.end(), r.source) == sources.end())
+      sources.push_back(r.source);
+  }
+  return join(sources, ", ");
+}
+
+}  // namespace
+
 Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global) {
   auto db = std::make_shared<std::string>();
   auto hardware = std::make_shared<std::string>();
@@ -221,24 +247,12 @@ Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global) {
     if (!global.json && !families.empty()) printFamilies(families);
     const auto overheads = wanted("overheads") ? calibrateOverheads(store, c, options) : std::vector<OverheadFit>{};
     if (!global.json) printOverheads(overheads);
-    OperatorCalibration kept = ops;
-    if (!wanted("gemm")) kept.gemm.clear();
-    if (!wanted("allreduce")) kept.all_reduce.clear();
-    if (!wanted("moe")) kept.moe.clear();
-    std::erase_if(kept.points, [&](const OperatorPoint& p) {
-      const std::string part = p.op.substr(0, p.op.find(':'));
-      return !wanted(part.c_str());
-    });
+    const OperatorCalibration kept = calibrateWantedOperators(ops, parts);
     if (!global.json) printOperators(kept);
     if (!export_dir->empty()) {
       auto files = calibrationYaml(families, overheads);
-      std::vector<std::string> sources;
-      for (const auto& r : measured) {
-        if ((r.kind == "gemm" || r.kind == "allreduce" || r.kind == "moe") &&
-            std::find(sources.begin(), sources.end(), r.source) == sources.end())
-          sources.push_back(r.source);
-      }
-      addOperatorSections(files, kept, "attnsim calibrate: gemm, allreduce and moe rows of " + join(sources, ", "));
+      addOperatorSections(files, kept,
+                          "attnsim calibrate: gemm, allreduce and moe rows of " + calibrateOperatorFiles(measured));
       writeCalibrationFiles(*export_dir, files, global);
     }
     if (global.json)

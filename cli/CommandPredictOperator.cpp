@@ -103,7 +103,8 @@ OperatorAnswer moeAnswer(const Catalog& c, const HardwareProfile& hw, const Scen
   if (!model.moe) throw UsageError(fmt::format("--moe: model '{}' has no routed experts", flags.models));
   if (flags.weight_dtype) model.weight_dtype = *flags.weight_dtype;
   const MoeSpec& moe = *model.moe;
-  const double ep = static_cast<double>(op.ep), tp = static_cast<double>(flags.tp);
+  const auto ep = static_cast<double>(op.ep);
+  const auto tp = static_cast<double>(flags.tp);
   if (moe.num_experts % op.ep != 0)
     throw UsageError(fmt::format("--ep {}: {}'s {} experts do not split evenly", op.ep, model.id, moe.num_experts));
   const auto tokens = static_cast<double>(op.moe_tokens);

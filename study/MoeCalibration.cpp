@@ -79,8 +79,8 @@ void fitGrid(MoeFit& f, const std::vector<const MeasurementRow*>& train) {
     std::size_t distance = nt + ni;
     for (std::size_t j = 0; j < nt * ni; ++j) {
       if (weight[j] < 1e-9) continue;
-      const std::size_t d = static_cast<std::size_t>(std::abs(static_cast<long>(j / ni) - static_cast<long>(i / ni)) +
-                                                     std::abs(static_cast<long>(j % ni) - static_cast<long>(i % ni)));
+      const auto d = static_cast<std::size_t>(std::abs(static_cast<long>(j / ni) - static_cast<long>(i / ni)) +
+                                              std::abs(static_cast<long>(j % ni) - static_cast<long>(i % ni)));
       if (d < distance) best = j, distance = d;
     }
     f.log_efficiency[i] = sum[best] / weight[best];
