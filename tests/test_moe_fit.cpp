@@ -10,6 +10,7 @@
 #include "core/Error.hpp"
 #include "cost/OperatorSources.hpp"
 #include "cost/StepModel.hpp"
+#include "reports/OperatorReport.hpp"
 #include "study/Measurements.hpp"
 #include "study/OperatorCalibration.hpp"
 #include "tests/TestSupport.hpp"
@@ -109,6 +110,19 @@ TEST(MoeFits, HeldOutShapeClassesAndTokenCountsBeatTheAnalyticalDefaultOnTheH100
       EXPECT_TRUE(p.held_out) << p.shape;
     }
   }
+}
+
+TEST(MoeFits, TheValidationReportListsEachMoeFitsHeldOutErrorAndTheShippedFitOnTheRows) {
+  const std::string root = ATTNSIM_SOURCE_DIR;
+  OverlayDir dir;
+  const std::string db = (dir.path() / "aic.db").string();
+  importMeasurements({root + "/measurements/data/aic/h100_sxm.csv.gz"}, db, defaultCatalog());
+  const std::string md = operatorValidationMarkdown(defaultCatalog(), Store(db).measurements());
+  for (const char* row : {"| h100-sxm | sglang | moe:fp8_block | 970 |", "| h100-sxm | vllm | moe:fp8 | 784 |",
+                          "| h100-sxm | sglang | moe:fp8_block | 1674 | own fit |"}) {
+    EXPECT_NE(md.find(row), std::string::npos) << row << "\n" << md;
+  }
+  EXPECT_NE(md.find("MoE shape classes"), std::string::npos);  // the held-out rule is stated
 }
 
 TEST(MoeFits, AMoeStepCostsItsRoutedExpertsOnTheEnginesFitAndADenseModelHasNone) {
