@@ -209,7 +209,7 @@ def allreduce_row(r, engine, version, table, meta):
 MOE_DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4"}
 # Timed runs per row: vLLM's collector replays its CUDA graph 6 times, SGLang's 10 (collect_moe.py).
 MOE_RUNS = {"vllm": 6, "sglang": 10}
-MOE_MAX_TP = 8  # one node
+MOE_MAX_TP = 8  # one node's GPUs
 
 
 def moe_row(r, engine, version, table, meta):
@@ -224,7 +224,7 @@ def moe_row(r, engine, version, table, meta):
     if r["distribution"] != "balanced" or int(r["moe_ep_size"]) != 1 or r["moe_dtype"] not in MOE_DTYPES:
         return None
     if int(r["moe_tp_size"]) > MOE_MAX_TP:
-        return None  # TP 16 and 32 slice the experts below the shapes of TP 8 of a smaller model: kept small
+        return None  # TP 16 and 32 are left out to keep the committed rows small
     tokens, hidden, topk = int(r["num_tokens"]), int(r["hidden_size"]), int(r["topk"])
     tp, experts = int(r["moe_tp_size"]), int(r["num_experts"])
     inter = int(r["inter_size"]) // tp  # each rank holds every expert's 1/tp slice of the intermediate
