@@ -263,6 +263,7 @@ void loadCalibrations(const CatalogSource& source, std::vector<HardwareProfile>&
       o->finish();
     }
     if (auto gemm = r.findMap("gemm")) hw->gemm_surfaces = parseGemmSurfaces(*gemm, origin);
+    if (auto moe = r.findMap("moe")) hw->moe_fits = parseMoeFits(*moe, origin);
     if (auto all_reduce = r.findMap("allreduce")) {
       if (!hw->interconnect_link) r.fail("allreduce", "profile '" + id + "' has no interconnect_link to measure");
       hw->interconnect_link->all_reduces = parseAllReduceFits(*all_reduce, origin);

@@ -6,6 +6,30 @@
 
 namespace attnsim {
 
+namespace {
+
+// A device without MoE fits takes every one of its architecture's first calibrated device (by id).
+void transferMoeFits(std::vector<HardwareProfile>& hardware, const std::vector<const HardwareProfile*>& donors) {
+  std::vector<std::pair<std::size_t, MoeFit>> moe;
+  for (std::size_t i = 0; i < hardware.size(); ++i) {
+    const HardwareProfile& h = hardware[i];
+    if (!h.moe_fits.empty()) continue;
+    for (const auto* d : donors) {
+      if (d->architecture != h.architecture || d->moe_fits.empty() || !d->moe_fits.front().transferred_from.empty())
+        continue;
+      for (const auto& f : d->moe_fits) {
+        moe.emplace_back(i, f);
+        moe.back().second.transferred_from = d->id;
+        moe.back().second.source = fmt::format("measured on {}, applied at {}'s peaks: {}", d->id, h.id, f.source);
+      }
+      break;
+    }
+  }
+  for (auto& [i, f] : moe) hardware[i].moe_fits.push_back(std::move(f));
+}
+
+}  // namespace
+
 void transferOperatorFits(std::vector<HardwareProfile>& hardware) {
   std::vector<const HardwareProfile*> donors;
   donors.reserve(hardware.size());
@@ -50,6 +74,13 @@ void transferOperatorFits(std::vector<HardwareProfile>& hardware) {
       if (roofline.flops_per_us <= 0) return true;
       s.resolve(roofline);
       return false;
+    });
+  }
+  transferMoeFits(hardware, donors);
+  for (auto& h : hardware) {
+    std::erase_if(h.moe_fits, [&](MoeFit& f) {
+      f.roofline = h.gemmRoofline(f.dtype);
+      return f.roofline.flops_per_us <= 0;
     });
   }
   for (auto& [i, f] : all_reduces) hardware[i].interconnect_link->all_reduces = std::move(f);

@@ -142,7 +142,7 @@ json operatorsJson(const OperatorCalibration& ops) {
   return out;
 }
 
-const std::vector<std::string> kCalibrateParts{"attention", "overheads", "gemm", "allreduce"};
+const std::vector<std::string> kCalibrateParts{"attention", "overheads", "gemm", "allreduce", "moe"};
 
 // Each device's file merged with the catalog's file of that name (which the written file replaces when
 // the folder overlays the catalog), and what changed.
@@ -185,6 +185,32 @@ Runner addMeasurementsCommand(CLI::App& app, const GlobalOptions& global) {
   };
 }
 
+namespace {
+
+// The operator fits and points of the parts asked for (--only).
+OperatorCalibration calibrateWantedOperators(const OperatorCalibration& ops, const std::vector<std::string>& parts) {
+  auto wanted = [&](const std::string& part) { return std::find(parts.begin(), parts.end(), part) != parts.end(); };
+  OperatorCalibration kept = ops;
+  if (!wanted("gemm")) kept.gemm.clear();
+  if (!wanted("allreduce")) kept.all_reduce.clear();
+  if (!wanted("moe")) kept.moe.clear();
+  std::erase_if(kept.points, [&](const OperatorPoint& p) { return !wanted(p.op.substr(0, p.op.find(':'))); });
+  return kept;
+}
+
+// The files the operator rows came from, each once.
+std::string calibrateOperatorFiles(const std::vector<MeasurementRow>& measured) {
+  std::vector<std::string> sources;
+  for (const auto& r : measured) {
+    if ((r.kind == "gemm" || r.kind == "allreduce" || r.kind == "moe") &&
+        std::find(sources.begin(), sources.end(), r.source) == sources.end())
+      sources.push_back(r.source);
+  }
+  return join(sources, ", ");
+}
+
+}  // namespace
+
 Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global) {
   auto db = std::make_shared<std::string>();
   auto hardware = std::make_shared<std::string>();
@@ -195,8 +221,9 @@ Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global) {
   app.add_option("--db", *db, "study file with imported measurements")->required();
   app.add_option("--residuals", *residuals,
                  "also write every attention row, predicted before and after the fit, as CSV to this file");
-  app.add_option("--only", *only,
-                 "fit only these parts (comma list of attention, overheads, gemm, allreduce; default: all measured)");
+  app.add_option(
+      "--only", *only,
+      "fit only these parts (comma list of attention, overheads, gemm, allreduce, moe; default: all measured)");
   app.add_option("--hardware", *hardware, "only this hardware profile");
   app.add_option("--holdout-contexts", *holdout, "context lengths kept out of the fit (comma list)");
   app.add_option("--export", *export_dir,
@@ -212,30 +239,24 @@ Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global) {
     Store store(*db);
     const auto rows = wanted("attention") ? calibrationRows(store, c, *hardware) : std::vector<MeasurementRow>{};
     const auto measured = store.measurements();
-    const OperatorCalibration ops =
-        wanted("gemm") || wanted("allreduce") ? calibrateOperators(c, measured, *hardware) : OperatorCalibration{};
+    const OperatorCalibration ops = wanted("gemm") || wanted("allreduce") || wanted("moe")
+                                        ? calibrateOperators(c, measured, *hardware)
+                                        : OperatorCalibration{};
     if (rows.empty() && ops.points.empty() && ops.not_fitted.empty())
       throw UsageError("--db " + *db +
-                       ": no attention, gemm or allreduce measurements to fit (run measurements import)");
+                       ": no attention, gemm, allreduce or moe measurements to fit (run measurements import)");
     const CalibrationOptions options{*hardware, *holdout, {parseContexts(*holdout)}};
     const auto families = rows.empty() ? std::vector<FamilyCalibration>{} : calibrateFamilies(store, c, rows, options);
     if (!global.json && !families.empty()) printFamilies(families);
     if (!residuals->empty()) writeFileAtomically(*residuals, residualsCsv(c, rows, families, options.validation));
     const auto overheads = wanted("overheads") ? calibrateOverheads(store, c, options) : std::vector<OverheadFit>{};
     if (!global.json) printOverheads(overheads);
-    OperatorCalibration kept = ops;
-    if (!wanted("gemm")) kept.gemm.clear();
-    if (!wanted("allreduce")) kept.all_reduce.clear();
+    const OperatorCalibration kept = calibrateWantedOperators(ops, parts);
     if (!global.json) printOperators(kept);
     if (!export_dir->empty()) {
       auto files = calibrationYaml(families, overheads);
-      std::vector<std::string> sources;
-      for (const auto& r : measured) {
-        if ((r.kind == "gemm" || r.kind == "allreduce") &&
-            std::find(sources.begin(), sources.end(), r.source) == sources.end())
-          sources.push_back(r.source);
-      }
-      addOperatorSections(files, kept, "attnsim calibrate: gemm and allreduce rows of " + join(sources, ", "));
+      addOperatorSections(files, kept,
+                          "attnsim calibrate: gemm, allreduce and moe rows of " + calibrateOperatorFiles(measured));
       writeCalibrationFiles(*export_dir, files, global);
     }
     if (global.json)

@@ -95,17 +95,27 @@ Runner addPredictCommand(CLI::App& app, const GlobalOptions& global) {
   app.add_option("--allreduce", op->allreduce_bytes,
                  "one TP all-reduce of this many bytes over --tp GPUs instead of a step")
       ->check(CLI::PositiveNumber);
+  app.add_option("--moe", op->moe_tokens,
+                 "one MoE layer call of this many tokens through --model's routed experts instead of a step "
+                 "(with --tp, --ep, --engine, --weight-dtype)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--ep", op->ep, "the --moe call's expert parallelism (experts split over this many GPUs)")
+      ->check(CLI::PositiveNumber);
   flags->addWorkload(app);
   flags->addServing(app);
   flags->addStudy(app);
   flags->addGeometry(app);
   return [&global, flags, op]() {
-    if (!op->gemm.empty() || op->allreduce_bytes > 0) {
-      // One operator: the flags of a step do not apply to it (an all-reduce takes --engine and --tp).
-      for (const auto& [given, name] : {std::pair{flags->models, "--model"}, std::pair{flags->backend, "--backend"},
-                                        std::pair{flags->kernel, "--kernel"}, std::pair{flags->context, "--context"}}) {
-        if (!given.empty()) throw UsageError(std::string(name) + " does not apply to --gemm or --allreduce");
+    if (op->ep > 1 && op->moe_tokens <= 0) throw UsageError("--ep applies to --moe only");
+    if (op->given() > 0) {
+      // One operator: the flags of a step do not apply to it (an all-reduce takes --engine and --tp; an
+      // MoE call --model, --engine, --tp, --ep and --weight-dtype).
+      for (const auto& [given, name] : {std::pair{flags->backend, "--backend"}, std::pair{flags->kernel, "--kernel"},
+                                        std::pair{flags->context, "--context"}}) {
+        if (!given.empty()) throw UsageError(std::string(name) + " does not apply to --gemm, --allreduce or --moe");
       }
+      if (!flags->models.empty() && op->moe_tokens <= 0)
+        throw UsageError("--model does not apply to --gemm or --allreduce");
       if (!op->gemm.empty() && !flags->engines.empty()) throw UsageError("--engine does not apply to --gemm");
       predictOperator(flags->catalog(global), *flags, *op, global.json);
       return 0;

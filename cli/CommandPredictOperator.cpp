@@ -1,5 +1,5 @@
-// `attnsim predict --gemm M,N,K` and `predict --allreduce BYTES`: one of the step's operators beside
-// attention, as the step model costs it, with where its figures come from and how sure they are.
+// `attnsim predict --gemm M,N,K`, `predict --allreduce BYTES` and `predict --moe TOKENS --model M`: one of the step's
+// operators beside attention, as the step model costs it, with where its figures come from and how sure they are.
 #include <fmt/format.h>
 
 #include <iostream>
@@ -11,6 +11,7 @@
 #include "core/Strings.hpp"
 #include "cost/Collective.hpp"
 #include "cost/StepModel.hpp"
+#include "model/ModelSpec.hpp"
 
 namespace attnsim::cli {
 
@@ -95,13 +96,56 @@ OperatorAnswer allReduceAnswer(const HardwareProfile& hw, double bytes, int gpus
   return a;
 }
 
+OperatorAnswer moeAnswer(const Catalog& c, const HardwareProfile& hw, const ScenarioFlags& flags,
+                         const OperatorFlags& op) {
+  if (flags.models.empty()) throw UsageError("--moe: give --model, the MoE model whose layer is called");
+  ModelSpec model = c.model(flags.models);
+  if (!model.moe) throw UsageError(fmt::format("--moe: model '{}' has no routed experts", flags.models));
+  if (flags.weight_dtype) model.weight_dtype = *flags.weight_dtype;
+  const MoeSpec& moe = *model.moe;
+  const auto ep = static_cast<double>(op.ep);
+  const auto tp = static_cast<double>(flags.tp);
+  if (moe.num_experts % op.ep != 0)
+    throw UsageError(fmt::format("--ep {}: {}'s {} experts do not split evenly", op.ep, model.id, moe.num_experts));
+  const auto tokens = static_cast<double>(op.moe_tokens);
+  const double experts = moe.num_experts / ep, topk = moe.experts_per_token / ep;
+  const double inter = moe.expert_intermediate_size / tp;
+  // The step model's routing: each token draws top-k of all experts; this GPU holds 1/ep of them.
+  const double active = experts * (1.0 - std::pow(1.0 - moe.experts_per_token / double(moe.num_experts), tokens));
+  const LinearKernels k = resolveLinearKernels(c, hw, model, flags.engines);
+  OperatorAnswer a;
+  a.what = fmt::format("{} · {} MoE layer, {:.0f} tokens, {} experts top-{} (inter {}) at TP {} EP {} in {}{}", hw.id,
+                       model.id, tokens, moe.num_experts, moe.experts_per_token, moe.expert_intermediate_size, flags.tp,
+                       op.ep, model.weight_dtype, flags.engines.empty() ? std::string{} : " (" + flags.engines + ")");
+  const MoeCall call{tokens, static_cast<double>(model.hidden_size), inter, experts, tokens * topk, active};
+  if (const GemmRoofline rates = hw.gemmRoofline(model.weight_dtype); rates.flops_per_us > 0)
+    a.roofline_us = moeRooflineUs(rates, call);
+  if (const MoeFit* f = k.moe) {
+    a.us = f->us(call);
+    a.provenance = provenanceLabel(Provenance::Measured);
+    a.source = f->engine == flags.engines || flags.engines.empty()
+                   ? f->source
+                   : f->source + fmt::format(" ({} not measured)", flags.engines);
+    a.band = bandOf(*f);
+    return a;
+  }
+  a.us = routedExpertsDefault(k, {tokens, tokens, call.hidden, inter, experts, topk, bytesOf(model.dtype),
+                                  weightBytesPerElement(model.weight_dtype, true)})
+             .sum();
+  a.provenance = provenanceLabel(Provenance::Default);
+  a.source = "grouped-gemm and elementwise families' rooflines (no fused-MoE fit for the device and dtype)";
+  a.band = {kNonAttentionDefaultBand, BandBasis::Documented};
+  return a;
+}
+
 }  // namespace
 
 bool predictOperator(const Catalog& c, const ScenarioFlags& flags, const OperatorFlags& op, bool as_json) {
-  if (op.gemm.empty() && op.allreduce_bytes <= 0) return false;
-  if (!op.gemm.empty() && op.allreduce_bytes > 0) throw UsageError("give one of --gemm and --allreduce");
+  if (op.given() == 0) return false;
+  if (op.given() > 1) throw UsageError("give one of --gemm, --allreduce and --moe");
   const HardwareProfile& hw = c.hardware(flags.hardware);
-  const OperatorAnswer a = op.gemm.empty()
+  const OperatorAnswer a = op.moe_tokens > 0 ? moeAnswer(c, hw, flags, op)
+                           : op.gemm.empty()
                                ? allReduceAnswer(hw, op.allreduce_bytes, static_cast<int>(flags.tp), flags.engines)
                                : gemmAnswer(c, hw, op.gemm, op.gemm_dtype);
   if (as_json) {

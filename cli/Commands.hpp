@@ -99,8 +99,11 @@ struct ScenarioFlags {
 struct OperatorFlags {
   std::string gemm, gemm_dtype = "bf16";
   double allreduce_bytes = 0;
+  std::int64_t moe_tokens = 0;  // one MoE layer call of this many tokens (--moe, with --model)
+  std::int64_t ep = 1;          // its expert parallelism (--ep)
+  [[nodiscard]] int given() const { return (gemm.empty() ? 0 : 1) + (allreduce_bytes > 0) + (moe_tokens > 0); }
 };
-// Prints the operator's prediction and returns true when --gemm or --allreduce was given.
+// Prints the operator's prediction and returns true when --gemm, --allreduce or --moe was given.
 bool predictOperator(const Catalog& c, const ScenarioFlags& flags, const OperatorFlags& op, bool as_json);
 
 // predict and rank over lists of hardware, models, batches, contexts or prefill lengths: a

@@ -4,18 +4,33 @@
 
 #include "catalog/Catalog.hpp"
 #include "cost/StepModel.hpp"
+#include "hardware/HardwareProfile.hpp"
+#include "model/ModelSpec.hpp"
 
 namespace attnsim {
 
 std::vector<OperatorSource> stepOperatorSources(const Catalog& catalog, const HardwareProfile& hw,
                                                 const ModelSpec& model, std::string_view engine, int tp) {
   std::vector<OperatorSource> out;
-  const LinearKernels k = resolveLinearKernels(catalog, hw, model);
+  const LinearKernels k = resolveLinearKernels(catalog, hw, model, engine);
   const GemmSurface* s = k.gemm_weights ? k.gemm_weights : k.gemm_bf16;
   out.push_back({fmt::format("dense GEMMs ({})", s ? s->dtype : model.weight_dtype),
                  k.gemm.provenance,
                  k.gemm.efficiency_source ? *k.gemm.efficiency_source : std::string{},
                  {k.gemm.band, k.gemm.band_basis}});
+  if (model.moe) {
+    if (const MoeFit* f = k.moe) {
+      const std::string note =
+          f->engine == engine || engine.empty() ? std::string{} : fmt::format(" ({} not measured)", engine);
+      out.push_back({fmt::format("routed experts ({}, {})", f->dtype, f->engine), Provenance::Measured,
+                     f->source + note, bandOf(*f)});
+    } else {
+      out.push_back({fmt::format("routed experts ({})", model.weight_dtype),
+                     Provenance::Default,
+                     "grouped-gemm and elementwise families' rooflines (no fused-MoE fit for the device and dtype)",
+                     {kNonAttentionDefaultBand, BandBasis::Documented}});
+    }
+  }
   if (tp <= 1 || !hw.interconnect_link) return out;
   const InterconnectLink& link = *hw.interconnect_link;
   if (const AllReduceFit* f = link.allReduceFor(engine)) {

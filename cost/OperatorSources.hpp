@@ -21,7 +21,8 @@ struct OperatorSource {
   UncertaintyBand band;
 };
 
-// The step's dense GEMMs (the checkpoint's dtype) and, at TP above 1, its all-reduce.
+// The step's dense GEMMs (the checkpoint's dtype), a MoE model's routed experts and, at TP above 1,
+// its all-reduce.
 std::vector<OperatorSource> stepOperatorSources(const Catalog& catalog, const HardwareProfile& hw,
                                                 const ModelSpec& model, std::string_view engine, int tp);
 

@@ -104,7 +104,7 @@ Predictor::Predictor(const Catalog& catalog, PredictionInput input)
   if (input_.absorbed_extend_kernel)
     absorbed_extend_model_ = resolveKernel(*input_.absorbed_extend_kernel, hw, Phase::Extend);
   attachCorrectedGrids();
-  linear_ = resolveLinearKernels(catalog, hw, model);
+  linear_ = resolveLinearKernels(catalog, hw, model, input_.engine);
   launch_ = {.kernel_launch_us = hw.overheads.kernel_launch_us,
              .graph_replay_base_us = hw.overheads.graph_replay_base_us,
              .graph_replay_per_node_us = hw.overheads.graph_replay_per_node_us,

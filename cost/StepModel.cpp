@@ -42,6 +42,8 @@ int categoryOf(StepOp op) {
   }
 }
 
+}  // namespace
+
 double weightBytesPerElement(const std::string& weight_dtype, bool experts) {
   if (weight_dtype == "fp8" || weight_dtype == "fp8_block") return 1.0;
   if (experts && weight_dtype == "mxfp4") return 4.25 / 8;
@@ -49,8 +51,6 @@ double weightBytesPerElement(const std::string& weight_dtype, bool experts) {
   if (weight_dtype == "fp32") return 4.0;
   return 2.0;
 }
-
-}  // namespace
 
 const char* graphModeName(GraphMode m) {
   switch (m) {
@@ -190,7 +190,8 @@ double kvWriteBytes(double tokens, double kv_token_elements, double act_bytes, d
   return tokens * kv_token_elements * (act_bytes + kv_elem_bytes);
 }
 
-LinearKernels resolveLinearKernels(const Catalog& catalog, const HardwareProfile& hw, const ModelSpec& model) {
+LinearKernels resolveLinearKernels(const Catalog& catalog, const HardwareProfile& hw, const ModelSpec& model,
+                                   std::string_view engine) {
   LinearKernels k;
   k.gemm = resolveKernel(catalog.kernel("dense-gemm"), hw);
   k.grouped_gemm = resolveKernel(catalog.kernel("grouped-gemm"), hw);
@@ -202,6 +203,7 @@ LinearKernels resolveLinearKernels(const Catalog& catalog, const HardwareProfile
   if (fp8 && hw.peak.fp8_tflops) k.device_weights.tensor_flops_per_us = *hw.peak.fp8_tflops * 1e6;
   k.gemm_bf16 = hw.gemmSurface("bf16");
   k.gemm_weights = fp8 ? hw.gemmSurface(model.weight_dtype) : k.gemm_bf16;
+  if (model.moe) k.moe = hw.moeFit(engine, model.weight_dtype);
   // Measured surfaces stand for the family's figures: their source, provenance and the wider band.
   bool first = true;
   for (const GemmSurface* s : {k.gemm_weights, k.gemm_bf16}) {
@@ -248,6 +250,7 @@ struct LinearOps {
   double ranks, act, wb, wb_experts, tokens, routed_distinct, requests, kv_tokens, hidden, hq, hkv;
   Roofline gemm_bf, grouped, elementwise, kv_write;
   DenseGemm dense_low, dense_bf;
+  const LinearKernels* kernels;
 
   // A projection against weights of `weight_bytes` per element (below 2: the checkpoint's FP8).
   [[nodiscard]] double linear(double m, double n, double kdim, double weight_bytes) const {
@@ -279,7 +282,8 @@ LinearOps linearOps(const ModelSpec& model, const LinearKernels& k, const Worklo
       .elementwise = {k.elementwise, k.device},
       .kv_write = {k.kv_write, k.device},
       .dense_low = {k.gemm_weights, {k.gemm, k.device_weights}, bytesOf(model.dtype)},
-      .dense_bf = {k.gemm_bf16, {k.gemm, k.device}, bytesOf(model.dtype)}};
+      .dense_bf = {k.gemm_bf16, {k.gemm, k.device}, bytesOf(model.dtype)},
+      .kernels = &k};
 }
 
 void costMlaProjections(const LinearOps& c, const MlaGeometry& m, double kv_elem_bytes, const MlaExtendRows& rows,
@@ -326,26 +330,31 @@ void costMhaProjections(const LinearOps& c, const AttentionLayerSpec& attn, doub
 }
 
 void costMoe(const LinearOps& c, const MoeSpec& moe, OpTimes& op) {
-  const double tokens = c.tokens, hidden = c.hidden, act = c.act, wb_experts = c.wb_experts;
+  const double tokens = c.tokens, hidden = c.hidden, act = c.act;
   const double experts = moe.num_experts;
-  const double topk = moe.experts_per_token;
   const double e_inter = moe.expert_intermediate_size / c.ranks;
-  const double routed = tokens * topk;
-  // Distinct experts a batch touches: each distinct token picks topk of E.
-  const double touched = experts * (1.0 - std::pow(1.0 - topk / experts, c.routed_distinct));
   op[at(StepOp::Router)] = c.dense_bf(tokens, experts, hidden, 2.0);
-  op[at(StepOp::TopK)] = c.elementwise(0, tokens * experts * 4.0 * 2);
-  op[at(StepOp::ExpertsGateUp)] =
-      c.grouped(2 * routed * 2 * e_inter * hidden,
-                touched * 2 * e_inter * hidden * wb_experts + routed * (hidden + 2 * e_inter) * act);
-  op[at(StepOp::ExpertsAct)] = c.elementwise(0, 3 * routed * e_inter * act);
-  op[at(StepOp::ExpertsDown)] = c.grouped(2 * routed * hidden * e_inter,
-                                          touched * hidden * e_inter * wb_experts + routed * (hidden + e_inter) * act);
+  RoutedExpertTimes t =
+      routedExpertsDefault(*c.kernels, {tokens, c.routed_distinct, hidden, e_inter, experts,
+                                        static_cast<double>(moe.experts_per_token), act, c.wb_experts});
+  if (const MoeFit* fit = c.kernels->moe) {
+    // The measured call (top-k through combine) shared over its ops in the roofline's proportions.
+    // Padded slots route like one token (routed_distinct): the fit sees the distinct tokens' assignments.
+    const double distinct = c.routed_distinct;
+    const double touched = experts * (1.0 - std::pow(1.0 - moe.experts_per_token / experts, distinct));
+    const double scale =
+        fit->us({distinct, hidden, e_inter, experts, distinct * moe.experts_per_token, touched}) / t.sum();
+    t = {t.topk * scale, t.gate_up * scale, t.act * scale, t.down * scale, t.combine * scale};
+  }
+  op[at(StepOp::TopK)] = t.topk;
+  op[at(StepOp::ExpertsGateUp)] = t.gate_up;
+  op[at(StepOp::ExpertsAct)] = t.act;
+  op[at(StepOp::ExpertsDown)] = t.down;
+  op[at(StepOp::MoeCombine)] = t.combine;
   const double shared_inter = e_inter * moe.shared_experts;
   op[at(StepOp::SharedGateUp)] = c.linear(tokens, 2 * shared_inter, hidden, c.wb);
   op[at(StepOp::SharedAct)] = c.elementwise(0, 3 * tokens * shared_inter * act);
   op[at(StepOp::SharedDown)] = c.linear(tokens, hidden, shared_inter, c.wb);
-  op[at(StepOp::MoeCombine)] = c.elementwise(0, (routed + tokens) * hidden * act);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cost/AttentionCost.hpp"
@@ -15,6 +16,7 @@ namespace attnsim {
 struct ModelSpec;
 struct HardwareProfile;
 struct GemmSurface;
+struct MoeFit;
 class Catalog;
 
 enum class GraphMode { Eager, Full, Piecewise };
@@ -157,8 +159,29 @@ struct LinearKernels {
   // bf16 GEMMs, and those against the checkpoint's low-precision weights. Null: the family's roofline.
   const GemmSurface* gemm_bf16 = nullptr;
   const GemmSurface* gemm_weights = nullptr;
+  // The routed experts (top-k, expert GEMMs, activation, combine) of a MoE model over the device's
+  // fused-MoE fit for the engine and the checkpoint's dtype (HardwareProfile::moeFit). Null: roofline.
+  const MoeFit* moe = nullptr;
 };
-LinearKernels resolveLinearKernels(const Catalog& catalog, const HardwareProfile& hw, const ModelSpec& model);
+// `engine` picks the MoE fit timed in that engine where the device has one.
+LinearKernels resolveLinearKernels(const Catalog& catalog, const HardwareProfile& hw, const ModelSpec& model,
+                                   std::string_view engine = {});
+
+// The analytical cost of a MoE layer's routed experts, per op, as the step model has it without a
+// measured fit: `distinct` tokens route like independent draws of top-k of `experts`, `inter` is an
+// expert's intermediate width per rank; act and weight bytes per element.
+struct RoutedExpertTimes {
+  double topk = 0, gate_up = 0, act = 0, down = 0, combine = 0;
+  [[nodiscard]] double sum() const { return topk + gate_up + act + down + combine; }
+};
+struct RoutedExpertShape {
+  double tokens = 0, distinct = 0, hidden = 0, inter = 0, experts = 0, topk = 0, act_bytes = 2, weight_bytes = 2;
+};
+RoutedExpertTimes routedExpertsDefault(const LinearKernels& k, const RoutedExpertShape& s);
+
+// Bytes per weight element of a checkpoint's dtype; `experts`: the routed experts' (MXFP4/NVFP4 count
+// their block scales).
+double weightBytesPerElement(const std::string& weight_dtype, bool experts);
 
 // A non-attention kernel's time: the larger of its compute and memory roofs at the family's
 // efficiencies, plus its fixed time.

@@ -65,6 +65,16 @@ const GemmSurface* HardwareProfile::gemmSurface(std::string_view dtype) const {
   return nullptr;
 }
 
+const MoeFit* HardwareProfile::moeFit(std::string_view engine, std::string_view dtype) const {
+  const MoeFit* any = nullptr;
+  for (const auto& f : moe_fits) {
+    if (f.dtype != dtype) continue;
+    if (f.engine == engine) return &f;
+    if (!any) any = &f;
+  }
+  return any;
+}
+
 HardwareProfile parseHardwareProfile(const YamlReader& r) {
   HardwareProfile h;
   h.id = r.get<std::string>("id");

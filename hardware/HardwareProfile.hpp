@@ -9,6 +9,7 @@
 #include "hardware/HostPlatform.hpp"
 #include "hardware/Interconnect.hpp"
 #include "hardware/KernelEfficiency.hpp"
+#include "hardware/MoeFit.hpp"
 
 namespace attnsim {
 
@@ -57,12 +58,17 @@ struct HardwareProfile {
   // Dense GEMM efficiency surfaces per dtype (a calibration's `gemm:`), this device's own or, where
   // it has none, those of the calibrated device of its architecture (GemmSurface::transferred_from).
   std::vector<GemmSurface> gemm_surfaces;
+  // Fused-MoE fits per (engine, expert dtype) (a calibration's `moe:`), this device's own or its
+  // architecture's calibrated device's (MoeFit::transferred_from).
+  std::vector<MoeFit> moe_fits;
 
   [[nodiscard]] int ccMajor() const { return compute_capability ? static_cast<int>(*compute_capability) : 0; }
   [[nodiscard]] bool hasFeature(const std::string& f) const;
   // The dtype's measured GEMM surface, resolved on this device (null: none, or no peak for the dtype).
   [[nodiscard]] const GemmSurface* gemmSurface(std::string_view dtype) const;
   [[nodiscard]] GemmRoofline gemmRoofline(std::string_view dtype) const;
+  // The MoE fit of the dtype timed in `engine`, else in any engine (null: none).
+  [[nodiscard]] const MoeFit* moeFit(std::string_view engine, std::string_view dtype) const;
 };
 
 HardwareProfile parseHardwareProfile(const YamlReader& r);

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "hardware/MoeFit.hpp"
+
 namespace attnsim {
 
 const std::vector<std::string> kGemmDtypes = {"bf16", "fp8", "fp8_block", "nvfp4"};
@@ -232,6 +234,77 @@ std::vector<AllReduceFit> parseAllReduceFits(const YamlReader& allreduce, const 
   std::vector<AllReduceFit> out;
   for (const auto& engine : allreduce.keysOf()) out.push_back(parseAllReduceFit(allreduce.map(engine), engine, origin));
   allreduce.finish();
+  return out;
+}
+
+double MoeCall::activeExperts() const {
+  const double a = active >= 0 ? active : std::min(experts, assignments);
+  return std::max(1.0, a);
+}
+
+double moeRooflineUs(const GemmRoofline& rates, const MoeCall& call) {
+  const double a = call.assignments, h = call.hidden, i = call.inter;
+  const double bytes = call.activeExperts() * 3 * h * i * rates.b_bytes + a * (2 * h + 3 * i) * 2;
+  return std::max(6 * a * h * i / rates.flops_per_us, bytes / rates.bytes_per_us);
+}
+
+double MoeFit::us(const MoeCall& call) const {
+  const double tpe = std::max(1.0, call.tokensPerExpert());
+  const Bracket bt = bracket(log2_tokens_per_expert, std::log2(tpe));
+  const Bracket bi = bracket(log2_inter, std::log2(std::max(1.0, call.inter)));
+  const std::size_t ut = std::min(bt.lo + 1, log2_tokens_per_expert.size() - 1);
+  const std::size_t ui = std::min(bi.lo + 1, log2_inter.size() - 1);
+  auto along_inter = [&](std::size_t it) {
+    return (1 - bi.t) * log_efficiency[index(it, bi.lo)] + bi.t * log_efficiency[index(it, ui)];
+  };
+  const double log_eff = (1 - bt.t) * along_inter(bt.lo) + bt.t * along_inter(ut);
+  return fixed_us + moeRooflineUs(roofline, call) / std::exp(log_eff);
+}
+
+UncertaintyBand bandOf(const MoeFit& f) { return operatorBand(f.heldout, 0, f.transferred_from); }
+
+namespace {
+
+MoeFit parseMoeFit(const YamlReader& r, const std::string& engine, const std::string& dtype,
+                   const std::string& origin) {
+  MoeFit f;
+  f.engine = engine;
+  f.dtype = dtype;
+  f.kernel = r.get<std::string>("kernel");
+  f.fixed_us = r.getNumber("fixed_us", 0, 1e5);
+  f.log2_tokens_per_expert = log2Axis(r, "tokens_per_expert");
+  f.log2_inter = log2Axis(r, "inter");
+  f.log_efficiency = numberList(r, "efficiency", 1e-6, 100);
+  const std::size_t nodes = f.log2_tokens_per_expert.size() * f.log2_inter.size();
+  if (f.log_efficiency.size() != nodes) {
+    r.fail("efficiency", fmt::format("{} values for a grid of {} × {} = {} nodes", f.log_efficiency.size(),
+                                     f.log2_tokens_per_expert.size(), f.log2_inter.size(), nodes));
+  }
+  for (double& e : f.log_efficiency) e = std::log(e);
+  f.points = static_cast<int>(r.getInt("points", 1, 1 << 30));
+  f.heldout = parseHeldOutResiduals(r);
+  const auto own = r.find<std::string>("source");
+  f.source = fmt::format("{}'s {} fused MoE ({}) fitted on {} calls{}: {}", engine, dtype, f.kernel, f.points,
+                         heldOutPhrase(f.heldout, "calls"), own ? *own : origin);
+  r.finish();
+  return f;
+}
+
+}  // namespace
+
+std::vector<MoeFit> parseMoeFits(const YamlReader& moe, const std::string& origin) {
+  std::vector<MoeFit> out;
+  for (const auto& engine : moe.keysOf()) {
+    const YamlReader by_dtype = moe.map(engine);
+    for (const auto& dtype : by_dtype.keysOf()) {
+      if (std::find(kGemmDtypes.begin(), kGemmDtypes.end(), dtype) == kGemmDtypes.end()) {
+        by_dtype.fail(dtype, fmt::format("no MoE dtype '{}' (one of: {})", dtype, fmt::join(kGemmDtypes, ", ")));
+      }
+      out.push_back(parseMoeFit(by_dtype.map(dtype), engine, dtype, origin));
+    }
+    by_dtype.finish();
+  }
+  moe.finish();
   return out;
 }
 

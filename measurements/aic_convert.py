@@ -206,6 +206,50 @@ def allreduce_row(r, engine, version, table, meta):
     }
 
 
+# MoE: the dtypes attnsim models (kGemmDtypes); AIConfigurator's names for them.
+MOE_DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4"}
+# Timed runs per row: vLLM's collector replays its CUDA graph 6 times, SGLang's 10 (collect_moe.py).
+MOE_RUNS = {"vllm": 6, "sglang": 10}
+MOE_MAX_TP = 8  # one node's GPUs
+
+
+def moe_row(r, engine, version, table, meta):
+    """One MoE layer call on one GPU: top-k selection from given router logits, the grouped expert GEMMs,
+    their activation and the weighted combine; not the router GEMM, not shared experts, no all-to-all.
+
+    Kept: balanced routing (each token's top-k spread round-robin over the experts, helper.py
+    balanced_logits) without expert parallelism, in the dtypes attnsim models. EP rows are left out:
+    SGLang's Triton path runs the assignments to remote experts on expert 0 with a zero weight
+    (collect_moe.py run_op), so they time more than the rank's share; power-law rows time a skewed
+    load the step model does not assume."""
+    if r["distribution"] != "balanced" or int(r["moe_ep_size"]) != 1 or r["moe_dtype"] not in MOE_DTYPES:
+        return None
+    if int(r["moe_tp_size"]) > MOE_MAX_TP:
+        return None  # TP 16 and 32 are left out to keep the committed rows small
+    tokens, hidden, topk = int(r["num_tokens"]), int(r["hidden_size"]), int(r["topk"])
+    tp, experts = int(r["moe_tp_size"]), int(r["num_experts"])
+    inter = int(r["inter_size"]) // tp  # each rank holds every expert's 1/tp slice of the intermediate
+    return {
+        "kind": "moe", "impl": r["kernel_source"], "phase": "", "batch": tokens, "q_len": hidden, "kv_len": inter,
+        "heads": experts, "kv_heads": topk, "head_dim": tp, "dtype": MOE_DTYPES[r["moe_dtype"]],
+        "median_us": latency_us(r), "runs": MOE_RUNS[engine], "l2_warm": 1,
+        "note": "moe_perf balanced EP1",
+    }
+
+
+def moe_sample(rows):
+    """Each (engine, dtype)'s kernel timed over the most shapes (the collector's main path for it), every row
+    of it: the shape classes and token counts the fit holds out are chosen by attnsim calibrate."""
+    count = defaultdict(int)
+    for r in rows:
+        count[(r["dtype"], r["impl"])] += 1
+    main = {}
+    for (dtype, impl), n in sorted(count.items()):
+        if n > count.get((dtype, main.get(dtype, "")), 0):
+            main[dtype] = impl
+    return [r for r in rows if main.get(r["dtype"]) == r["impl"]]
+
+
 TABLES = [  # (op folder, engine, table, converter)
     ("attention", "vllm", "context_attention_perf", attention_row),
     ("attention", "vllm", "generation_attention_perf", attention_row),
@@ -217,6 +261,8 @@ TABLES = [  # (op folder, engine, table, converter)
     ("gemm", "sglang", "gemm_perf", gemm_row),
     ("comm", "vllm", "custom_allreduce_perf", allreduce_row),
     ("comm", "sglang", "custom_allreduce_perf", allreduce_row),
+    ("moe", "vllm", "moe_perf", moe_row),
+    ("moe", "sglang", "moe_perf", moe_row),
 ]
 
 
@@ -320,6 +366,8 @@ def convert_gpu(root, gpu, versions, commit, date, per_class):
             kept = gemm_sample(table_rows, engine, per_class)
         elif op in ("attention", "mla"):
             kept = attention_sample(table_rows, per_class)
+        elif op == "moe":
+            kept = moe_sample(table_rows)
         else:
             kept = sample(table_rows, per_class)
         print(f"aic_convert: {rel}: {len(kept)} of {len(table_rows)} rows", file=sys.stderr)

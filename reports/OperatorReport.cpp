@@ -23,8 +23,10 @@ std::string heldOutTable(const OperatorCalibration& ops) {
   md +=
       "### Fitted on these rows, checked on the held-out ones\n\n"
       "Held out: GEMM shapes off the power-of-two grid and every row of the engine whose grid was not fitted; "
-      "all-reduce message sizes 2^i elements with i % 3 = 1. Default: the step model's figures without the fit "
-      "(the dense-gemm family's roofline; the ring all-reduce on the profile's link).\n\n"
+      "all-reduce message sizes 2^i elements with i % 3 = 1; MoE shape classes whose (hidden + 3·inter + 7·experts + "
+      "13·top-k, widths in units of 64) is divisible by 4 and every MoE call of 48, 192, 768, 3072 or 12288 tokens. "
+      "Default: the step model's figures without the fit (the dense-gemm family's roofline; the ring all-reduce on "
+      "the profile's link; the grouped-gemm and elementwise rooflines of the routed experts).\n\n"
       "| hardware | engine | operator | held-out calls | MAPE default | MAPE fitted | p90 fitted | worst call "
       "(predicted / measured µs) |\n|---|---|---|---|---|---|---|---|\n";
   for (const auto& e : errors) {
@@ -50,6 +52,13 @@ std::optional<std::pair<double, std::string>> catalogPrediction(const Catalog& c
     return std::pair{s->us(static_cast<double>(r.batch), static_cast<double>(r.q_len), static_cast<double>(r.kv_len)),
                      s->transferred_from.empty() ? "own fit" : "transferred from " + s->transferred_from};
   }
+  if (r.kind == "moe") {  // batch = tokens, q_len = hidden, kv_len = inter / TP, heads = experts, kv_heads = top-k
+    const MoeFit* f = hw.moeFit(r.engine, r.dtype);
+    if (!f) return std::nullopt;
+    const MoeCall call{static_cast<double>(r.batch), static_cast<double>(r.q_len), static_cast<double>(r.kv_len),
+                       static_cast<double>(r.heads), static_cast<double>(r.batch * r.kv_heads)};
+    return std::pair{f->us(call), f->transferred_from.empty() ? "own fit" : "transferred from " + f->transferred_from};
+  }
   if (r.kind != "allreduce" || !hw.interconnect_link || r.batch < 2) return std::nullopt;
   const AllReduceFit* f = hw.interconnect_link->allReduceFor(r.engine);
   const std::string basis = !f                            ? "ring default"
@@ -61,10 +70,10 @@ std::optional<std::pair<double, std::string>> catalogPrediction(const Catalog& c
 std::string catalogTable(const Catalog& c, const std::vector<MeasurementRow>& rows) {
   std::map<std::tuple<std::string, std::string, std::string>, CatalogErrors> groups;
   for (const auto& r : rows) {
-    if ((r.kind != "gemm" && r.kind != "allreduce") || r.median_us <= 0) continue;
+    if ((r.kind != "gemm" && r.kind != "allreduce" && r.kind != "moe") || r.median_us <= 0) continue;
     const auto predicted = catalogPrediction(c, r);
     if (!predicted) continue;
-    CatalogErrors& g = groups[{r.hardware, r.engine, r.kind == "gemm" ? "gemm:" + r.dtype : "allreduce"}];
+    CatalogErrors& g = groups[{r.hardware, r.engine, r.kind == "allreduce" ? r.kind : r.kind + ":" + r.dtype}];
     g.sum += std::fabs(predicted->first / r.median_us - 1);
     ++g.points;
     g.basis = predicted->second;

@@ -69,7 +69,7 @@ Entries existingEntries(const YAML::Node& doc) {
 void keepOperatorEntries(const YAML::Node& doc, std::string& header, CalibrationMerge& m) {
   const YAML::Node fresh = YAML::Load(header);
   const std::string file_source = doc["source"] ? doc["source"].as<std::string>() : std::string{};
-  for (const std::string section : {"gemm", "allreduce"}) {
+  for (const std::string section : {"gemm", "allreduce", "moe"}) {
     if (!doc[section] || !doc[section].IsMap()) continue;
     std::string lines;
     std::vector<std::string> names;
@@ -77,7 +77,12 @@ void keepOperatorEntries(const YAML::Node& doc, std::string& header, Calibration
       const auto key = entry.first.as<std::string>();
       if (fresh[section] && fresh[section][key]) continue;
       YAML::Node kept = YAML::Clone(entry.second);
-      if (!kept["source"]) kept["source"] = file_source;
+      if (section != "moe" && !kept["source"]) kept["source"] = file_source;
+      if (section == "moe") {  // engine -> dtype -> fit: each fit keeps its source
+        for (auto fit : kept) {
+          if (!fit.second["source"]) fit.second["source"] = file_source;
+        }
+      }
       lines.append("  ").append(key).append(": ").append(flow(kept)).append("\n");
       names.push_back(key);
     }

@@ -22,8 +22,9 @@ const std::vector<std::string> kColumns{"device",   "date",     "torch",  "trito
                                         "impl",     "phase",    "batch",  "q_len",  "kv_len",    "heads",
                                         "kv_heads", "head_dim", "causal", "dtype",  "median_us", "p20_us",
                                         "p80_us",   "runs",     "flops",  "bytes",  "note"};
-const std::vector<std::string> kKinds{"attention",    "copy",         "gemm",       "launch", "graph_capture",
-                                      "graph_replay", "graph_launch", "graph_node", "step",   "allreduce"};
+const std::vector<std::string> kKinds{"attention",     "copy",         "gemm",         "launch",
+                                      "graph_capture", "graph_replay", "graph_launch", "graph_node",
+                                      "step",          "allreduce",    "moe"};
 const std::vector<std::string> kPhases{"prefill", "extend", "decode", "verify", "mixed"};
 // Columns the harness writes besides kColumns; any other column is a typo or another tool's file.
 // The converter of AIConfigurator's database (measurements/aic_convert.py) adds the last seven.
@@ -241,7 +242,7 @@ void checkDtype(const std::string& column, const std::string& value, const std::
 
 void checkAttention(MeasurementRow& r, const CatalogNames& names, RowCells& cells) {
   if (r.median_us <= 0) cells.fail("median_us", "must be positive");
-  if (r.kind == "gemm" && !r.dtype.empty()) checkDtype("dtype", r.dtype, kGemmDtypes, cells);
+  if ((r.kind == "gemm" || r.kind == "moe") && !r.dtype.empty()) checkDtype("dtype", r.dtype, kGemmDtypes, cells);
   if (r.kind != "attention") return;
   if (r.runs < kMinRuns) cells.fail("runs", fmt::format("fewer than {} timed runs", kMinRuns));
   if (const auto it = names.impl_to_kernel.find(r.impl); it != names.impl_to_kernel.end()) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <span>
+#include <tuple>
 
 #include "catalog/Catalog.hpp"
 #include "core/Error.hpp"
@@ -285,14 +286,18 @@ std::vector<OperatorErrors> heldOutErrors(std::span<const OperatorPoint> points)
 OperatorCalibration calibrateOperators(const Catalog& c, const std::vector<MeasurementRow>& rows,
                                        const std::string& hardware) {
   std::map<std::pair<std::string, std::string>, std::vector<const MeasurementRow*>> gemm, all_reduce;
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<const MeasurementRow*>> moe;
   for (const auto& r : rows) {
     if (!hardware.empty() && r.hardware != hardware) continue;
     if (r.kind == "gemm" && r.median_us > 0) gemm[{r.hardware, r.dtype}].push_back(&r);
     if (r.kind == "allreduce" && r.median_us > 0 && r.batch > 1) all_reduce[{r.hardware, r.engine}].push_back(&r);
+    if (r.kind == "moe" && r.median_us > 0) moe[{r.hardware, r.engine, r.dtype}].push_back(&r);
   }
   OperatorCalibration out;
   for (const auto& [key, members] : gemm) fitGemm(c, key.first, key.second, members, out);
   for (const auto& [key, members] : all_reduce) fitAllReduce(c, key.first, key.second, members, out);
+  for (const auto& [key, members] : moe)
+    calibrateMoe(c, members, std::get<0>(key), std::get<1>(key), std::get<2>(key), out);
   return out;
 }
 
@@ -347,8 +352,9 @@ void addOperatorSections(std::map<std::string, std::string>& files, const Operat
   std::set<std::string> hardware;
   for (const auto& g : ops.gemm) hardware.insert(g.hardware);
   for (const auto& a : ops.all_reduce) hardware.insert(a.hardware);
+  for (const auto& m : ops.moe) hardware.insert(m.hardware);
   for (const auto& hw : hardware) {
-    const std::string sections = operatorCalibrationYaml(ops, hw);
+    const std::string sections = operatorCalibrationYaml(ops, hw) + moeCalibrationYaml(ops, hw);
     auto it = files.find(hw);
     if (it == files.end()) {
       files[hw] = fmt::format(

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "hardware/MoeFit.hpp"
 #include "hardware/OperatorFits.hpp"
 #include "study/Store.hpp"
 
@@ -40,10 +41,15 @@ struct AllReduceCalibration {
   std::string hardware;
   AllReduceFit fit;
 };
+struct MoeCalibration {
+  std::string hardware;
+  MoeFit fit;
+};
 
 struct OperatorCalibration {
   std::vector<GemmCalibration> gemm;
   std::vector<AllReduceCalibration> all_reduce;
+  std::vector<MoeCalibration> moe;
   std::vector<OperatorPoint> points;    // every row, training and held out
   std::vector<std::string> not_fitted;  // what had rows but no fit, and why
 
@@ -61,6 +67,15 @@ std::vector<OperatorErrors> heldOutErrors(std::span<const OperatorPoint> points)
 // fitted; an all-reduce row whose message size is 2^i elements with i % 3 == 1.
 OperatorCalibration calibrateOperators(const Catalog& catalog, const std::vector<MeasurementRow>& rows,
                                        const std::string& hardware);
+
+// The fused-MoE fits of `moe` rows (study/MoeCalibration.cpp), one per (hardware, engine, dtype) over
+// its most-timed kernel. Held out: every call of the shape classes whose (hidden + 3·inter + 7·experts
+// + 13·top-k, widths in units of 64) is divisible by 4, and every call at 48, 192, 768, 3072 or 12288
+// tokens; the points join `out.points` as op moe:<dtype>.
+void calibrateMoe(const Catalog& catalog, const std::vector<const MeasurementRow*>& rows, const std::string& hardware,
+                  const std::string& engine, const std::string& dtype, OperatorCalibration& out);
+// A calibration file's `moe:` section for one device ("" when it has no fit).
+std::string moeCalibrationYaml(const OperatorCalibration& c, const std::string& hardware);
 
 // A calibration file's `gemm:` and `allreduce:` sections for one device ("" when it has no fit).
 std::string operatorCalibrationYaml(const OperatorCalibration& c, const std::string& hardware);

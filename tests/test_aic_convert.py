@@ -84,3 +84,34 @@ def test_an_unknown_kernel_source_is_an_error_naming_the_table(tree, tmp_path):
     assert r.returncode == 2
     assert "vllm_new_backend" in r.stderr and "context_attention_perf" in r.stderr
     assert not (out / "h100_sxm.csv.gz").exists(), "nothing half-written"
+
+
+MOE_HEADER = ["framework", "version", "device", "op_name", "kernel_source", "moe_dtype", "num_tokens", "hidden_size",
+              "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size", "distribution", "latency"]
+
+
+def test_moe_rows_keep_balanced_single_rank_calls_of_the_main_kernel(tree, tmp_path):
+    dev = "NVIDIA H100 80GB HBM3"
+    triton, cutlass = "sglang_fused_moe_triton", "sglang_flashinfer_cutlass_moe"
+
+    def row(kernel, dtype, tokens, tp=2, ep=1, dist="balanced", latency=0.5):
+        return ["SGLang", "0.5.14", dev, "moe", kernel, dtype, tokens, 7168, 2048, 8, 256, tp, ep, dist, latency]
+
+    write_table(tree, "h100_sxm/moe/sglang/0.5.14/moe_perf.csv", [
+        row(triton, "fp8_block", 16), row(triton, "fp8_block", 32), row(cutlass, "fp8_block", 16),
+        row(triton, "fp8_block", 64, ep=2), row(triton, "fp8_block", 64, dist="power_law_1.2"),
+        row(triton, "fp8_block", 64, tp=16), row(triton, "int4_wo", 64),
+    ], header=MOE_HEADER)
+    out = tmp_path / "out"
+    r = run("--aic", str(tree), "--commit", "abc", "--date", "2026-08-21", "--gpu", "h100_sxm", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    moe = [x for x in rows_of(out / "h100_sxm.csv.gz") if x["kind"] == "moe"]
+    # EP, power-law, TP above 8, a dtype attnsim does not model and the less-timed kernel are left out.
+    assert sorted(int(x["batch"]) for x in moe) == [16, 32]
+    first = next(x for x in moe if x["batch"] == "16")
+    assert first["impl"] == triton and first["dtype"] == "fp8_block" and first["engine"] == "sglang"
+    # hidden, the rank's slice of the expert width, experts, top-k and TP.
+    assert (first["q_len"], first["kv_len"], first["heads"], first["kv_heads"], first["head_dim"]) == \
+        ("7168", "1024", "256", "8", "2")
+    assert first["median_us"] == "500.0000" and first["runs"] == "10"
+    assert first["origin"].endswith("h100_sxm/moe/sglang/0.5.14/moe_perf.parquet")

@@ -105,7 +105,8 @@ TEST(OperatorFits, TheFitsBeatTheRooflineDefaultsOnHeldOutCalls) {
   const OperatorCalibration ops = calibrateOperators(defaultCatalog(), Store(db).measurements(), "h100-sxm");
   int checked = 0;
   for (const auto& e : ops.heldOutErrors()) {
-    if (e.engine != "sglang") continue;  // the fitted grid's engine (vLLM's fp8_block rows are eager)
+    // The fitted grid's engine (vLLM's fp8_block rows are eager); MoE has tests of its own.
+    if (e.engine != "sglang" || e.op.rfind("moe:", 0) == 0) continue;
     EXPECT_GE(e.points, 20) << e.op;
     EXPECT_LT(e.mape, e.default_mape) << e.op;
     ++checked;

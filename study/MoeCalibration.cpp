@@ -1,0 +1,206 @@
+// `attnsim calibrate` for the fused-MoE call: a fixed time and an efficiency grid over (tokens per
+// active expert, expert intermediate width) per (device, engine, dtype), from `moe` rows.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <span>
+
+#include "catalog/Catalog.hpp"
+#include "core/Strings.hpp"
+#include "cost/AttentionCost.hpp"
+#include "cost/StepModel.hpp"
+#include "study/OperatorCalibration.hpp"
+
+namespace attnsim {
+
+namespace {
+
+// The fixed times tried (µs), the smallest training call's 95 % their ceiling: the one whose
+// efficiency grid fits the training calls best (mean |relative error|) is kept.
+const std::vector<double> kMoeFixedCandidates{0, 1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50, 60, 80};
+// Tokens per active expert on the grid: 2^0 … 2^14.
+constexpr int kMoeTokensPerExpertNodes = 15;
+
+// A moe row as one call: batch = tokens, q_len = hidden, kv_len = inter / TP, heads = experts,
+// kv_heads = top-k (measurements/aic_convert.py), balanced routing without expert parallelism.
+MoeCall moeCallOf(const MeasurementRow& r) {
+  return {static_cast<double>(r.batch), static_cast<double>(r.q_len), static_cast<double>(r.kv_len),
+          static_cast<double>(r.heads), static_cast<double>(r.batch * r.kv_heads)};
+}
+
+bool moeHeldOut(const MeasurementRow& r) {
+  const std::int64_t shape_class = r.q_len / 64 + 3 * (r.kv_len / 64) + 7 * r.heads + 13 * r.kv_heads;
+  const bool tokens = r.batch == 48 || r.batch == 192 || r.batch == 768 || r.batch == 3072 || r.batch == 12288;
+  return shape_class % 4 == 0 || tokens;
+}
+
+// The kernel with the most rows (ties: the first by name).
+std::string mainKernel(const std::vector<const MeasurementRow*>& rows) {
+  std::map<std::string, int> count;
+  for (const auto* r : rows) ++count[r->impl];
+  std::string best;
+  int most = 0;
+  for (const auto& [impl, n] : count) {
+    if (n > most) best = impl, most = n;
+  }
+  return best;
+}
+
+// Each node the hat-weighted mean of log(roofline / (measured − fixed)) of the calls around it; a node
+// no call reaches takes its nearest reached node's value (by grid steps).
+void fitGrid(MoeFit& f, const std::vector<const MeasurementRow*>& train) {
+  const std::size_t nt = f.log2_tokens_per_expert.size(), ni = f.log2_inter.size();
+  std::vector<double> sum(nt * ni, 0.0), weight(nt * ni, 0.0);
+  for (const auto* r : train) {
+    const MoeCall call = moeCallOf(*r);
+    const double y = std::log(moeRooflineUs(f.roofline, call) / (r->median_us - f.fixed_us));
+    const double x = std::clamp(std::log2(call.tokensPerExpert()), f.log2_tokens_per_expert.front(),
+                                f.log2_tokens_per_expert.back()) -
+                     f.log2_tokens_per_expert.front();
+    const double z =
+        std::clamp(std::log2(call.inter), f.log2_inter.front(), f.log2_inter.back()) - f.log2_inter.front();
+    const auto xl = std::min(static_cast<std::size_t>(x), nt - 2), zl = std::min(static_cast<std::size_t>(z), ni - 2);
+    const double tx = x - static_cast<double>(xl), tz = z - static_cast<double>(zl);
+    for (std::size_t a = 0; a < 2; ++a) {
+      for (std::size_t b = 0; b < 2; ++b) {
+        const double w = (a ? tx : 1 - tx) * (b ? tz : 1 - tz);
+        sum[f.index(xl + a, zl + b)] += w * y;
+        weight[f.index(xl + a, zl + b)] += w;
+      }
+    }
+  }
+  f.log_efficiency.assign(nt * ni, 0.0);
+  for (std::size_t i = 0; i < nt * ni; ++i) {
+    std::size_t best = i;
+    std::size_t distance = nt + ni;
+    for (std::size_t j = 0; j < nt * ni; ++j) {
+      if (weight[j] < 1e-9) continue;
+      const auto d = static_cast<std::size_t>(std::abs(static_cast<long>(j / ni) - static_cast<long>(i / ni)) +
+                                              std::abs(static_cast<long>(j % ni) - static_cast<long>(i % ni)));
+      if (d < distance) best = j, distance = d;
+    }
+    f.log_efficiency[i] = sum[best] / weight[best];
+  }
+}
+
+double trainingError(const MoeFit& f, const std::vector<const MeasurementRow*>& train) {
+  double sum = 0;
+  for (const auto* r : train) sum += std::fabs(f.us(moeCallOf(*r)) / r->median_us - 1);
+  return sum / static_cast<double>(train.size());
+}
+
+// The step model's routed experts for the row without a fit (its default before calibration).
+double defaultMoeUs(const Catalog& c, const HardwareProfile& hw, const MeasurementRow& r) {
+  LinearKernels k;
+  k.grouped_gemm = resolveKernel(c.kernel("grouped-gemm"), hw);
+  k.elementwise = resolveKernel(c.kernel("elementwise"), hw);
+  k.device = resolveDevice(hw, DType::BF16);
+  k.device_weights = k.device;
+  k.device_weights.tensor_flops_per_us = hw.gemmRoofline(r.dtype).flops_per_us;
+  const double wb = r.dtype == "bf16" ? 2.0 : r.dtype == "nvfp4" ? 4.5 / 8 : 1.0;
+  const auto tokens = static_cast<double>(r.batch);
+  return routedExpertsDefault(k, {tokens, tokens, static_cast<double>(r.q_len), static_cast<double>(r.kv_len),
+                                  static_cast<double>(r.heads), static_cast<double>(r.kv_heads), 2.0, wb})
+      .sum();
+}
+
+std::vector<double> powerOfTwoAxis(double lo, double hi) {
+  std::vector<double> axis;
+  for (double v = std::floor(std::log2(lo)); v <= std::ceil(std::log2(hi)); v += 1) axis.push_back(v);
+  if (axis.size() < 2) axis.push_back(axis.back() + 1);
+  return axis;
+}
+
+}  // namespace
+
+void calibrateMoe(const Catalog& c, const std::vector<const MeasurementRow*>& rows, const std::string& hardware,
+                  const std::string& engine, const std::string& dtype, OperatorCalibration& out) {
+  const HardwareProfile& hw = c.hardware(hardware);
+  MoeFit f;
+  f.engine = engine, f.dtype = dtype, f.kernel = mainKernel(rows);
+  f.roofline = hw.gemmRoofline(dtype);
+  std::vector<const MeasurementRow*> kept, train;
+  for (const auto* r : rows) {
+    if (r->impl != f.kernel) continue;
+    kept.push_back(r);
+    if (!moeHeldOut(*r)) train.push_back(r);
+  }
+  if (f.roofline.flops_per_us <= 0 || train.size() < 20) {
+    out.not_fitted.push_back(fmt::format("{} moe {} {}: {} training calls of {} (a fit needs 20 and a peak for {})",
+                                         hardware, engine, dtype, train.size(), f.kernel, dtype));
+    return;
+  }
+  double min_inter = 1e18, max_inter = 0, min_us = 1e18;
+  for (const auto* r : train) {
+    min_inter = std::min(min_inter, static_cast<double>(r->kv_len));
+    max_inter = std::max(max_inter, static_cast<double>(r->kv_len));
+    min_us = std::min(min_us, r->median_us);
+  }
+  f.log2_inter = powerOfTwoAxis(min_inter, max_inter);
+  for (int i = 0; i < kMoeTokensPerExpertNodes; ++i) f.log2_tokens_per_expert.push_back(i);
+  MoeFit best;
+  double best_error = 1e18;
+  for (double fixed : kMoeFixedCandidates) {
+    if (fixed >= 0.95 * min_us) break;
+    f.fixed_us = fixed;
+    fitGrid(f, train);
+    const double error = trainingError(f, train);
+    if (error < best_error) best = f, best_error = error;
+  }
+  best.points = static_cast<int>(train.size());
+  std::vector<std::string> origins;
+  for (const auto* r : kept) {
+    if (std::find(origins.begin(), origins.end(), r->origin) == origins.end()) origins.push_back(r->origin);
+  }
+  best.source = join(origins, ", ");
+  const std::size_t first = out.points.size();
+  for (const auto* r : kept) {
+    out.points.push_back({hardware, engine, "moe:" + dtype,
+                          fmt::format("tokens={} hidden={} inter={} experts={} topk={}", r->batch, r->q_len, r->kv_len,
+                                      r->heads, r->kv_heads),
+                          r->median_us, best.us(moeCallOf(*r)), defaultMoeUs(c, hw, *r), moeHeldOut(*r)});
+  }
+  for (const auto& e : heldOutErrors(std::span(out.points).subspan(first)))
+    best.heldout = HeldOutResiduals{e.mape, e.p90, e.points};
+  out.moe.push_back({hardware, std::move(best)});
+}
+
+std::string moeCalibrationYaml(const OperatorCalibration& c, const std::string& hardware) {
+  std::string text;
+  std::string engine;
+  for (const auto& m : c.moe) {
+    if (m.hardware != hardware) continue;
+    const MoeFit& f = m.fit;
+    if (text.empty()) text = "# moe: attnsim calibrate --only moe (docs/MEASUREMENTS.md)\nmoe:\n";
+    if (f.engine != engine) text += fmt::format("  {}:\n", f.engine), engine = f.engine;
+    auto sizes = [](const std::vector<double>& log2) {
+      std::vector<std::string> v;
+      v.reserve(log2.size());
+      for (double x : log2) v.push_back(fmt::format("{:.0f}", std::exp2(x)));
+      return fmt::format("[{}]", fmt::join(v, ", "));
+    };
+    text += fmt::format(
+        "    {}:  # efficiency = roofline / (measured - fixed_us), [tokens_per_expert][inter]\n"
+        "      kernel: {}\n      fixed_us: {}\n      tokens_per_expert: {}\n      inter: {}\n      efficiency: [\n",
+        f.dtype, f.kernel, f.fixed_us, sizes(f.log2_tokens_per_expert), sizes(f.log2_inter));
+    const std::size_t ni = f.log2_inter.size();
+    for (std::size_t i = 0; i < f.log_efficiency.size(); i += ni) {
+      std::vector<std::string> row;
+      row.reserve(ni);
+      for (std::size_t l = 0; l < ni; ++l) row.push_back(fmt::format("{:.4g}", std::exp(f.log_efficiency[i + l])));
+      text += fmt::format("        {}{}\n", fmt::join(row, ", "), i + ni < f.log_efficiency.size() ? "," : "");
+    }
+    text += fmt::format("      ]\n      points: {}\n      source: \"{}\"\n", f.points, f.source);
+    if (f.heldout) {
+      text += fmt::format("      heldout: {{mape: {:.4f}, p90_abs_rel_error: {:.4f}, points: {}}}\n", f.heldout->mape,
+                          f.heldout->p90_abs_rel_error, f.heldout->points);
+    }
+  }
+  return text;
+}
+
+}  // namespace attnsim

@@ -1,0 +1,227 @@
+// MoE as a measured kernel family (issue 27): the fused-MoE call fitted per (device, engine, dtype) to
+// AIConfigurator's tables, held out by shape class and token count, carried to devices of the same
+// architecture, used by the step model for the routed experts, and predicted one call at a time.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "catalog/Catalog.hpp"
+#include "core/Error.hpp"
+#include "cost/OperatorSources.hpp"
+#include "cost/StepModel.hpp"
+#include "reports/OperatorReport.hpp"
+#include "study/Measurements.hpp"
+#include "study/OperatorCalibration.hpp"
+#include "tests/TestSupport.hpp"
+
+namespace attnsim::test {
+namespace {
+
+std::size_t opAt(StepOp op) { return static_cast<std::size_t>(op); }
+
+// Tokens per expert 1 and 16 at efficiencies 0.25 and 1, one inter width; 1e6 FLOP/µs, 1e3 B/µs.
+MoeFit twoNodeFit() {
+  MoeFit f;
+  f.engine = "sglang", f.dtype = "bf16", f.kernel = "k";
+  f.fixed_us = 10;
+  f.log2_tokens_per_expert = {0, 4};
+  f.log2_inter = {10, 11};
+  f.log_efficiency = {std::log(0.25), std::log(0.25), std::log(1.0), std::log(1.0)};
+  f.roofline = {.flops_per_us = 1e6, .bytes_per_us = 1e3};
+  return f;
+}
+
+TEST(MoeFit, BalancedRoutingTouchesTheSmallerOfTheExpertsAndTheAssignments) {
+  EXPECT_DOUBLE_EQ((MoeCall{4, 1024, 1024, 256, 32}.activeExperts()), 32);
+  EXPECT_DOUBLE_EQ((MoeCall{64, 1024, 1024, 256, 512}.activeExperts()), 256);
+  EXPECT_DOUBLE_EQ((MoeCall{64, 1024, 1024, 256, 512}.tokensPerExpert()), 2);
+  EXPECT_DOUBLE_EQ((MoeCall{64, 1024, 1024, 256, 512, 100}.activeExperts()), 100);  // the step's own routing
+}
+
+TEST(MoeFit, TheTimeIsTheFixedTimePlusTheRooflineOverTheEfficiencyAtItsTokensPerExpert) {
+  const MoeFit f = twoNodeFit();
+  const MoeCall one{8, 1024, 1024, 8, 8};  // one token per expert: efficiency 0.25
+  EXPECT_NEAR(f.us(one), 10 + moeRooflineUs(f.roofline, one) / 0.25, 1e-9);
+  const MoeCall sixteen{128, 1024, 1024, 8, 128};  // 16 per expert: efficiency 1
+  EXPECT_NEAR(f.us(sixteen), 10 + moeRooflineUs(f.roofline, sixteen), 1e-9);
+  const MoeCall four{32, 1024, 1024, 8, 32};  // halfway in log2: the geometric mean, 0.5
+  EXPECT_NEAR(f.us(four), 10 + moeRooflineUs(f.roofline, four) / 0.5, 1e-9);
+  // Reading the experts' weights once serves more tokens: the roofline's bytes do not grow with them.
+  EXPECT_LT(moeRooflineUs(f.roofline, sixteen), 2 * moeRooflineUs(f.roofline, one));
+}
+
+TEST(MoeFits, TheH100AndB200CarryMoeFitsAndSameArchitectureDevicesTakeThemAtTheirOwnPeaks) {
+  const Catalog& c = defaultCatalog();
+  for (const char* engine : {"sglang", "vllm"}) {
+    const MoeFit* own = c.hardware("h100-sxm").moeFit(engine, "fp8_block");
+    ASSERT_NE(own, nullptr) << engine;
+    EXPECT_EQ(own->engine, engine);
+    EXPECT_TRUE(own->transferred_from.empty());
+    EXPECT_EQ(bandOf(*own).basis, BandBasis::HeldOut);
+    const MoeFit* h200 = c.hardware("h200").moeFit(engine, "fp8_block");
+    ASSERT_NE(h200, nullptr) << engine;
+    EXPECT_EQ(h200->transferred_from, "h100-sxm");
+    EXPECT_GE(bandOf(*h200).band, kNonAttentionDefaultBand);
+    EXPECT_NE(h200->source.find("measured on h100-sxm"), std::string::npos) << h200->source;
+    // Its own bandwidth: a memory-bound call (one token per expert) runs faster on the H200.
+    const MoeCall decode{8, 7168, 256, 256, 64};
+    EXPECT_LT(h200->us(decode), own->us(decode));
+  }
+  ASSERT_NE(c.hardware("gb200").moeFit("sglang", "nvfp4"), nullptr);
+  EXPECT_EQ(c.hardware("gb200").moeFit("sglang", "nvfp4")->transferred_from, "b200");
+  EXPECT_EQ(c.hardware("h100-sxm").moeFit("sglang", "nvfp4"), nullptr);  // no FP4 on Hopper
+  EXPECT_EQ(c.hardware("mi300x").moeFit("sglang", "bf16"), nullptr);
+  EXPECT_EQ(c.hardware("a100-sxm-80g").moeFit("vllm", "bf16"), nullptr);
+  // An engine the tables do not cover takes another engine's fit of the dtype.
+  EXPECT_NE(c.hardware("h100-sxm").moeFit("rtp-llm", "bf16"), nullptr);
+}
+
+TEST(MoeFits, HeldOutShapeClassesAndTokenCountsBeatTheAnalyticalDefaultOnTheH100) {
+  const std::string root = ATTNSIM_SOURCE_DIR;
+  OverlayDir dir;
+  const std::string db = (dir.path() / "aic.db").string();
+  importMeasurements({root + "/measurements/data/aic/h100_sxm.csv.gz"}, db, defaultCatalog());
+  const OperatorCalibration ops = calibrateOperators(defaultCatalog(), Store(db).measurements(), "h100-sxm");
+  int checked = 0;
+  for (const auto& e : ops.heldOutErrors()) {
+    if (e.op.rfind("moe:", 0) != 0) continue;
+    EXPECT_GE(e.points, 100) << e.engine << " " << e.op;
+    EXPECT_LT(e.mape, e.default_mape) << e.engine << " " << e.op;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 5);  // sglang bf16, fp8_block; vllm bf16, fp8, fp8_block
+  // A held-out shape class is held out at every token count; a training class only at its held-out counts.
+  std::set<std::string> held_classes, trained_classes;
+  for (const auto& p : ops.points) {
+    if (p.op.rfind("moe:", 0) != 0) continue;
+    const std::string shape_class = p.engine + p.op + p.shape.substr(p.shape.find(' '));
+    if (p.shape.rfind("tokens=1 ", 0) == 0) (p.held_out ? held_classes : trained_classes).insert(shape_class);
+  }
+  EXPECT_FALSE(held_classes.empty());
+  EXPECT_FALSE(trained_classes.empty());
+  for (const auto& p : ops.points) {
+    if (p.op.rfind("moe:", 0) != 0) continue;
+    const std::string shape_class = p.engine + p.op + p.shape.substr(p.shape.find(' '));
+    if (held_classes.count(shape_class)) {
+      EXPECT_TRUE(p.held_out) << p.shape;
+    }
+    if (p.shape.rfind("tokens=768 ", 0) == 0) {
+      EXPECT_TRUE(p.held_out) << p.shape;
+    }
+  }
+}
+
+TEST(MoeFits, TheValidationReportListsEachMoeFitsHeldOutErrorAndTheShippedFitOnTheRows) {
+  const std::string root = ATTNSIM_SOURCE_DIR;
+  OverlayDir dir;
+  const std::string db = (dir.path() / "aic.db").string();
+  importMeasurements({root + "/measurements/data/aic/h100_sxm.csv.gz"}, db, defaultCatalog());
+  const std::string md = operatorValidationMarkdown(defaultCatalog(), Store(db).measurements());
+  for (const char* row : {"| h100-sxm | sglang | moe:fp8_block | 970 |", "| h100-sxm | vllm | moe:fp8 | 784 |",
+                          "| h100-sxm | sglang | moe:fp8_block | 1674 | own fit |"}) {
+    EXPECT_NE(md.find(row), std::string::npos) << row << "\n" << md;
+  }
+  EXPECT_NE(md.find("MoE shape classes"), std::string::npos);  // the held-out rule is stated
+}
+
+TEST(MoeFits, AMoeStepCostsItsRoutedExpertsOnTheEnginesFitAndADenseModelHasNone) {
+  const Catalog& c = defaultCatalog();
+  const HardwareProfile& hw = c.hardware("h100-sxm");
+  const ModelSpec& model = c.model("deepseek-v3");
+  const LinearKernels k = resolveLinearKernels(c, hw, model, "vllm");
+  ASSERT_NE(k.moe, nullptr);
+  EXPECT_EQ(k.moe->engine, "vllm");
+  EXPECT_EQ(k.moe->dtype, "fp8_block");
+  EXPECT_EQ(resolveLinearKernels(c, hw, model, "sglang").moe->engine, "sglang");
+  EXPECT_EQ(resolveLinearKernels(c, hw, c.model("llama-3.1-8b"), "vllm").moe, nullptr);
+  const Workload w = Workload::uniform(Phase::Decode, 64, 1, 4096);
+  StepCosts fitted, analytical;
+  costLinearOps(model, k, w, 8, 1, fitted);
+  LinearKernels without = k;
+  without.moe = nullptr;
+  costLinearOps(model, without, w, 8, 1, analytical);
+  // The routed experts' ops sum to the fitted call; the router GEMM and shared experts are not in it.
+  const auto& m = *model.moe;
+  const double touched = m.num_experts * (1 - std::pow(1 - double(m.experts_per_token) / m.num_experts, 64));
+  const double call = k.moe->us({64, double(model.hidden_size), m.expert_intermediate_size / 8.0, double(m.num_experts),
+                                 64.0 * m.experts_per_token, touched});
+  double routed = 0;
+  for (StepOp op : {StepOp::TopK, StepOp::ExpertsGateUp, StepOp::ExpertsAct, StepOp::ExpertsDown, StepOp::MoeCombine})
+    routed += fitted.op_us[opAt(op)];
+  EXPECT_NEAR(routed, call, 1e-9 * call);
+  EXPECT_DOUBLE_EQ(fitted.op_us[opAt(StepOp::Router)], analytical.op_us[opAt(StepOp::Router)]);
+  EXPECT_DOUBLE_EQ(fitted.op_us[opAt(StepOp::SharedGateUp)], analytical.op_us[opAt(StepOp::SharedGateUp)]);
+  EXPECT_NE(fitted.op_us[opAt(StepOp::ExpertsGateUp)], analytical.op_us[opAt(StepOp::ExpertsGateUp)]);
+}
+
+TEST(MoeFits, TheOperatorSourcesNameTheRoutedExpertsFitOrTheDefault) {
+  const Catalog& c = defaultCatalog();
+  auto routed = [&](const char* hw) {
+    for (const auto& s : stepOperatorSources(c, c.hardware(hw), c.model("deepseek-v3"), "sglang", 8)) {
+      if (s.what.rfind("routed experts", 0) == 0) return s;
+    }
+    return OperatorSource{};
+  };
+  const OperatorSource h100 = routed("h100-sxm");
+  EXPECT_EQ(h100.what, "routed experts (fp8_block, sglang)");
+  EXPECT_EQ(h100.provenance, Provenance::Measured);
+  EXPECT_EQ(h100.band.basis, BandBasis::HeldOut);
+  const OperatorSource mi300x = routed("mi300x");
+  EXPECT_EQ(mi300x.provenance, Provenance::Default);
+  EXPECT_DOUBLE_EQ(mi300x.band.band, kNonAttentionDefaultBand);
+  for (const auto& s : stepOperatorSources(c, c.hardware("h100-sxm"), c.model("llama-3.1-8b"), "sglang", 8))
+    EXPECT_EQ(s.what.find("routed experts"), std::string::npos);
+}
+
+TEST(PredictOperator, OneMoeLayerWithItsProvenanceAndBand) {
+  const CommandResult h100 =
+      runAttnsim("--json predict --hardware h100-sxm --moe 64 --model deepseek-v3 --tp 8 --engine sglang");
+  ASSERT_EQ(h100.exit_code, 0) << h100.output;
+  EXPECT_NE(h100.output.find("\"provenance\": \"measured fit\""), std::string::npos) << h100.output;
+  EXPECT_NE(h100.output.find("\"band_basis\": \"heldout\""), std::string::npos) << h100.output;
+  EXPECT_NE(h100.output.find("roofline_us"), std::string::npos) << h100.output;
+  const CommandResult h200 = runAttnsim("predict --hardware h200 --moe 64 --model deepseek-v3 --tp 8 --ep 2");
+  ASSERT_EQ(h200.exit_code, 0) << h200.output;
+  EXPECT_NE(h200.output.find("measured on h100-sxm"), std::string::npos) << h200.output;
+  const CommandResult amd = runAttnsim("predict --hardware mi300x --moe 64 --model deepseek-v3 --tp 8");
+  ASSERT_EQ(amd.exit_code, 0) << amd.output;
+  EXPECT_NE(amd.output.find("catalog default"), std::string::npos) << amd.output;
+  EXPECT_EQ(runAttnsim("predict --hardware h100-sxm --moe 64").exit_code, 2);                       // no model
+  EXPECT_EQ(runAttnsim("predict --hardware h100-sxm --moe 64 --model llama-3.1-8b").exit_code, 2);  // dense
+  EXPECT_EQ(runAttnsim("predict --hardware h100-sxm --moe 64 --model deepseek-v3 --ep 3").exit_code, 2);
+  EXPECT_EQ(runAttnsim("predict --hardware h100-sxm --gemm 8,8,8 --ep 2").exit_code, 2);
+  EXPECT_EQ(runAttnsim("predict --hardware h100-sxm --moe 8 --gemm 8,8,8 --model deepseek-v3").exit_code, 2);
+}
+
+// The catalog error an MI300X calibration file with this `moe:` section gives ("" when it loads).
+std::string moeSectionError(const std::string& moe) {
+  OverlayDir overlay;
+  overlay.write("hardware/calibrations/mi300x.yaml",
+                "hardware: mi300x\nsource: \"test\"\ncreated: \"2026-11-27\"\nmoe:\n" + moe + "kernels: {}\n");
+  try {
+    (void)overlay.load();
+  } catch (const CatalogError& e) {
+    return e.what();
+  }
+  return {};
+}
+
+TEST(MoeFits, AFitWhoseValuesDoNotFillItsGridIsACatalogErrorNamingTheKey) {
+  const std::string grid = moeSectionError(
+      "  sglang:\n    bf16: {kernel: k, fixed_us: 5, tokens_per_expert: [1, 2], inter: [256], efficiency: [0.5], "
+      "points: 1}\n");
+  EXPECT_NE(grid.find("mi300x.yaml:"), std::string::npos) << grid;
+  EXPECT_NE(grid.find("efficiency"), std::string::npos) << grid;
+  EXPECT_NE(grid.find("2 × 1"), std::string::npos) << grid;
+  const std::string dtype = moeSectionError(
+      "  sglang:\n    int3: {kernel: k, fixed_us: 5, tokens_per_expert: [1], inter: [256], efficiency: [0.5], "
+      "points: 1}\n");
+  EXPECT_NE(dtype.find("fp8_block"), std::string::npos) << dtype;
+  EXPECT_EQ(moeSectionError("  sglang:\n    bf16: {kernel: k, fixed_us: 5, tokens_per_expert: [1, 2], inter: [256], "
+                            "efficiency: [0.5, 0.6], points: 2}\n"),
+            "");
+}
+
+}  // namespace
+}  // namespace attnsim::test
