@@ -214,8 +214,18 @@ bool addGrowingRun(Waves& w, const GroupTiles& gt, std::int64_t first, std::int6
   return true;
 }
 
-// Tiles [from, to) of one group: whole periods as runs where the tiles' time keeps one form,
-// halving the range where it changes; the rest tile by tile.
+// Whether every phase of the period starting at tile `at` keeps the form of the period at `first`.
+bool periodKeepsForm(const GroupTiles& gt, std::int64_t first, std::int64_t at) {
+  for (std::int64_t phase = 0; phase < gt.tiles.period(); ++phase) {
+    if (!formOf(gt, at + phase).sameForm(formOf(gt, first + phase))) return false;
+  }
+  return true;
+}
+
+// Tiles [from, to) of one group: whole periods as runs where the tiles' time keeps one form; where it
+// changes (the tiles cross from memory- to compute-bound as their keys grow), the range splits at the
+// first period whose form differs, found by bisection (a form changes once along a prompt), so a long
+// prompt costs a few runs however long it is; the rest tile by tile.
 void addSegment(Waves& w, const GroupTiles& gt, std::int64_t from, std::int64_t to) {
   constexpr std::int64_t kMaxPeriod = 128;
   const std::int64_t period = gt.tiles.period();
@@ -224,9 +234,16 @@ void addSegment(Waves& w, const GroupTiles& gt, std::int64_t from, std::int64_t 
   const std::int64_t whole = from + periods * period;
   if (!addFlatPeriods(w, gt, from, periods) && !addGrowingRun(w, gt, from, periods)) {
     if (periods < 4) return gt.add(w, from, to);
-    const std::int64_t mid = from + periods / 2 * period;
-    addSegment(w, gt, from, mid);
-    return addSegment(w, gt, mid, to);
+    std::int64_t same = 1, differs = periods;  // periods [0, same) keep the first one's form
+    if (!periodKeepsForm(gt, from, from + period)) differs = 1;
+    while (differs - same > 1) {
+      const std::int64_t mid = std::midpoint(same, differs);
+      (periodKeepsForm(gt, from, from + mid * period) ? same : differs) = mid;
+    }
+    // One form throughout (the run failed on its steps): halve instead.
+    const std::int64_t split = differs == periods ? periods / 2 : std::max<std::int64_t>(differs, 1);
+    addSegment(w, gt, from, from + split * period);
+    return addSegment(w, gt, from + split * period, to);
   }
   gt.add(w, whole, to);
 }
