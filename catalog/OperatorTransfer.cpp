@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 
 namespace attnsim {
 
@@ -26,6 +27,31 @@ void transferMoeFits(std::vector<HardwareProfile>& hardware, const std::vector<c
     }
   }
   for (auto& [i, f] : moe) hardware[i].moe_fits.push_back(std::move(f));
+}
+
+// Attention calibrations with a measured surface (the four parameters and the surface) a device lacks,
+// per kernel family and phase class, from the first calibrated device of its architecture by id.
+void transferAttentionCalibrations(std::vector<HardwareProfile>& hardware,
+                                   const std::vector<const HardwareProfile*>& donors) {
+  std::vector<std::pair<std::size_t, std::pair<std::pair<std::string, std::string>, KernelEfficiency>>> copies;
+  for (std::size_t i = 0; i < hardware.size(); ++i) {
+    const HardwareProfile& h = hardware[i];
+    std::set<std::pair<std::string, std::string>> taken;
+    for (const auto* d : donors) {
+      if (d == &h || d->architecture != h.architecture) continue;
+      for (const auto& [key, e] : d->calibrations) {
+        // The engines' own kernels (fits with a measured surface): what a user predicting a device of
+        // the architecture they do not own relies on; a harness-only fit stays on its device.
+        if (!e.surface || h.calibrations.contains(key) || !e.transferred_from.empty() || !taken.insert(key).second)
+          continue;
+        KernelEfficiency copy = e;
+        copy.transferred_from = d->id;
+        copy.source = fmt::format("measured on {}, applied at {}'s peaks and bandwidth: {}", d->id, h.id, e.source);
+        copies.emplace_back(i, std::pair{key, std::move(copy)});
+      }
+    }
+  }
+  for (auto& [i, entry] : copies) hardware[i].calibrations.emplace(entry.first, std::move(entry.second));
 }
 
 }  // namespace
@@ -84,6 +110,7 @@ void transferOperatorFits(std::vector<HardwareProfile>& hardware) {
     });
   }
   for (auto& [i, f] : all_reduces) hardware[i].interconnect_link->all_reduces = std::move(f);
+  transferAttentionCalibrations(hardware, donors);
 }
 
 }  // namespace attnsim

@@ -46,18 +46,6 @@ double log2Of(int v) { return std::log2(std::max(1, v)); }
 
 }  // namespace
 
-double SurfaceSlice::logRatio(double batch, double length) const {
-  const AxisPosition b = positionOn(log2_batch, std::log2(std::max(1.0, batch)));
-  const AxisPosition l = positionOn(log2_length, std::log2(std::max(1.0, length)));
-  const std::size_t nl = log2_length.size();
-  const std::size_t b_hi = std::min(b.lo + 1, log2_batch.size() - 1);
-  const std::size_t l_hi = std::min(l.lo + 1, nl - 1);
-  auto along_length = [&](std::size_t ib) {
-    return (1 - l.t) * log_ratio[ib * nl + l.lo] + l.t * log_ratio[ib * nl + l_hi];
-  };
-  return (1 - b.t) * along_length(b.lo) + b.t * along_length(b_hi);
-}
-
 CorrectedGrid correctedGrid(const SurfaceSlice& slice, const std::vector<double>& node_model_us) {
   CorrectedGrid g{slice.log2_batch, slice.log2_length, {}, {}};
   const std::size_t nb = g.log2_batch.size(), nl = g.log2_length.size();
@@ -87,8 +75,14 @@ double bilinear(const CorrectedGrid& grid, const std::vector<double>& values, do
   const std::size_t nl = grid.log2_length.size();
   const std::size_t b_hi = std::min(b.lo + 1, grid.log2_batch.size() - 1);
   const std::size_t l_hi = std::min(l.lo + 1, nl - 1);
-  auto along_length = [&](std::size_t ib) { return (1 - l.t) * values[ib * nl + l.lo] + l.t * values[ib * nl + l_hi]; };
-  return (1 - b.t) * along_length(b.lo) + b.t * along_length(b_hi);
+  // lo + t·(hi − lo): monotone in t under rounding too, and exact where the nodes are equal (a
+  // running maximum's flat stretches), so a corrected time never falls by a rounding error.
+  auto along_length = [&](std::size_t ib) {
+    const double lo = values[ib * nl + l.lo];
+    return lo + l.t * (values[ib * nl + l_hi] - lo);
+  };
+  const double lo = along_length(b.lo);
+  return lo + b.t * (along_length(b_hi) - lo);
 }
 
 }  // namespace

@@ -38,9 +38,6 @@ struct SurfaceSlice {
   std::vector<double> log2_batch, log2_length;  // ascending
   std::vector<double> log_ratio;                // [batch][length], ln(measured / modelled)
   int points = 0;                               // nodes measured; the others filled from the nearest
-
-  // ln(measured / modelled) at a batch and length. Allocation-free.
-  [[nodiscard]] double logRatio(double batch, double length) const;
 };
 
 struct AttentionSurface {

@@ -1,5 +1,7 @@
 #include "hardware/KernelEfficiency.hpp"
 
+#include <algorithm>
+
 namespace attnsim {
 
 const char* provenanceName(Provenance p) {
@@ -68,6 +70,8 @@ UncertaintyBand bandOf(const KernelEfficiency& e, double default_band) {
   switch (e.provenance) {
     case Provenance::Measured: {
       const UncertaintyBand b = residualBand(e);
+      // Another device's fit: its residuals there, at least the documented transfer band.
+      if (!e.transferred_from.empty()) return {std::max(b.band, kTransferredBand), BandBasis::Documented};
       if (isThinFit(e.fit_points) && b.band < kPublishedBand) return {kPublishedBand, BandBasis::ThinFit};
       if (isThinFit(e.fit_points)) return {b.band, BandBasis::ThinFit};
       return b;

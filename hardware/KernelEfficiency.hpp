@@ -38,6 +38,7 @@ std::optional<Provenance> parseProvenance(std::string_view name);
 inline constexpr double kDefaultBand = 0.50;              // attention kernel on attnsim defaults
 inline constexpr double kPublishedBand = 0.40;            // attention kernel on a published figure
 inline constexpr double kNonAttentionDefaultBand = 0.25;  // uncalibrated GEMM, elementwise and host/launch parts
+inline constexpr double kTransferredBand = 0.25;          // a fit measured on another device of the same architecture
 inline constexpr double kFitMapeToP90 = 2.06;             // p90 / mean of a half-normal |error|
 // A calibration fits four parameters (compute and memory efficiency, fixed µs, per-key ns). Its
 // in-sample error understates the error on new points by about n / (n - p) (generalized
@@ -70,6 +71,7 @@ struct KernelEfficiency {
   std::optional<HeldOutResiduals> heldout;  // measured: residuals on held-out points
   // measured: what the fitted roofline still misses, per measured shape (a calibration's `surfaces:`)
   std::shared_ptr<const AttentionSurface> surface;
+  std::string transferred_from;  // measured on this other device of the architecture (empty: its own)
 };
 
 // A relative band: a prediction t is expected within [t / (1 + band), t · (1 + band)] (bandLow,
