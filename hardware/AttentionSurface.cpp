@@ -7,6 +7,8 @@
 #include <cmath>
 #include <limits>
 
+#include "hardware/AxisPosition.hpp"
+
 namespace attnsim {
 
 KvWidth kvWidthOf(double kv_elem_bytes) {
@@ -27,20 +29,6 @@ const char* kvWidthName(KvWidth w) {
 }
 
 namespace {
-
-// Where x lies on an ascending axis: the node below and the fraction towards the next, clamped.
-struct AxisPosition {
-  std::size_t lo = 0;
-  double t = 0;
-};
-
-AxisPosition positionOn(const std::vector<double>& axis, double x) {
-  if (axis.size() < 2 || x <= axis.front()) return {0, 0};
-  if (x >= axis.back()) return {axis.size() - 1, 0};
-  const auto hi = static_cast<std::size_t>(std::upper_bound(axis.begin(), axis.end(), x) - axis.begin());
-  const std::size_t lo = hi - 1;
-  return {lo, (x - axis[lo]) / (axis[hi] - axis[lo])};
-}
 
 double log2Of(int v) { return std::log2(std::max(1, v)); }
 

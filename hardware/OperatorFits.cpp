@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "hardware/AxisPosition.hpp"
 #include "hardware/MoeFit.hpp"
 
 namespace attnsim {
@@ -18,20 +19,6 @@ std::string heldOutPhrase(const std::optional<HeldOutResiduals>& h, const char* 
   return h ? fmt::format(", held-out MAPE {:.1f}% p90 {:.1f}% on {} {}", 100 * h->mape, 100 * h->p90_abs_rel_error,
                          h->points, unit)
            : std::string{};
-}
-
-// Where x lies on an ascending axis: the lower node and the weight of the upper one, clamped to the ends.
-struct Bracket {
-  std::size_t lo = 0;
-  double t = 0;
-};
-
-Bracket bracket(const std::vector<double>& axis, double x) {
-  if (axis.size() < 2 || x <= axis.front()) return {0, 0};
-  if (x >= axis.back()) return {axis.size() - 2, 1};
-  const auto hi = static_cast<std::size_t>(std::upper_bound(axis.begin(), axis.end(), x) - axis.begin());
-  const std::size_t lo = hi - 1;
-  return {lo, (x - axis[lo]) / (axis[hi] - axis[lo])};
 }
 
 std::vector<double> numberList(const YamlReader& r, std::string_view key, double min, double max) {
@@ -140,9 +127,9 @@ double GemmSurface::us(double m, double n, double k) const {
   const double cm = std::clamp(m, std::exp2(log2_m.front()), std::exp2(log2_m.back()));
   const double cn = std::clamp(n, std::exp2(log2_n.front()), std::exp2(log2_n.back()));
   const double ck = std::clamp(k, std::exp2(log2_k.front()), std::exp2(log2_k.back()));
-  const Bracket bm = bracket(log2_m, std::log2(cm));
-  const Bracket bn = bracket(log2_n, std::log2(cn));
-  const Bracket bk = bracket(log2_k, std::log2(ck));
+  const AxisPosition bm = positionOn(log2_m, std::log2(cm));
+  const AxisPosition bn = positionOn(log2_n, std::log2(cn));
+  const AxisPosition bk = positionOn(log2_k, std::log2(ck));
   const std::size_t um = std::min(bm.lo + 1, log2_m.size() - 1);
   const std::size_t un = std::min(bn.lo + 1, log2_n.size() - 1);
   const std::size_t uk = std::min(bk.lo + 1, log2_k.size() - 1);
@@ -250,8 +237,8 @@ double moeRooflineUs(const GemmRoofline& rates, const MoeCall& call) {
 
 double MoeFit::us(const MoeCall& call) const {
   const double tpe = std::max(1.0, call.tokensPerExpert());
-  const Bracket bt = bracket(log2_tokens_per_expert, std::log2(tpe));
-  const Bracket bi = bracket(log2_inter, std::log2(std::max(1.0, call.inter)));
+  const AxisPosition bt = positionOn(log2_tokens_per_expert, std::log2(tpe));
+  const AxisPosition bi = positionOn(log2_inter, std::log2(std::max(1.0, call.inter)));
   const std::size_t ut = std::min(bt.lo + 1, log2_tokens_per_expert.size() - 1);
   const std::size_t ui = std::min(bi.lo + 1, log2_inter.size() - 1);
   auto along_inter = [&](std::size_t it) {

@@ -39,25 +39,35 @@ std::optional<SliceKey> sliceKeyOf(const MeasurementRow& row) {
                   row.window};
 }
 
+namespace {
+
+// The rows a slice has and the batch sizes and lengths they cover: enough of each makes it a grid.
+struct SliceExtent {
+  std::size_t rows = 0;
+  std::set<std::int64_t> batches, lengths;
+  void add(std::int64_t batch, std::int64_t length, std::size_t count) {
+    rows += count;
+    batches.insert(batch);
+    lengths.insert(length);
+  }
+  [[nodiscard]] bool isGrid() const {
+    return rows >= kMinSlicePoints && std::ssize(batches) >= kMinSliceAxisValues &&
+           std::ssize(lengths) >= kMinSliceAxisValues;
+  }
+};
+
+}  // namespace
+
 DenseSlices::DenseSlices(const std::vector<MeasurementRow>& rows, const std::vector<std::int64_t>& held_out_contexts) {
-  struct Extent {
-    int rows = 0;
-    std::set<std::int64_t> batches, lengths;
-  };
-  std::map<std::pair<Family, SliceKey>, Extent> extents;
+  std::map<std::pair<Family, SliceKey>, SliceExtent> extents;
   for (const auto& r : rows) {
     const auto key = sliceKeyOf(r);
     if (!key || std::find(held_out_contexts.begin(), held_out_contexts.end(), r.kv_len) != held_out_contexts.end())
       continue;
-    Extent& e = extents[{{r.hardware, r.kernel, phaseClassOf(r)}, *key}];
-    ++e.rows;
-    e.batches.insert(r.batch);
-    e.lengths.insert(sliceLength(r));
+    extents[{{r.hardware, r.kernel, phaseClassOf(r)}, *key}].add(r.batch, sliceLength(r), 1);
   }
   for (const auto& [key, e] : extents) {
-    if (e.rows < kMinSlicePoints || static_cast<int>(e.batches.size()) < kMinSliceAxisValues ||
-        static_cast<int>(e.lengths.size()) < kMinSliceAxisValues)
-      continue;
+    if (!e.isGrid()) continue;
     dense_.insert(key);
     head_dims_.insert({key.first, key.second.head_dim});
   }
@@ -179,17 +189,9 @@ AttentionSurface fitAttentionSurface(const std::vector<FitPoint>& points, const 
   }
   AttentionSurface out;
   for (const auto& [key, cells] : slices) {
-    std::set<std::int64_t> batches, lengths;
-    std::size_t rows = 0;
-    for (const auto& [node, residuals] : cells) {
-      batches.insert(node.first);
-      lengths.insert(node.second);
-      rows += residuals.size();
-    }
-    if (static_cast<int>(rows) < kMinSlicePoints || static_cast<int>(batches.size()) < kMinSliceAxisValues ||
-        static_cast<int>(lengths.size()) < kMinSliceAxisValues)
-      continue;
-    out.slices.push_back(sliceFrom(key, cells));
+    SliceExtent extent;
+    for (const auto& [node, residuals] : cells) extent.add(node.first, node.second, residuals.size());
+    if (extent.isGrid()) out.slices.push_back(sliceFrom(key, cells));
   }
   return out;
 }
