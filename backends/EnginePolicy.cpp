@@ -84,12 +84,13 @@ MessageTemplate parseMessage(const YamlReader& r, std::string_view key, const Ex
 EngineOption parseOption(const YamlReader& r) {
   EngineOption o;
   o.name = r.get<std::string>("name");
-  o.type = r.getOneOf("type", {"bool", "int", "string"});
+  o.type = r.getOneOf("type", {"bool", "int", "float", "string"});
   o.default_value = r.findScalarValue("default").value_or(Value{});
   // A default of the wrong type would reach the rules as a value no comparison expects.
   const bool typed = isNull(o.default_value) || o.type == "string" ||
-                     (o.type == "bool" ? std::holds_alternative<bool>(o.default_value)
-                                       : std::holds_alternative<std::int64_t>(o.default_value));
+                     (o.type == "bool"    ? std::holds_alternative<bool>(o.default_value)
+                      : o.type == "float" ? asNumber(o.default_value).has_value() && !std::holds_alternative<bool>(o.default_value)
+                                          : std::holds_alternative<std::int64_t>(o.default_value));
   if (!typed) r.fail("default", fmt::format("option '{}' is of type {}: its default must be one too", o.name, o.type));
   o.allowed = r.get<std::vector<std::string>>("allowed", {});
   o.help = r.get<std::string>("help");
@@ -369,7 +370,7 @@ Expr::VariableCheck ruleVariableCheck(const std::vector<std::string>& known, con
     for (const auto& o : options) {
       if (o.name != name) continue;
       if (o.type == "bool") return {ValueType::Bool, {}};
-      if (o.type == "int") return {ValueType::Number, {}};
+      if (o.type == "int" || o.type == "float") return {ValueType::Number, {}};
       return {ValueType::String, o.allowed};
     }
     if (name == "kv_dtype") return {ValueType::String, kv_dtypes};

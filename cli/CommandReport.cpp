@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/Commands.hpp"
+#include "cli/ServeFlags.hpp"
 #include "core/Error.hpp"
 #include "core/Files.hpp"
 #include "core/Strings.hpp"
@@ -24,7 +25,7 @@ namespace {
 using nlohmann::json;
 
 struct ReportFlags {
-  std::string what, db, out_dir, holdout = "1024,8192", sweep, compare, study;
+  std::string what, db, out_dir, published, holdout = "1024,8192", sweep, compare, study;
   WhatIfOptions whatif;
 };
 
@@ -94,10 +95,12 @@ int runCapacityReport(const GlobalOptions& global, const ReportFlags& f) {
 
 Runner addReportCommand(CLI::App& app, const GlobalOptions& global) {
   auto f = std::make_shared<ReportFlags>();
-  app.add_option("what", f->what, "validation, priorities, whatif, matrix or capacity")
+  app.add_option("what", f->what, "validation, priorities, whatif, matrix, capacity or serving")
       ->required()
-      ->check(CLI::IsMember({"validation", "priorities", "whatif", "matrix", "capacity"}));
-  app.add_option("--db", f->db, "study file")->required();
+      ->check(CLI::IsMember({"validation", "priorities", "whatif", "matrix", "capacity", "serving"}));
+  app.add_option("--db", f->db, "study file (every kind but serving)");
+  app.add_option("--published", f->published,
+                 "serving: the folder of published runs and their serve-sim setups (measurements/data/serving)");
   app.add_option("--out", f->out_dir, "folder for the report's files")->required();
   app.add_option("--holdout-contexts", f->holdout, "validation: context lengths kept out of the fit (comma list)");
   app.add_option("--sweep", f->sweep, "the sweep to report on (name or id; default: the store's only sweep)");
@@ -115,6 +118,13 @@ Runner addReportCommand(CLI::App& app, const GlobalOptions& global) {
   app.add_option("--model", f->whatif.model_filter, "whatif: only this model");
   app.add_option("--study", f->study, "capacity: the capacity study (name or id; default: the store's only one)");
   return [&global, f]() {
+    if (f->what == "serving") {
+      if (f->published.empty()) throw UsageError("report serving needs --published DIR (measurements/data/serving)");
+      if (!f->db.empty()) throw UsageError("report serving reads --published, not --db");
+      return runServingReport(global, f->published, f->out_dir);
+    }
+    if (!f->published.empty()) throw UsageError("--published is for report serving; report " + f->what + " reads --db");
+    if (f->db.empty()) throw UsageError("report " + f->what + " needs --db FILE");
     if (f->what == "capacity") return runCapacityReport(global, *f);
     return f->what == "validation" ? runValidationReport(global, *f) : runStudyReport(global, *f);
   };

@@ -1,10 +1,48 @@
 #pragma once
 // Flags shared by serve-sim and capacity search: generated arrivals and their lengths.
 #include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
 
+#include "catalog/Catalog.hpp"
+#include "cli/Commands.hpp"
+#include "simulator/ServeRun.hpp"
 #include "simulator/Traces.hpp"
 
 namespace attnsim::cli {
+
+// serve-sim's flags: the scenario, the requests (generated or a trace), the client and the SLO.
+struct ServeFlags {
+  ScenarioFlags scenario;
+  std::string trace, write_trace, db;
+  ArrivalSpec arrivals;
+  ServeClient client;
+  std::int64_t warmup_requests = 0;
+  bool ignore_eos = false;
+  double slo_ttft_ms = 2000, slo_tpot_ms = 50;
+  std::vector<std::string> goodput;  // vllm bench serve --goodput KEY:MS (ttft, tpot, e2el)
+};
+
+// Registers every serve-sim flag on `app`. Call finishServeFlags after parsing.
+void addServeFlags(CLI::App& app, ServeFlags& f);
+// The defaults that depend on other flags: the random dataset follows the engine's own benchmark
+// unless --backend-bench names one.
+void finishServeFlags(const CLI::App& app, ServeFlags& f);
+ServeSlo sloOf(const ServeFlags& f);
+
+// One serve-sim run as the flags describe it: the requests, a warm-up outside the metrics, the run.
+struct ServeOutcome {
+  ServeRun run;
+  std::vector<ServeRequest> requests;
+  std::size_t warmup_requests = 0;
+  double warmup_s = 0;
+};
+ServeOutcome simulateServe(const Catalog& c, const ServeFlags& f);
+
+// report serving: every published run of `published_dir` (published.csv, setups.csv) through
+// serve-sim, the comparison written to `out_dir` (reports/ServingValidationReport).
+int runServingReport(const GlobalOptions& global, const std::string& published_dir, const std::string& out_dir);
 
 // --rate, --requests (--num-prompts), --arrival, --cv, --prompt-len (--random-input-len), --output-len
 // (--random-output-len), --lengths, --dataset-name random, --random-range-ratio, --random-prefix-len,

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 
 #include "backends/EnginePolicy.hpp"
 #include "core/Error.hpp"
@@ -30,6 +31,14 @@ Value parseOptionValue(const EngineOption& o, const std::string& text, const std
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
     if (ec != std::errc{} || end != text.data() + text.size()) {
       throw UsageError(fmt::format("--option {}={}: expected an integer", o.name, text));
+    }
+    return Value{v};
+  }
+  if (o.type == "float") {
+    double v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc{} || end != text.data() + text.size() || !std::isfinite(v)) {
+      throw UsageError(fmt::format("--option {}={}: expected a number", o.name, text));
     }
     return Value{v};
   }

@@ -1,0 +1,126 @@
+// serve-sim's flags and the run they describe (shared by serve-sim and report serving).
+#include "cli/ServeFlags.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/Error.hpp"
+
+namespace attnsim::cli {
+
+namespace {
+
+// Warm-up as sglang.bench_serving runs it (benchmark(), @ 0033168f): copies of the first request with
+// at most 32 output tokens, sent together before the benchmark starts; they stay out of the metrics.
+std::vector<ServeRequest> warmupRequests(const std::vector<ServeRequest>& requests, std::int64_t n) {
+  if (requests.empty() || n <= 0) return {};
+  const ServeRequest first = requests.front();
+  return std::vector<ServeRequest>(static_cast<std::size_t>(n),
+                                   {0, first.prompt_tokens, std::min<std::int64_t>(first.output_tokens, 32)});
+}
+
+}  // namespace
+
+// The SLO: --goodput as `vllm bench serve` reads it (vllm/benchmarks/serve.py parse_goodput: a request is
+// good when it meets every target named; the unnamed are not checked), else --slo-ttft-ms / --slo-tpot-ms.
+ServeSlo sloOf(const ServeFlags& f) {
+  if (f.goodput.empty()) return {f.slo_ttft_ms / 1e3, f.slo_tpot_ms / 1e3, std::numeric_limits<double>::infinity()};
+  const double none = std::numeric_limits<double>::infinity();
+  ServeSlo slo{none, none, none};
+  for (const auto& item : f.goodput) {
+    const auto colon = item.find(':');
+    const std::string key = item.substr(0, colon);
+    double ms = 0;
+    const bool number = colon != std::string::npos && CLI::detail::lexical_cast(item.substr(colon + 1), ms) &&
+                        std::isfinite(ms) && ms >= 0;
+    double* target = key == "ttft" ? &slo.ttft_s : key == "tpot" ? &slo.tpot_s : key == "e2el" ? &slo.e2e_s : nullptr;
+    if (!target || !number) {
+      throw UsageError(fmt::format("--goodput {}: expected KEY:MS with KEY ttft, tpot or e2el and MS >= 0", item));
+    }
+    *target = ms / 1e3;
+  }
+  return slo;
+}
+
+CLI::Validator rateOrInf() {
+  return {[](const std::string& text) -> std::string {
+            if (text == "inf") return {};
+            return positiveNumber()(text);
+          },
+          "NUMBER > 0 or inf"};
+}
+
+void addArrivalFlags(CLI::App& app, ArrivalSpec& a, bool rate_inf) {
+  app.add_option("--rate,--request-rate", a.rate,
+                 rate_inf ? "generated arrivals: requests per second, or inf (all at t = 0)"
+                          : "generated arrivals: requests per second")
+      ->check(rate_inf ? rateOrInf() : positiveNumber());
+  app.add_option("--requests,--num-prompts", a.requests, "generated arrivals: how many")
+      ->check(CLI::Range(1, 10000000));
+  app.add_option("--arrival", a.process, "poisson or gamma")->check(CLI::IsMember({"poisson", "gamma"}));
+  app.add_option("--cv", a.cv, "gamma arrivals: coefficient of variation of the gaps")->check(positiveNumber());
+  app.add_option("--prompt-len,--random-input-len", a.prompt_tokens, "mean prompt tokens")
+      ->check(CLI::Range(1, 1 << 24));
+  app.add_option("--output-len,--random-output-len", a.output_tokens, "mean output tokens")
+      ->check(CLI::Range(1, 1 << 24));
+  auto* lengths = app.add_option("--lengths", a.lengths, "fixed, uniform, exponential or random (--dataset-name)")
+                      ->check(CLI::IsMember({"fixed", "uniform", "exponential", "random"}));
+  app.add_option_function<std::string>(
+         "--dataset-name", [&a](const std::string&) { a.lengths = "random"; },
+         "random: the random dataset of vllm bench serve / sglang.bench_serving (see --backend-bench)")
+      ->check(CLI::IsMember({"random"}))
+      ->excludes(lengths);
+  app.add_option("--random-range-ratio", a.range_ratio, "random dataset: the length range (vLLM and SGLang differ)");
+  app.add_option("--random-prefix-len", a.prefix_len, "random dataset (vLLM): tokens before every prompt")
+      ->check(CLI::Range(0, 1 << 24));
+  app.add_option("--backend-bench", a.bench, "whose random dataset: vllm or sglang (default: the engine's)")
+      ->check(CLI::IsMember({"vllm", "sglang"}));
+  app.add_option("--seed", a.seed, "random seed");
+}
+
+void addServeFlags(CLI::App& app, ServeFlags& f) {
+  app.add_option("--hardware", f.scenario.hardware, "hardware profile id")->required();
+  app.add_option("--model", f.scenario.models, "model id")->required();
+  app.add_option("--engine", f.scenario.engines, "engine id")->required();
+  app.add_option("--backend", f.scenario.backend, "engine:NAME (default: the engine's own choice)");
+  app.add_option("--trace", f.trace, "trace file: Azure CSV, Mooncake JSONL or arrival_s,prompt_tokens,output_tokens");
+  addArrivalFlags(app, f.arrivals, true);
+  app.add_option("--max-concurrency", f.client.max_concurrency,
+                 "closed loop: at most N requests in flight (the benchmarks' --max-concurrency)")
+      ->check(CLI::Range(1, 10000000));
+  app.add_option("--warmup-requests", f.warmup_requests, "requests run before the benchmark, outside its metrics")
+      ->check(CLI::Range(0, 10000));
+  app.add_flag("--ignore-eos", f.ignore_eos, "outputs run to their length (serve-sim always does: see docs)");
+  app.add_option("--write-trace", f.write_trace, "also write the requests as arrival_s,prompt_tokens,output_tokens");
+  app.add_option("--db", f.db, "study file: also store the run (aggregates, requests, timeline)");
+  auto* ttft = app.add_option("--slo-ttft-ms", f.slo_ttft_ms, "SLO on time to first token")->check(positiveNumber());
+  auto* tpot = app.add_option("--slo-tpot-ms", f.slo_tpot_ms, "SLO on time per output token")->check(positiveNumber());
+  app.add_option("--goodput", f.goodput, "goodput targets as vllm bench serve takes them: ttft:MS tpot:MS e2el:MS")
+      ->excludes(ttft)
+      ->excludes(tpot);
+  f.scenario.addServing(app);
+  app.add_option("--cuda-graph", f.scenario.cuda_graph, "on or off")->check(CLI::IsMember({"on", "off"}));
+}
+
+void finishServeFlags(const CLI::App& app, ServeFlags& f) {
+  // The random dataset follows the engine's own benchmark unless --backend-bench names one.
+  if (app.get_option("--backend-bench")->count() == 0)
+    f.arrivals.bench = f.scenario.engines == "sglang" ? "sglang" : "vllm";
+}
+
+ServeOutcome simulateServe(const Catalog& c, const ServeFlags& f) {
+  ServeOutcome out;
+  out.requests = f.trace.empty() ? generateRequests(f.arrivals) : readTrace(f.trace);
+  const ServeSlo slo = sloOf(f);
+  ServeSession session(c, f.scenario.scenario(f.scenario.hardware, f.scenario.models, f.scenario.engines));
+  const std::vector<ServeRequest> warmup = warmupRequests(out.requests, f.warmup_requests);
+  out.warmup_requests = warmup.size();
+  out.warmup_s = warmup.empty() ? 0 : session.run(warmup, slo).makespan_s;
+  out.run = ServeRun{session.setup(), session.run(out.requests, slo, f.client)};
+  return out;
+}
+
+}  // namespace attnsim::cli

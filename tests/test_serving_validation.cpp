@@ -1,0 +1,98 @@
+// report serving: published serving benchmarks beside serve-sim's prediction of each (issue 28).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "TestSupport.hpp"
+#include "study/ServingValidation.hpp"
+
+namespace attnsim {
+namespace {
+
+using test::runAttnsim;
+
+std::string fixture(const std::string& name) { return std::string(ATTNSIM_TEST_DATA) + "/serving/" + name; }
+
+nlohmann::json servingReport(const std::string& published) {
+  const auto out = test::suiteScratchDir("ServingValidation") / "report";
+  const auto r = runAttnsim("--json report serving --published " + published + " --out " + out.string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  return nlohmann::json::parse(r.output);
+}
+
+TEST(ServingValidation, EachRunIsPredictedByItsOwnServeSimCommandAndComparedMetricByMetric) {
+  const nlohmann::json j = servingReport(fixture("good"));
+  ASSERT_EQ(j["runs"].size(), 1U);
+  const auto& run = j["runs"][0];
+  EXPECT_EQ(run["id"], "fixture-vllm-llama8b-h100-c4");
+  EXPECT_EQ(run["backend"], "vllm:FLASH_ATTN");
+  // The command the report prints answers the same numbers when run on its own.
+  const std::string command = run["command"];
+  ASSERT_EQ(command.rfind("attnsim serve-sim ", 0), 0U) << command;
+  const auto alone = runAttnsim("--json " + command.substr(std::string("attnsim ").size()));
+  ASSERT_EQ(alone.exit_code, 0) << alone.output;
+  const auto sim = nlohmann::json::parse(alone.output);
+  EXPECT_DOUBLE_EQ(run["predicted"]["ttft_mean_ms"].get<double>(), sim["ttft_ms"]["mean"].get<double>());
+  EXPECT_DOUBLE_EQ(run["predicted"]["output_throughput"].get<double>(), sim["output_tokens_per_s"].get<double>());
+  // Error = (predicted - published) / published, for every metric the source states.
+  for (const char* metric : {"ttft_mean_ms", "tpot_mean_ms", "itl_mean_ms", "output_throughput", "e2e_mean_ms"}) {
+    const double pub = run["published"][metric], pred = run["predicted"][metric];
+    EXPECT_NEAR(run["error"][metric].get<double>(), (pred - pub) / pub, 1e-12) << metric;
+  }
+  // The summary of one run is that run's |error|.
+  const auto& all = j["groups"][0];
+  EXPECT_EQ(all["group"], "all");
+  EXPECT_NEAR(all["metrics"]["tpot_mean_ms"]["mape"].get<double>(),
+              std::abs(run["error"]["tpot_mean_ms"].get<double>()), 1e-12);
+}
+
+TEST(ServingValidation, ARunServeSimCannotExpressAndACompleteRunWithoutSetupAreListedWithWhy) {
+  const nlohmann::json j = servingReport(fixture("good"));
+  std::map<std::string, std::string> why;
+  for (const auto& n : j["not_run"]) why[n["id"]] = n["why"];
+  EXPECT_EQ(why["fixture-sglang-unknown-gpu"], "TPU v5 has no profile");
+  EXPECT_EQ(why["fixture-vllm-no-setup"], "no setup");
+  EXPECT_EQ(why.count("fixture-incomplete"), 0U) << "an incomplete run is not part of the check";
+}
+
+TEST(ServingValidation, ABadFlagInASetupNamesTheFileLineAndRun) {
+  const auto r = runAttnsim("report serving --published " + fixture("bad_flag") + " --out " +
+                            (test::suiteScratchDir("ServingValidation") / "bad").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("setups.csv:2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("fixture-vllm-llama8b-h100-c4"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--max-concurency"), std::string::npos) << r.output;
+}
+
+TEST(ServingValidation, ASetupForNoPublishedRunIsAnErrorWithTheNearestId) {
+  const auto r = runAttnsim("report serving --published " + fixture("unknown_id") + " --out " +
+                            (test::suiteScratchDir("ServingValidation") / "unknown").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("did you mean 'fixture-vllm-llama8b-h100-c4'"), std::string::npos) << r.output;
+}
+
+TEST(ServingValidation, ServingReportReadsPublishedNotDb) {
+  const auto r = runAttnsim("report serving --db x.db --out /tmp/never");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--published"), std::string::npos) << r.output;
+}
+
+// The shipped set (measurements/data/serving): every complete run has a setup, at least 30 of them
+// run, and each runs (the report exits 0 only when every setup's flags parse and simulate).
+TEST(ServingValidation, TheShippedSetIsExpressibleRunByRun) {
+  const std::string dir = std::string(ATTNSIM_SOURCE_DIR) + "/measurements/data/serving";
+  const auto published = readPublishedServing(dir + "/published.csv");
+  const auto setups = readServingSetups(dir + "/setups.csv", published);
+  for (const auto& run : published) {
+    if (!run.complete()) continue;
+    const bool has = std::any_of(setups.begin(), setups.end(), [&](const ServingSetup& s) { return s.id == run.id; });
+    EXPECT_TRUE(has) << run.id << " (published.csv:" << run.line << ") has no setup";
+  }
+  const nlohmann::json j = servingReport(dir);
+  EXPECT_GE(j["runs"].size(), 30U);
+  for (const auto& run : j["runs"]) EXPECT_GT(run["predicted"]["output_throughput"].get<double>(), 0) << run["id"];
+}
+
+}  // namespace
+}  // namespace attnsim
