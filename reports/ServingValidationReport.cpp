@@ -97,7 +97,7 @@ std::string servingValidationMarkdown(const ServingValidation& v, const std::str
   if (!v.groups.empty()) {
     md.append("## All runs\n\n");
     summaryTable(md, v.groups.front());
-    md.append("\n## Per engine and attention backend\n\n");
+    md.append("\n## Per engine, attention backend and load\n\n");
     groupTable(md, v);
   }
   md.append("\n## Runs\n\n");

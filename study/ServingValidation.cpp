@@ -96,6 +96,17 @@ ServingGroupSummary summarizeGroup(std::string group, const std::vector<const Se
   return g;
 }
 
+// How the client loaded the engine, from the setup's flags: the regime decides which costs show.
+std::string loadOf(const ServingSetup& s) {
+  const auto flag = [&](const std::string& name) -> std::string {
+    const auto it = std::find(s.flags.begin(), s.flags.end(), name);
+    return it != s.flags.end() && it + 1 != s.flags.end() ? *(it + 1) : std::string{};
+  };
+  if (!flag("--max-concurrency").empty()) return "load closed loop (--max-concurrency)";
+  const std::string rate = flag("--rate").empty() ? flag("--request-rate") : flag("--rate");
+  return rate == "inf" ? "load all at once (--rate inf)" : "load open loop at a rate";
+}
+
 }  // namespace
 
 bool PublishedServingRun::complete() const { return notes.rfind("complete", 0) == 0; }
@@ -183,16 +194,18 @@ std::optional<double> ServingComparison::error(const std::string& column) const 
 void summarizeServing(ServingValidation& v) {
   v.groups.clear();
   std::vector<const ServingComparison*> all;
-  std::map<std::string, std::vector<const ServingComparison*>> by_engine, by_backend;
+  std::map<std::string, std::vector<const ServingComparison*>> by_engine, by_backend, by_load;
   all.reserve(v.compared.size());
   for (const auto& c : v.compared) {
     all.push_back(&c);
     by_engine[c.run->engine].push_back(&c);
     by_backend[c.backend].push_back(&c);
+    by_load[loadOf(*c.setup)].push_back(&c);
   }
   v.groups.push_back(summarizeGroup("all", all));
   for (const auto& [engine, runs] : by_engine) v.groups.push_back(summarizeGroup("engine " + engine, runs));
   for (const auto& [backend, runs] : by_backend) v.groups.push_back(summarizeGroup("backend " + backend, runs));
+  for (const auto& [load, runs] : by_load) v.groups.push_back(summarizeGroup(load, runs));
 }
 
 }  // namespace attnsim

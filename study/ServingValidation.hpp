@@ -85,10 +85,11 @@ struct ServingValidation {
   std::vector<ServingComparison> compared;
   std::vector<const ServingSetup*> not_run;          // a setup without flags: why not
   std::vector<const PublishedServingRun*> no_setup;  // a complete run no setup translates
-  std::vector<ServingGroupSummary> groups;           // all, then per engine, then per backend
+  std::vector<ServingGroupSummary> groups;           // all, per engine, per backend, per load regime
 };
 
-// Summaries over `compared` (fills groups).
+// Summaries over `compared` (fills groups): all runs, per engine, per attention backend, and per load
+// regime (closed loop, all at once, open loop at a rate: each shows different costs).
 void summarizeServing(ServingValidation& v);
 
 }  // namespace attnsim
