@@ -49,6 +49,8 @@ GemmRoofline gemmRoofline(const PeakThroughput& peak, double bandwidth_gbps, std
   } else if (dtype == "nvfp4") {
     tflops = peak.fp4_tflops;
     r.a_bytes = r.b_bytes = 4.5 / 8;
+  } else if (dtype == "mxfp4") {  // weight-only: 4-bit values and an 8-bit scale per 32, bf16 math
+    r.b_bytes = 4.25 / 8;
   }
   r.flops_per_us = tflops ? *tflops * 1e6 : 0;
   return r;

@@ -11,6 +11,7 @@
 namespace attnsim {
 
 const std::vector<std::string> kGemmDtypes = {"bf16", "fp8", "fp8_block", "nvfp4"};
+const std::vector<std::string> kMoeDtypes = {"bf16", "fp8", "fp8_block", "nvfp4", "mxfp4"};
 
 namespace {
 
@@ -284,8 +285,8 @@ std::vector<MoeFit> parseMoeFits(const YamlReader& moe, const std::string& origi
   for (const auto& engine : moe.keysOf()) {
     const YamlReader by_dtype = moe.map(engine);
     for (const auto& dtype : by_dtype.keysOf()) {
-      if (std::find(kGemmDtypes.begin(), kGemmDtypes.end(), dtype) == kGemmDtypes.end()) {
-        by_dtype.fail(dtype, fmt::format("no MoE dtype '{}' (one of: {})", dtype, fmt::join(kGemmDtypes, ", ")));
+      if (std::find(kMoeDtypes.begin(), kMoeDtypes.end(), dtype) == kMoeDtypes.end()) {
+        by_dtype.fail(dtype, fmt::format("no MoE dtype '{}' (one of: {})", dtype, fmt::join(kMoeDtypes, ", ")));
       }
       out.push_back(parseMoeFit(by_dtype.map(dtype), engine, dtype, origin));
     }

@@ -15,6 +15,9 @@ namespace attnsim {
 // The dtypes a GEMM surface may be fitted for: bf16 activations and weights; fp8 per-tensor (or
 // per-token) scaled; fp8 with 128×128 block scales (DeepSeek's checkpoints, DeepGEMM); nvfp4.
 extern const std::vector<std::string> kGemmDtypes;
+// The dtypes a fused-MoE fit may be fitted for: the GEMM dtypes and mxfp4 experts with bf16
+// activations (w4a16: gpt-oss's checkpoints, AIConfigurator's w4a16_mxfp4).
+extern const std::vector<std::string> kMoeDtypes;
 
 // A GEMM's roofline on a device for one dtype: the larger of 2MNK at the dtype's tensor peak and the
 // bytes of A, B and C at the DRAM bandwidth; no fixed time, no efficiency. A and B are read at the

@@ -207,7 +207,7 @@ def allreduce_row(r, engine, version, table, meta):
 
 
 # MoE: the dtypes attnsim models (kGemmDtypes); AIConfigurator's names for them.
-MOE_DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4"}
+MOE_DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4", "w4a16_mxfp4": "mxfp4"}
 # Timed runs per row: vLLM's collector replays its CUDA graph 6 times, SGLang's 10 (collect_moe.py).
 MOE_RUNS = {"vllm": 6, "sglang": 10}
 MOE_MAX_TP = 8  # one node's GPUs

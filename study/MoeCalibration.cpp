@@ -101,7 +101,7 @@ double defaultMoeUs(const Catalog& c, const HardwareProfile& hw, const Measureme
   k.device = resolveDevice(hw, DType::BF16);
   k.device_weights = k.device;
   k.device_weights.tensor_flops_per_us = hw.gemmRoofline(r.dtype).flops_per_us;
-  const double wb = r.dtype == "bf16" ? 2.0 : r.dtype == "nvfp4" ? 4.5 / 8 : 1.0;
+  const double wb = r.dtype == "bf16" ? 2.0 : r.dtype == "nvfp4" ? 4.5 / 8 : r.dtype == "mxfp4" ? 4.25 / 8 : 1.0;
   const auto tokens = static_cast<double>(r.batch);
   return routedExpertsDefault(k, {tokens, tokens, static_cast<double>(r.q_len), static_cast<double>(r.kv_len),
                                   static_cast<double>(r.heads), static_cast<double>(r.kv_heads), 2.0, wb})

@@ -73,6 +73,9 @@ TEST(MoeFits, TheH100AndB200CarryMoeFitsAndSameArchitectureDevicesTakeThemAtThei
   EXPECT_EQ(c.hardware("h100-sxm").moeFit("sglang", "nvfp4"), nullptr);  // no FP4 on Hopper
   EXPECT_EQ(c.hardware("mi300x").moeFit("sglang", "bf16"), nullptr);
   EXPECT_EQ(c.hardware("a100-sxm-80g").moeFit("vllm", "bf16"), nullptr);
+  // gpt-oss's mxfp4 experts (w4a16) have their own fit on the H100, the engine's own kernel.
+  ASSERT_NE(c.hardware("h100-sxm").moeFit("vllm", "mxfp4"), nullptr);
+  EXPECT_EQ(c.hardware("h100-sxm").moeFit("vllm", "mxfp4")->engine, "vllm");
   // An engine the tables do not cover takes another engine's fit of the dtype.
   EXPECT_NE(c.hardware("h100-sxm").moeFit("rtp-llm", "bf16"), nullptr);
 }
@@ -90,7 +93,7 @@ TEST(MoeFits, HeldOutShapeClassesAndTokenCountsBeatTheAnalyticalDefaultOnTheH100
     EXPECT_LT(e.mape, e.default_mape) << e.engine << " " << e.op;
     ++checked;
   }
-  EXPECT_EQ(checked, 5);  // sglang bf16, fp8_block; vllm bf16, fp8, fp8_block
+  EXPECT_EQ(checked, 7);  // sglang bf16, fp8_block, mxfp4; vllm bf16, fp8, fp8_block, mxfp4
   // A held-out shape class is held out at every token count; a training class only at its held-out counts.
   std::set<std::string> held_classes, trained_classes;
   for (const auto& p : ops.points) {
