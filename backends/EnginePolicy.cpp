@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <regex>
 
+#include "backends/EngineOrder.hpp"
 #include "backends/MessageFormats.hpp"
 #include "backends/RuleVariables.hpp"
 #include "core/Error.hpp"
@@ -56,6 +57,8 @@ const std::regex& placeholderPattern() {
   return re;
 }
 
+}  // namespace
+
 MessageTemplate parseMessage(const YamlReader& r, std::string_view key, const Expr::VariableCheck& check,
                              bool required) {
   MessageTemplate m;
@@ -80,6 +83,8 @@ MessageTemplate parseMessage(const YamlReader& r, std::string_view key, const Ex
   }
   return m;
 }
+
+namespace {
 
 EngineOption parseOption(const YamlReader& r) {
   EngineOption o;
@@ -124,11 +129,16 @@ PolicyRule parseRule(const YamlReader& r, const Expr::VariableCheck& check) {
       rule.set.emplace_back(var, set->getExpr(var, check));
     }
   }
+  rule.order = r.get<std::string>("order", "");
+  if (!rule.order.empty()) {
+    rule.order_sets = r.get<std::string>("sets");
+    if (const auto problem = check(rule.order_sets); !problem.empty()) r.fail("sets", problem);
+  }
   rule.note = parseMessage(r, "note", check, false);
   rule.error = parseMessage(r, "error", check, false);
   rule.source = r.get<std::string>("source");
-  if (rule.set.empty() && rule.note.text.empty() && rule.error.text.empty()) {
-    r.fail("set", "a rule needs at least one of set, note, error");
+  if (rule.set.empty() && rule.order.empty() && rule.note.text.empty() && rule.error.text.empty()) {
+    r.fail("set", "a rule needs at least one of set, note, error (or an order)");
   }
   r.finish();
   return rule;
@@ -204,18 +214,6 @@ Env parseDefaults(const YamlReader& defaults, const Expr::VariableCheck& check) 
     env[var] = *defaults.findScalarValue(var);
   }
   return env;
-}
-
-PriorityList parsePriorityList(const YamlReader& r, const Expr::VariableCheck& check) {
-  PriorityList l;
-  l.label = r.get<std::string>("label");
-  l.when = r.findExpr("when", check);
-  l.stage = r.findOneOf("stage", {"prefill", "decode"}).value_or("");
-  l.order = r.get<std::vector<std::string>>("priority");
-  l.order_at = r.locateItems("priority");
-  l.source = r.get<std::string>("source");
-  r.finish();
-  return l;
 }
 
 std::map<std::string, MessageTemplate, std::less<>> parseMessages(const YamlReader& messages,
@@ -350,8 +348,10 @@ EnginePolicy parseEnginePolicy(const YamlReader& r, const std::vector<std::strin
     checkDefaults(*defaults, p);
   }
   for (const auto& c : r.list("validation")) p.validation.push_back(parseCheck(c, check));
-  for (const auto& rule : r.list("rules")) p.rules.push_back(parseRule(rule, check));
+  const auto rules = r.list("rules");
+  for (const auto& rule : rules) p.rules.push_back(parseRule(rule, check));
   for (const auto& s : r.list("selection")) p.selection.push_back(parsePriorityList(s, check));
+  checkRuleOrders(rules, p);
   if (auto messages = r.findMap("messages")) p.messages = parseMessages(*messages, check);
   if (auto graphs = r.findMap("cuda_graph")) p.cuda_graph = parseCudaGraph(*graphs, check);
   if (auto docs = r.findMap("docs")) parseDocs(*docs, p);

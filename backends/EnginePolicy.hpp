@@ -41,22 +41,45 @@ struct ValidationCheck {
   std::string source;               // the engine code that applies the check (attnsim's reading when none)
 };
 
-// Applied in order before selection. `set` assigns variables (values are expressions).
+// Applied in order before selection. `set` assigns variables (values are expressions); `order`
+// assigns `order_sets` the backend of the first branch of that selection list whose condition holds.
 struct PolicyRule {
   std::optional<Expr> when;
   std::vector<std::pair<std::string, Expr>> set;
+  std::string order;       // a first_match PriorityList's label; empty: none
+  std::string order_sets;  // the variable it assigns (attention_backend)
   MessageTemplate note;
   MessageTemplate error;
   std::string source;
 };
 
+// One branch of an engine's order: the backend it picks, under a condition, with its source.
+struct OrderBranch {
+  std::string backend;
+  std::optional<Expr> when;  // absent: always
+  MessageTemplate note;      // first_match: what the engine says when this branch picks (else the rule's note)
+  std::string source;        // the engine code this branch reads
+  SourceLocation at;         // where the backend is written, for the cross-check
+  std::string inserted_by;   // the overlay file (backends/<engine>/order/) that inserted it; empty: the engine's own
+};
+
+// An engine's priority order, evaluated branch by branch. first_valid (vLLM, RTP-LLM): the first branch
+// whose condition holds and whose backend is valid for the scenario. first_match (SGLang's default, applied
+// by a rule): the first branch whose condition holds; the engine does not skip an invalid backend.
 struct PriorityList {
   std::string label;
   std::optional<Expr> when;
   std::string stage;  // "", prefill or decode
-  std::vector<std::string> order;
-  std::vector<SourceLocation> order_at;  // where each entry of `order` is written, for the cross-check
+  bool first_match = false;
+  // Named conditions, evaluated in order before the branches, which may use them (and later ones the earlier).
+  std::vector<std::pair<std::string, Expr>> conditions;
+  std::vector<OrderBranch> branches;
+  std::vector<std::string> order;  // the branches' backends, in order (reports and tables read it)
   std::string source;
+
+  void insertBranch(std::size_t position, OrderBranch branch);
+  // The variables the branches see: `env` and the named conditions.
+  [[nodiscard]] Env branchEnv(const Env& env) const;
 };
 
 struct DocsColumn {
@@ -138,6 +161,10 @@ extern const std::vector<std::string> kDocsFields;
 
 // Parses the policy. Its own options extend the variables that its expressions may use.
 EnginePolicy parseEnginePolicy(const YamlReader& r, const std::vector<std::string>& core_variables);
+
+// The message under `key`, its placeholders checked against the policy's variables.
+MessageTemplate parseMessage(const YamlReader& r, std::string_view key, const Expr::VariableCheck& check,
+                             bool required);
 
 // Placeholders that selection messages may use besides scenario variables.
 extern const std::vector<std::string> kMessagePlaceholders;

@@ -8,8 +8,9 @@
 
 namespace attnsim {
 
-const std::vector<std::string> kServingMemoryVariables = {"weights_mib",        "activation_mib",      "cuda_graph_mib",
-                                                          "decode_graph_sizes", "prefill_graph_sizes", "context_len"};
+const std::vector<std::string> kServingMemoryVariables = {
+    "weights_mib",        "activation_mib",      "cuda_graph_mib", "cuda_graph_max_batch",
+    "decode_graph_sizes", "prefill_graph_sizes", "context_len"};
 const std::vector<std::string> kServingSchedulerVariables = {"kv_tokens"};
 
 namespace {

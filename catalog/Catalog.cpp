@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <set>
 
+#include "backends/EngineOrder.hpp"
 #include "backends/RuleVariables.hpp"
 #include "catalog/OperatorTransfer.hpp"
 #include "core/Strings.hpp"
@@ -103,6 +104,10 @@ Engine loadEngine(const CatalogSource& source, const std::string& folder) {
   for (const auto* f : source.filesUnder(folder)) {
     if (f->path == policy_path) continue;
     const YamlReader r = YamlReader::parseDocument(f->content, f->display);
+    if (f->path.starts_with(folder + "order/")) {  // an overlay's branches for the engine's order
+      applyOrderInserts(r, e.policy, check);
+      continue;
+    }
     Backend b = parseBackend(r, e.policy.engine, check);
     if (!keys.insert({b.name, b.kind}).second) r.fail("name", "duplicate backend '" + b.name + "' of kind " + b.kind);
     checkKvDtypes(r, b, e.policy.kv_dtypes);
@@ -165,10 +170,10 @@ void checkPolicyNames(const Engine& e) {
   const auto names = backendNames(e);
   for (std::size_t l = 0; l < e.policy.selection.size(); ++l) {
     const PriorityList& list = e.policy.selection[l];
-    for (std::size_t i = 0; i < list.order.size(); ++i) {
-      const std::string& n = list.order[i];
+    for (const auto& branch : list.branches) {
+      const std::string& n = branch.backend;
       if (std::find(names.begin(), names.end(), n) == names.end()) {
-        throw CatalogError(list.order_at.at(i), fmt::format("selection[{}].priority", l),
+        throw CatalogError(branch.at, fmt::format("selection[{}].priority", l),
                            fmt::format("unknown backend '{}'{}", n, didYouMean(n, names)));
       }
     }

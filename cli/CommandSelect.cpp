@@ -68,6 +68,53 @@ void printExplanation(const Selection& sel) {
   }
 }
 
+// select --explain: each order walked, branch by branch, with why each earlier branch did not pick.
+void printOrderWalks(const Selection& sel) {
+  for (const auto& walk : sel.order_walks) {
+    fmt::print("\norder '{}'{}: the first branch whose condition holds{} · source {}\n", walk.label,
+               walk.stage.empty() ? "" : " (" + walk.stage + " stage)",
+               walk.first_match ? " (the engine validates its backend afterwards)" : " and whose backend is valid",
+               walk.source);
+    if (!walk.conditions.empty()) {
+      std::vector<std::string> values;
+      values.reserve(walk.conditions.size());
+      for (const auto& [name, value] : walk.conditions) values.push_back(fmt::format("{}={}", name, value));
+      fmt::print("  conditions: {}\n", join(values, ", "));
+    }
+    for (std::size_t i = 0; i < walk.steps.size(); ++i) {
+      const OrderStep& step = walk.steps[i];
+      fmt::print("  {:>2}. {:<16} {}{}\n      when:   {}\n      source: {}{}\n", i + 1, step.backend, step.outcome,
+                 step.reasons.empty() ? "" : ": " + join(step.reasons, "; "), step.when.empty() ? "always" : step.when,
+                 step.source, step.inserted_by.empty() ? "" : " (inserted by " + step.inserted_by + ")");
+    }
+  }
+}
+
+nlohmann::json orderWalksJson(const Selection& sel) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& walk : sel.order_walks) {
+    nlohmann::json branches = nlohmann::json::array();
+    for (const auto& step : walk.steps) {
+      branches.push_back(
+          {{"backend", step.backend},
+           {"when", step.when.empty() ? nlohmann::json() : nlohmann::json(step.when)},
+           {"outcome", step.outcome},
+           {"reasons", step.reasons},
+           {"source", step.source},
+           {"inserted_by", step.inserted_by.empty() ? nlohmann::json() : nlohmann::json(step.inserted_by)}});
+    }
+    nlohmann::json conditions = nlohmann::json::object();
+    for (const auto& [name, value] : walk.conditions) conditions[name] = value;
+    out.push_back({{"list", walk.label},
+                   {"stage", walk.stage.empty() ? nlohmann::json() : nlohmann::json(walk.stage)},
+                   {"pick", walk.first_match ? "first_match" : "first_valid"},
+                   {"source", walk.source},
+                   {"conditions", conditions},
+                   {"branches", branches}});
+  }
+  return out;
+}
+
 void printMatrixRow(const ScenarioSelection& s) {
   const Selection& sel = s.selection;
   const std::string extra = sel.refusal ? "REFUSED: " + *sel.refusal : join(sel.notes, "; ");
@@ -111,10 +158,16 @@ Runner addSelectCommand(CLI::App& app, const GlobalOptions& global) {
           refusals += s.selection.refusal ? 1 : 0;
           if (global.json) {
             all.push_back(selectionJson(s, catalog));
-            if (*explain) all.back()["explain"] = explanationJson(s.selection);
+            if (*explain) {
+              all.back()["explain"] = explanationJson(s.selection);
+              all.back()["explain"]["order"] = orderWalksJson(s.selection);
+            }
           } else if (single) {
             printDetailed(s);
-            if (*explain) printExplanation(s.selection);
+            if (*explain) {
+              printExplanation(s.selection);
+              printOrderWalks(s.selection);
+            }
           } else {
             printMatrixRow(s);
           }

@@ -54,6 +54,10 @@ class YamlReader {
   std::vector<YamlReader> list(std::string_view key) const;
   // The keys of a mapping whose keys are data (e.g. variable names), each with its reader position.
   std::vector<std::string> keysOf() const;
+  // A reader over a mapping found under this one (an item of a list of mixed scalars and mappings).
+  [[nodiscard]] YamlReader child(const YAML::Node& node, std::string path) const {
+    return {node, file_, std::move(path)};
+  }
   // A raw value node (marks the key as read).
   std::optional<YAML::Node> raw(std::string_view key) const;
 

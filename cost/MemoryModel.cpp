@@ -111,6 +111,8 @@ MemorySplit splitMemory(const MemoryInput& in) {
   }
   env["weights_mib"] = s.weights_mib;
   env["cuda_graph_mib"] = s.cuda_graph_mib;
+  // The engine sizes its reserve by the graph maximum whether or not graphs are captured.
+  env["cuda_graph_max_batch"] = in.graphs ? in.graphs->max_batch.evaluate(env) : Value{};
   env["decode_graph_sizes"] = s.decode_graph_sizes;
   env["prefill_graph_sizes"] = s.prefill_graph_sizes;
   env["context_len"] = static_cast<std::int64_t>(m.max_position_embeddings);

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "core/Strings.hpp"
+#include "selection/EngineRules.hpp"
 #include "selection/KernelLimits.hpp"
 
 namespace attnsim {
@@ -57,26 +58,6 @@ std::string reasonsDict(const ReasonList& reasons) {
   std::vector<std::string> parts;
   for (const auto& [name, list] : reasons) parts.push_back(name + ": [" + join(list, ", ") + "]");
   return "{" + join(parts, ", ") + "}";
-}
-
-void applyRules(const Engine& engine, Env& env, Selection& out) {
-  for (const auto& rule : engine.policy.rules) {
-    if (rule.when && !rule.when->test(env)) continue;
-    std::vector<std::pair<std::string, Value>> assignments;
-    for (const auto& [name, expr] : rule.set) assignments.emplace_back(name, expr.evaluate(env));
-    const std::string rule_text = rule.when ? "rule when " + rule.when->text() : "rule (always)";
-    for (auto& [name, value] : assignments) {
-      env[name] = std::move(value);
-      out.set_by[name] = {"", rule_text, rule.source};
-    }
-    if (!rule.error.text.empty()) {
-      out.refusal = rule.error.render(env);
-      out.refused_by = {*out.refusal, rule_text + " (error)", rule.source};
-      return;
-    }
-    if (!rule.note.text.empty()) out.notes.push_back(rule.note.render(env));
-  }
-  refreshDerived(env, engine.policy);
 }
 
 }  // namespace
@@ -221,6 +202,7 @@ const Value& explicitBackend(Env& stage_env, const std::string& stage) {
 // The first priority list whose condition holds for the stage.
 const PriorityList* priorityListFor(const Engine& engine, const std::string& stage, const Env& stage_env) {
   for (const auto& l : engine.policy.selection) {
+    if (l.first_match) continue;  // a rule applies it
     if ((l.stage.empty() || l.stage == stage) && (!l.when || l.when->test(stage_env))) return &l;
   }
   return nullptr;
@@ -290,16 +272,18 @@ std::optional<BackendChoice> Selector::walkPriorityList(const Engine& engine, co
   }
   BackendChoice choice;
   ReasonList invalid;
-  for (const auto& candidate : list->order) {
-    auto reasons = validate(engine, candidate, stage_env);
-    if (reasons.empty()) {
-      choice.name = candidate;
-      choice.how = list->label;
-      choice.decided_by = {"", "priority list '" + list->label + "': " + join(list->order, ", "), list->source};
-      break;
-    }
-    invalid.emplace_back(candidate, std::move(reasons));
+  auto [walk, picked] =
+      walkOrder(*list, stage_env, stage, [&](const std::string& name) { return validate(engine, name, stage_env); });
+  for (const auto& step : walk.steps) {
+    if (step.outcome == "not valid") invalid.emplace_back(step.backend, step.reasons);
   }
+  if (picked) {
+    choice.name = list->order[*picked];
+    choice.how = list->label;
+    choice.decided_by = {"", "priority list '" + list->label + "': " + join(list->order, ", "),
+                         list->branches[*picked].source};
+  }
+  out.order_walks.push_back(std::move(walk));
   for (const auto& entry : invalid) {
     if (std::find(out.considered.begin(), out.considered.end(), entry) == out.considered.end()) {
       out.considered.push_back(entry);
@@ -367,7 +351,7 @@ Selection Selector::select(const SelectionInput& scenario) const {
   out.engine = engine.policy.engine;
   Env env = buildEnv(scenario);
   requireKnownExplicitNames(engine, env);
-  applyRules(engine, env, out);
+  applyEngineRules(engine, env, out);
   // Every backend that cannot serve this scenario, whichever stage it would run.
   for (const auto& name : backendNames(engine)) {
     auto why = findings(engine, name, env);

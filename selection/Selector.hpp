@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/EngineOrder.hpp"
 #include "catalog/Catalog.hpp"
 #include "selection/EngineVariables.hpp"
 
@@ -38,6 +39,7 @@ struct Selection {
   std::optional<BackendChoice> decode;
   std::vector<std::string> notes;      // what the engine's rules changed or warned about
   ReasonList considered;               // priority walk: backends tried before the winner, with reasons
+  std::vector<OrderWalk> order_walks;  // each walk of an order, branch by branch (select --explain)
   ReasonList rejected;                 // every backend of the engine that is invalid here, with reasons
   std::optional<std::string> refusal;  // the engine's error message when it refuses
   Finding refused_by;                  // the rule behind the refusal and its source

@@ -2,6 +2,7 @@
 // engine source it is read from.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "TestSupport.hpp"
@@ -83,6 +84,21 @@ TEST(Explain, EveryRuleListAndCheckCitesASource) {
       }
     }
   }
+}
+
+// Each branch of an engine's order carries its own engine source (select --explain prints it per branch),
+// and SGLang's default is an order: its model overrides and generic defaults are branches, not one rule.
+TEST(Explain, EveryOrderBranchCitesItsEngineSource) {
+  for (const auto& e : defaultCatalog().engines()) {
+    for (const auto& l : e.policy.selection) {
+      ASSERT_EQ(l.branches.size(), l.order.size()) << e.policy.engine << " " << l.label;
+      for (const auto& b : l.branches) EXPECT_FALSE(b.source.empty()) << e.policy.engine << " " << b.backend;
+    }
+  }
+  const PriorityList* order = defaultCatalog().engine("sglang").policy.list("default");
+  ASSERT_NE(order, nullptr);
+  EXPECT_TRUE(order->first_match);
+  EXPECT_GE(std::count(order->order.begin(), order->order.end(), "fa3"), 2);  // GPT-OSS's and the generic one
 }
 
 TEST(Explain, CommandShowsRuleAndSourceInTextAndJson) {

@@ -2,6 +2,9 @@
 // required where it is needed, and the error names the file's key.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "catalog/Catalog.hpp"
@@ -218,6 +221,123 @@ TEST(Extending, APrefillLengthWithAnotherPhaseOrAContextIsRefusedNotDropped) {
   // Alone, or with --phase prefill, it is the prompt length.
   EXPECT_EQ(runAttnsim(base + " --prefill-length 512").exit_code, 0);
   EXPECT_EQ(runAttnsim(base + " --phase prefill --prefill-length 512").exit_code, 0);
+}
+
+// tests/data/overlays/engine-order: a new SGLang backend (fa3_tuned) and two small files under
+// backends/<engine>/order/ that put a branch into SGLang's default order and into vLLM's priority lists,
+// with no copy of either engine.yaml.
+TEST(Extending, AnOverlayInsertsABackendIntoTheEnginesOrderWithoutCopyingIt) {
+  const std::string dir = std::string(ATTNSIM_SOURCE_DIR) + "/tests/data/overlays/engine-order";
+  EXPECT_FALSE(std::filesystem::exists(dir + "/backends/sglang/engine.yaml"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/backends/vllm/engine.yaml"));
+  const std::string o = overlay("engine-order");
+  const std::string llama = " --engine sglang --hardware h100-sxm --model llama-3.1-8b";
+  const auto tuned = runAttnsim(o + "select" + llama);
+  EXPECT_EQ(tuned.exit_code, 0) << tuned.output;
+  EXPECT_TRUE(has(tuned, "backend   fa3_tuned")) << tuned.output;
+  EXPECT_TRUE(has(tuned, "Llama on Hopper: fa3_tuned (tuned FA3 build) by default")) << tuned.output;
+  // The shipped catalog keeps SGLang's own default; the branch's condition keeps it off other models and GPUs.
+  EXPECT_TRUE(has(runAttnsim("select" + llama), "backend   fa3 ")) << runAttnsim("select" + llama).output;
+  EXPECT_TRUE(has(runAttnsim(o + "select --engine sglang --hardware h100-sxm --model gpt-oss-20b"), "backend   fa3 "));
+  EXPECT_TRUE(
+      has(runAttnsim(o + "select --engine sglang --hardware b200 --model llama-3.1-8b"), "backend   trtllm_mha"));
+  // vLLM: TRITON_ATTN goes before FLASH_ATTN in every list that has it, for models with sinks only.
+  const std::string sinks = " --engine vllm --hardware h100-sxm --model gpt-oss-20b";
+  EXPECT_TRUE(has(runAttnsim(o + "select" + sinks), "backend   TRITON_ATTN"))
+      << runAttnsim(o + "select" + sinks).output;
+  EXPECT_FALSE(has(runAttnsim("select" + sinks), "backend   TRITON_ATTN"));
+  EXPECT_TRUE(
+      has(runAttnsim(o + "select --engine vllm --hardware h100-sxm --model llama-3.1-8b"), "backend   FLASH_ATTN"));
+  // The loaded order holds the inserted branches, each naming the file that put it there.
+  OverlayDir copy;
+  copy.write("backends/sglang/fa3_tuned.yaml", readFile(dir + "/backends/sglang/fa3_tuned.yaml"));
+  copy.write("backends/sglang/order/fa3_tuned.yaml", readFile(dir + "/backends/sglang/order/fa3_tuned.yaml"));
+  const Catalog c = copy.load();
+  const PriorityList* order = c.engine("sglang").policy.list("default");
+  ASSERT_NE(order, nullptr);
+  const auto at = std::find(order->order.begin(), order->order.end(), "fa3_tuned");
+  ASSERT_NE(at, order->order.end());
+  EXPECT_EQ(*(at + 1), "fa3");  // before the first fa3 branch
+  EXPECT_NE(order->branches[at - order->order.begin()].inserted_by.find("order/fa3_tuned.yaml"), std::string::npos);
+}
+
+// An insert's anchor or list that the engine's order lacks is a catalog error at its line, with the
+// nearest name; so is a file under order/ that inserts nothing.
+TEST(Extending, AnOrderInsertWithAnUnknownAnchorIsACatalogErrorWithTheNearestName) {
+  OverlayDir dir;
+  dir.write("backends/sglang/order/mine.yaml",
+            "insert:\n  - backend: triton\n    when: \"has_sink\"\n    before: fa33\n    source: \"test\"\n");
+  const auto r = runAttnsim("--catalog " + dir.path().string() + " list backends");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r, "order/mine.yaml:4")) << r.output;
+  EXPECT_TRUE(has(r, "no branch of the order picks 'fa33'")) << r.output;
+  EXPECT_TRUE(has(r, "did you mean 'fa3'")) << r.output;
+  OverlayDir label;
+  label.write("backends/vllm/order/mine.yaml",
+              "list: Standard\ninsert:\n  - {backend: TRITON_ATTN, before: FLASH_ATTN, source: \"test\"}\n");
+  const auto l = runAttnsim("--catalog " + label.path().string() + " list backends");
+  EXPECT_EQ(l.exit_code, 2) << l.output;
+  EXPECT_TRUE(has(l, "mine.yaml:1")) << l.output;
+  EXPECT_TRUE(has(l, "vllm has no selection list labelled 'Standard'")) << l.output;
+  OverlayDir unknown;
+  unknown.write("backends/sglang/order/mine.yaml",
+                "insert:\n  - {backend: fa3_fast, before: fa3, when: \"sm90\", source: \"test\"}\n");
+  const auto u = runAttnsim("--catalog " + unknown.path().string() + " list backends");
+  EXPECT_EQ(u.exit_code, 2) << u.output;
+  EXPECT_TRUE(has(u, "unknown backend 'fa3_fast'")) << u.output;
+  OverlayDir both;
+  both.write("backends/sglang/order/mine.yaml",
+             "insert:\n  - {backend: triton, before: fa3, after: fa4, source: \"test\"}\n");
+  EXPECT_TRUE(
+      has(runAttnsim("--catalog " + both.path().string() + " list backends"), "name exactly one of before: or after:"));
+}
+
+// select --explain walks the order branch by branch: each earlier branch with why it did not pick (its
+// condition false, or its backend not valid here), the branch that picked, each with its source.
+TEST(Extending, SelectExplainNamesTheOrderBranchByBranch) {
+  const auto text = runAttnsim("select --engine sglang --hardware h100-sxm --model llama-3.1-8b --explain");
+  EXPECT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_TRUE(has(text, "order 'default': the first branch whose condition holds")) << text.output;
+  EXPECT_TRUE(has(text, "sm90=true")) << text.output;
+  EXPECT_TRUE(has(text, "trtllm_mla       condition false")) << text.output;
+  EXPECT_TRUE(has(text, "fa3              picked")) << text.output;
+  EXPECT_TRUE(has(text, "when:   sm90 && (use_mla || mha_spec_ok)")) << text.output;
+  EXPECT_TRUE(has(text, "source: arg_groups/model_override_base.py:get_default_attn_backend @ 00d56e2c (MHA and MLA"))
+      << text.output;
+  const auto json = runAttnsim("--json select --engine sglang --hardware h100-sxm --model llama-3.1-8b --explain");
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  const auto order = nlohmann::json::parse(json.output).at("explain").at("order");
+  ASSERT_EQ(order.size(), 1U);
+  EXPECT_EQ(order[0].at("pick"), "first_match");
+  const auto& branches = order[0].at("branches");
+  ASSERT_GE(branches.size(), 2U);
+  for (std::size_t i = 0; i + 1 < branches.size(); ++i) {
+    EXPECT_EQ(branches[i].at("outcome"), "condition false") << branches[i].dump();
+    EXPECT_FALSE(branches[i].at("when").is_null()) << branches[i].dump();
+    EXPECT_FALSE(branches[i].at("source").get<std::string>().empty()) << branches[i].dump();
+  }
+  EXPECT_EQ(branches.back().at("backend"), "fa3");
+  EXPECT_EQ(branches.back().at("outcome"), "picked");
+  // vLLM validates each branch it reaches: with the overlay's TRITON_ATTN branch, a model without sinks
+  // passes it by its condition, and FLASH_ATTN picks.
+  const auto vllm = runAttnsim(overlay("engine-order") +
+                               "--json select --engine vllm --hardware h100-sxm --model llama-3.1-8b --explain");
+  ASSERT_EQ(vllm.exit_code, 0) << vllm.output;
+  const auto walk = nlohmann::json::parse(vllm.output).at("explain").at("order").at(0);
+  EXPECT_EQ(walk.at("pick"), "first_valid");
+  EXPECT_EQ(walk.at("branches").at(0).at("backend"), "TRITON_ATTN");
+  EXPECT_EQ(walk.at("branches").at(0).at("outcome"), "condition false");
+  EXPECT_NE(walk.at("branches").at(0).at("inserted_by").get<std::string>().find("triton-for-sinks.yaml"),
+            std::string::npos);
+  EXPECT_EQ(walk.at("branches").at(1).at("outcome"), "picked");
+  // A branch whose backend cannot serve the scenario: FA2 on an A100 has no sinks, nor has FlashInfer.
+  const auto a100 = runAttnsim("--json select --engine vllm --hardware a100-sxm-80g --model gpt-oss-20b --explain");
+  ASSERT_EQ(a100.exit_code, 0) << a100.output;
+  const auto fa2 = nlohmann::json::parse(a100.output).at("explain").at("order").at(0).at("branches").at(0);
+  EXPECT_EQ(fa2.at("backend"), "FLASH_ATTN");
+  EXPECT_EQ(fa2.at("outcome"), "not valid");
+  EXPECT_FALSE(fa2.at("reasons").empty()) << fa2.dump();
+  EXPECT_NE(fa2.at("source").get<std::string>().find("_get_backend_priorities"), std::string::npos);
 }
 
 }  // namespace
