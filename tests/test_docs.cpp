@@ -74,6 +74,18 @@ TEST(GoldenDocs, SupportMatrixIsUpToDate) {
       << "run: ATTNSIM_UPDATE_GOLDEN=1 ./build/tests/attnsim_tests --gtest_filter=GoldenDocs.*";
 }
 
+// docs/KEYS.md is the key schemas' rendering (core/schema/*.yaml): stale when a schema changes.
+TEST(GoldenDocs, KeyReferenceIsUpToDate) {
+  const std::string path = std::string(ATTNSIM_SOURCE_DIR) + "/docs/KEYS.md";
+  const auto r = runAttnsim("docs --keys");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  if (std::getenv("ATTNSIM_UPDATE_GOLDEN") != nullptr) {
+    std::ofstream(path, std::ios::binary) << r.output;
+  }
+  EXPECT_EQ(readFile(path), r.output)
+      << "run: ATTNSIM_UPDATE_GOLDEN=1 ./build/tests/attnsim_tests --gtest_filter=GoldenDocs.*";
+}
+
 TEST(GoldenDocs, RulesDocumentEveryScenarioVariable) {
   const std::string rules = readFile(std::string(ATTNSIM_SOURCE_DIR) + "/docs/RULES.md");
   for (const auto& [name, meaning] : scenarioVariableDocs()) {
