@@ -50,7 +50,7 @@ Runner addDocsCommand(CLI::App& app, const GlobalOptions& global) {
     const Catalog c = global.loadCatalog();
     if (!engine->empty()) (void)c.engine(*engine);
     std::string text = *diff ? "# Document cells versus code rules\n\n" : "# Attention backend support matrices\n\n";
-    if (*keys) text = renderKeyReference();
+    if (*keys) text = global.json ? keyReferenceJson() : renderKeyReference();
     nlohmann::json all = nlohmann::json::array();
     for (const auto& e : c.engines()) {
       if (*keys || (!engine->empty() && e.policy.engine != *engine)) continue;

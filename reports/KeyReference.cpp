@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "core/KeySchema.hpp"
 
 namespace attnsim {
@@ -58,6 +60,23 @@ std::string renderKeyReference() {
   out += "\n";
   for (const auto& s : keySchemas()) out += renderFileSchema(s);
   return out;
+}
+
+std::string keyReferenceJson() {
+  nlohmann::json all = nlohmann::json::array();
+  for (const auto& s : keySchemas()) {
+    nlohmann::json keys = nlohmann::json::array();
+    for (const auto& k : s.keys) {
+      keys.push_back({{"key", k.path},
+                      {"type", k.type},
+                      {"required", k.required},
+                      {"default", k.default_value},
+                      {"allowed", k.allowed},
+                      {"meaning", k.meaning}});
+    }
+    all.push_back({{"kind", s.kind}, {"title", s.title}, {"files", s.files}, {"intro", s.intro}, {"keys", keys}});
+  }
+  return all.dump(2) + "\n";
 }
 
 }  // namespace attnsim

@@ -6,5 +6,7 @@
 namespace attnsim {
 
 std::string renderKeyReference();
+// The same schemas as JSON (`attnsim --json docs --keys`): [{kind, title, files, intro, keys: [...]}].
+std::string keyReferenceJson();
 
 }  // namespace attnsim

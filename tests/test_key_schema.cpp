@@ -45,7 +45,7 @@ TEST(KeySchema, EveryKeyALoaderReadsIsListedInItsSchema) {
   std::string missing;
   for (const auto& [kind, paths] : keysTheLoadersRead()) {
     for (const auto& path : paths) {
-      if (keySchema(kind).find(path) == nullptr) missing += kind + ": " + path + "\n";
+      if (keySchema(kind).find(path) == nullptr) missing.append(kind).append(": ").append(path).append("\n");
     }
   }
   EXPECT_EQ(missing, "") << "keys the loaders read that core/schema/<kind>.yaml does not list";
@@ -61,7 +61,7 @@ TEST(KeySchema, EveryKeyASchemaListsIsReadByItsLoader) {
     for (const auto& key : schema.keys) {
       const bool seen = std::any_of(paths->second.begin(), paths->second.end(),
                                     [&](const std::string& p) { return keyPathMatches(key.path, p); });
-      if (!seen) unread += schema.kind + ": " + key.path + "\n";
+      if (!seen) unread.append(schema.kind).append(": ").append(key.path).append("\n");
     }
   }
   EXPECT_EQ(unread, "") << "keys core/schema/<kind>.yaml lists that no loader reads";
