@@ -50,6 +50,8 @@ FileSchema parseFileSchema(const YamlReader& r, const std::string& stem) {
     spec.path = k.get<std::string>("key");
     spec.type = k.get<std::string>("type");
     spec.required = k.get<bool>("required", false);
+    spec.required_when = k.get<std::string>("required_when", "");
+    if (spec.required && !spec.required_when.empty()) k.fail("required_when", "a key is required or required when");
     spec.default_value = k.get<std::string>("default", "");
     spec.allowed = k.get<std::string>("allowed", "");
     spec.meaning = k.get<std::string>("meaning");

@@ -19,6 +19,7 @@ struct KeySpec {
   std::string path;
   std::string type;
   bool required = false;
+  std::string required_when;  // required only when this holds ("platform is cuda"); empty: as `required`
   std::string default_value;  // empty: none
   std::string allowed;        // empty: any value of the type
   std::string meaning;

@@ -352,7 +352,9 @@ void YamlReader::finish() const {
       const KeySpec* spec = schema->find(keyPath(key));
       if (spec != nullptr && spec->path.substr(spec->path.find_last_of('.') + 1) != "*") {
         throw CatalogError(locate(entry.first), keyPath(key),
-                           fmt::format("key '{}' has no effect with the values beside it ({}){}", key, spec->meaning,
+                           fmt::format("key '{}' has no effect with the values beside it ({}{}){}", key, spec->meaning,
+                                       spec->required_when.empty() ? std::string()
+                                                                   : fmt::format("; read when {}", spec->required_when),
                                        keySchemaReference(*file_)));
       }
       for (auto& k : schema->keysUnder(path_)) {

@@ -1,6 +1,8 @@
 // The key schemas (core/schema/*.yaml) against the loaders: every key a loader reads is listed,
 // every listed key is read by its loader, and the loaders' unknown-key errors read the schema.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
 #include <filesystem>
 #include <fstream>
@@ -109,10 +111,57 @@ TEST(KeySchema, AnUnknownKeyIsMatchedAgainstEveryKeyTheSchemaListsThere) {
 TEST(KeySchema, AListedKeyTheValuesBesideItLeaveUnreadHasNoEffectAndIsRefused) {
   const auto error = loadError("backends/sglang/fa3-mla.yaml",
                                fa3MlaWithExtend("mha_when: always, absorbed_below_prefix_tokens: 8192"));
-  EXPECT_NE(error.find("key 'absorbed_below_prefix_tokens' has no effect with the values beside it "
-                       "(prefix_outside_band (required): the absorbed form runs for a prefix shorter than this)"),
-            std::string::npos)
+  EXPECT_NE(
+      error.find("key 'absorbed_below_prefix_tokens' has no effect with the values beside it "
+                 "(the absorbed form runs for a prefix shorter than this; read when mha_when is prefix_outside_band)"),
+      std::string::npos)
       << error;
+}
+
+// The `required` column is the loaders' own: for every key (two levels deep) of one shipped file per kind,
+// the file without it stops the load as missing that key exactly when the schema marks it required.
+std::string withoutKey(const std::string& text, const std::string& top, const std::string& child) {
+  YAML::Node root = YAML::Clone(YAML::Load(text));
+  if (child.empty()) {
+    root.remove(top);
+  } else {
+    YAML::Node parent = root[top];
+    parent.remove(child);
+  }
+  return YAML::Dump(root) + "\n";
+}
+
+TEST(KeySchema, AKeyMarkedRequiredIsTheOnlyKindWhoseAbsenceStopsTheLoad) {
+  std::string wrong;
+  for (const std::string file :
+       {"hardware/profiles/h100-sxm.yaml", "model/configs/deepseek-v3.yaml", "backends/kernels/flex-decoding.yaml",
+        "backends/sglang/fa3-mla.yaml", "hardware/calibrations/h100-sxm.yaml"}) {
+    const std::string text = embeddedFile(file);
+    const FileSchema* schema = schemaForFile(file);
+    ASSERT_NE(schema, nullptr) << file;
+    std::vector<std::pair<std::string, std::string>> keys;
+    for (const auto& top : YAML::Load(text)) {
+      keys.emplace_back(top.first.Scalar(), "");
+      if (!top.second.IsMap()) continue;
+      for (const auto& child : top.second) keys.emplace_back(top.first.Scalar(), child.first.Scalar());
+    }
+    for (const auto& [top, child] : keys) {
+      const std::string path = child.empty() ? top : top + "." + child;
+      const KeySpec* spec = schema->find(path);
+      ASSERT_NE(spec, nullptr) << file << ": " << path;
+      // A key that is data (an architecture, a family), or required only beside certain values.
+      if (spec->path.back() == '*' || !spec->required_when.empty()) continue;
+      const std::string key = child.empty() ? top : child;
+      const auto error = loadError(file, withoutKey(text, top, child));
+      const bool missing = error.find("required key '" + key + "' is missing") != std::string::npos ||
+                           error.find("(did you mean '" + key + "'?)") != std::string::npos;
+      if (missing != spec->required) {
+        wrong += fmt::format("{}: {} is {} in the schema, but without it: {}\n", file, path,
+                             spec->required ? "required" : "optional", error.substr(0, 300));
+      }
+    }
+  }
+  EXPECT_EQ(wrong, "");
 }
 
 // The measurement CSV's columns are the schema's: a missing required one names the reference.
