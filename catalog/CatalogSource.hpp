@@ -6,12 +6,10 @@
 #include <string_view>
 #include <vector>
 
+#include "core/Embedded.hpp"
+
 namespace attnsim {
 
-struct EmbeddedFile {
-  std::string_view path;
-  std::string_view content;
-};
 // Generated at build time by cmake/EmbedCatalog.cmake.
 const std::vector<EmbeddedFile>& embeddedCatalogFiles();
 

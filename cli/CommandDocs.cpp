@@ -7,6 +7,7 @@
 #include "cli/Commands.hpp"
 #include "core/Error.hpp"
 #include "core/Files.hpp"
+#include "reports/KeyReference.hpp"
 #include "reports/SupportTables.hpp"
 
 namespace attnsim::cli {
@@ -41,13 +42,18 @@ Runner addDocsCommand(CLI::App& app, const GlobalOptions& global) {
   auto diff = std::make_shared<bool>(false);
   app.add_flag("--diff", *diff,
                "list the document's cells that the code rules do not follow, with where the code decides");
-  return [&global, engine, out_file, diff]() {
+  auto keys = std::make_shared<bool>(false);
+  app.add_flag("--keys", *keys,
+               "print the key reference of the catalog files and the measurement CSV (docs/KEYS.md) instead");
+  return [&global, engine, out_file, diff, keys]() {
+    if (*keys && (*diff || !engine->empty())) throw UsageError("--keys takes no --engine or --diff");
     const Catalog c = global.loadCatalog();
     if (!engine->empty()) (void)c.engine(*engine);
     std::string text = *diff ? "# Document cells versus code rules\n\n" : "# Attention backend support matrices\n\n";
+    if (*keys) text = global.json ? keyReferenceJson() : renderKeyReference();
     nlohmann::json all = nlohmann::json::array();
     for (const auto& e : c.engines()) {
-      if (!engine->empty() && e.policy.engine != *engine) continue;
+      if (*keys || (!engine->empty() && e.policy.engine != *engine)) continue;
       if (!*diff) {
         text += renderSupportTables(e) + backendsInNoTable(e);
         continue;

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/KeySchema.hpp"
 #include "core/Strings.hpp"
 
 namespace attnsim {
@@ -84,6 +85,7 @@ std::optional<YAML::Node> YamlReader::lookup(std::string_view key) const {
 
 std::optional<YAML::Node> YamlReader::raw(std::string_view key) const {
   read_keys_->emplace(key);
+  KeyAudit::record(*file_, keyPath(key));
   return lookup(key);
 }
 
@@ -195,11 +197,12 @@ void YamlReader::failMissing(std::string_view key) const {
   for (const auto& entry : node_) {
     const std::string& present = entry.first.Scalar();
     if (read_keys_->count(present) == 0 && closestMatch(present, {std::string(key)}) == key) {
-      throw CatalogError(locate(entry.first), keyPath(present),
-                         fmt::format("unknown key '{}' (did you mean '{}'?)", present, key));
+      throw CatalogError(
+          locate(entry.first), keyPath(present),
+          fmt::format("unknown key '{}' (did you mean '{}'?){}", present, key, keySchemaReference(*file_)));
     }
   }
-  fail(key, fmt::format("required key '{}' is missing", key));
+  fail(key, fmt::format("required key '{}' is missing{}", key, keySchemaReference(*file_)));
 }
 
 template std::optional<std::string> YamlReader::find<std::string>(std::string_view) const;
@@ -337,13 +340,29 @@ std::vector<std::string> YamlReader::keysOf() const {
 }
 
 void YamlReader::finish() const {
-  const std::vector<std::string> known(read_keys_->begin(), read_keys_->end());
   for (const auto& entry : node_) {
     const std::string& key = entry.first.Scalar();
-    if (read_keys_->count(key) == 0) {
-      throw CatalogError(locate(entry.first), keyPath(key),
-                         fmt::format("unknown key '{}'{}", key, didYouMean(key, known)));
+    if (read_keys_->count(key) > 0) continue;
+    // The schema of the file kind lists every key valid here (also those this file's other values
+    // make unread, like gfx_target on CUDA); the reference generated from it names them all.
+    std::vector<std::string> known(read_keys_->begin(), read_keys_->end());
+    if (const FileSchema* schema = schemaForFile(*file_)) {
+      // A key of this place that the mapping's other values leave unread (mla_extend's
+      // absorbed_below_prefix_tokens beside mha_when: always) would be silently ignored.
+      const KeySpec* spec = schema->find(keyPath(key));
+      if (spec != nullptr && spec->path.substr(spec->path.find_last_of('.') + 1) != "*") {
+        throw CatalogError(locate(entry.first), keyPath(key),
+                           fmt::format("key '{}' has no effect with the values beside it ({}{}){}", key, spec->meaning,
+                                       spec->required_when.empty() ? std::string()
+                                                                   : fmt::format("; read when {}", spec->required_when),
+                                       keySchemaReference(*file_)));
+      }
+      for (auto& k : schema->keysUnder(path_)) {
+        if (std::find(known.begin(), known.end(), k) == known.end()) known.push_back(std::move(k));
+      }
     }
+    throw CatalogError(locate(entry.first), keyPath(key),
+                       fmt::format("unknown key '{}'{}{}", key, didYouMean(key, known), keySchemaReference(*file_)));
   }
 }
 

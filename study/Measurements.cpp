@@ -12,24 +12,27 @@
 #include "catalog/Catalog.hpp"
 #include "core/Error.hpp"
 #include "core/Files.hpp"
+#include "core/KeySchema.hpp"
 #include "core/Strings.hpp"
 
 namespace attnsim {
 
 namespace {
 
-const std::vector<std::string> kColumns{"device",   "date",     "torch",  "triton", "cuda",      "kind",
-                                        "impl",     "phase",    "batch",  "q_len",  "kv_len",    "heads",
-                                        "kv_heads", "head_dim", "causal", "dtype",  "median_us", "p20_us",
-                                        "p80_us",   "runs",     "flops",  "bytes",  "note"};
+// The columns, required and optional, as the key schema lists them (core/schema/measurement_csv.yaml,
+// rendered into docs/KEYS.md); any other column is a typo or another tool's file.
+std::vector<std::string> csvColumns(bool required) {
+  std::vector<std::string> out;
+  for (const auto& k : keySchema("measurement_csv").keys) {
+    if (k.required == required) out.push_back(k.path);
+  }
+  return out;
+}
 const std::vector<std::string> kKinds{"attention",     "copy",         "gemm",         "launch",
                                       "graph_capture", "graph_replay", "graph_launch", "graph_node",
                                       "step",          "allreduce",    "moe"};
 const std::vector<std::string> kPhases{"prefill", "extend", "decode", "verify", "mixed"};
-// Columns the harness writes besides kColumns; any other column is a typo or another tool's file.
-// The converter of AIConfigurator's database (measurements/aic_convert.py) adds the last seven.
-const std::vector<std::string> kOptionalColumns{"page_size", "engine_commit", "engine",  "engine_version", "window",
-                                                "q_dtype",   "kv_write",      "l2_warm", "origin"};
+constexpr const char* kColumnsReference = "; the columns: docs/KEYS.md#measurement_csv";
 const std::vector<std::string> kDtypes{"fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2"};
 // A GEMM's operand format: the attention dtypes, and the block-scaled and weight-only formats of
 // the engines' quantized linear layers.
@@ -77,15 +80,18 @@ std::map<std::string, std::size_t> columnsOf(const std::vector<std::string>& hea
           fmt::format("column '{}' appears twice (fields {} and {})", header[i], it->second + 1, i + 1));
     }
   }
-  for (const auto& c : kColumns) {
-    if (!col.count(c)) throw LocatedInputError({source, 1, 1}, c, fmt::format("missing column '{}'", c));
+  const std::vector<std::string> required = csvColumns(true);
+  for (const auto& c : required) {
+    if (!col.count(c))
+      throw LocatedInputError({source, 1, 1}, c, fmt::format("missing column '{}'{}", c, kColumnsReference));
   }
-  std::vector<std::string> known = kColumns;
-  known.insert(known.end(), kOptionalColumns.begin(), kOptionalColumns.end());
+  std::vector<std::string> known = required;
+  for (auto& c : csvColumns(false)) known.push_back(std::move(c));
   for (std::size_t i = 0; i < header.size(); ++i) {
     if (std::find(known.begin(), known.end(), header[i]) == known.end()) {
-      throw LocatedInputError({source, 1, static_cast<int>(i) + 1}, header[i],
-                              fmt::format("unknown column '{}'{}", header[i], didYouMean(header[i], known)));
+      throw LocatedInputError(
+          {source, 1, static_cast<int>(i) + 1}, header[i],
+          fmt::format("unknown column '{}'{}{}", header[i], didYouMean(header[i], known), kColumnsReference));
     }
   }
   return col;

@@ -74,6 +74,32 @@ TEST(GoldenDocs, SupportMatrixIsUpToDate) {
       << "run: ATTNSIM_UPDATE_GOLDEN=1 ./build/tests/attnsim_tests --gtest_filter=GoldenDocs.*";
 }
 
+// docs/KEYS.md is the key schemas' rendering (core/schema/*.yaml): stale when a schema changes.
+TEST(GoldenDocs, KeyReferenceIsUpToDate) {
+  const std::string path = std::string(ATTNSIM_SOURCE_DIR) + "/docs/KEYS.md";
+  const auto r = runAttnsim("docs --keys");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  if (std::getenv("ATTNSIM_UPDATE_GOLDEN") != nullptr) {
+    std::ofstream(path, std::ios::binary) << r.output;
+  }
+  EXPECT_EQ(readFile(path), r.output)
+      << "run: ATTNSIM_UPDATE_GOLDEN=1 ./build/tests/attnsim_tests --gtest_filter=GoldenDocs.*";
+}
+
+// --json answers the key reference as data: one entry per file kind with its keys.
+TEST(GoldenDocs, KeyReferenceAnswersInJson) {
+  const auto r = runAttnsim("--json docs --keys");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  ASSERT_TRUE(j.is_array());
+  bool found = false;
+  for (const auto& kind : j) {
+    if (kind["kind"] != "hardware_profile") continue;
+    for (const auto& k : kind["keys"]) found = found || (k["key"] == "interconnect_link.kind" && k["required"] == true);
+  }
+  EXPECT_TRUE(found) << r.output.substr(0, 2000);
+}
+
 TEST(GoldenDocs, RulesDocumentEveryScenarioVariable) {
   const std::string rules = readFile(std::string(ATTNSIM_SOURCE_DIR) + "/docs/RULES.md");
   for (const auto& [name, meaning] : scenarioVariableDocs()) {
