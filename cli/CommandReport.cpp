@@ -10,7 +10,7 @@
 #include "core/Error.hpp"
 #include "core/Files.hpp"
 #include "core/Strings.hpp"
-#include "reports/CapacityReport.hpp"
+#include "reports/Answers.hpp"
 #include "reports/OperatorReport.hpp"
 #include "reports/StudyReports.hpp"
 #include "reports/ValidationReport.hpp"
@@ -67,26 +67,11 @@ int writeAndAnnounce(const GlobalOptions& global, const StudyReport& report, con
   return 0;
 }
 
-int runStudyReport(const GlobalOptions& global, ReportFlags f) {
-  if (!std::filesystem::exists(f.db)) throw UsageError("--db " + f.db + ": no such file (run attnsim sweep first)");
-  const Catalog fallback = global.loadCatalog();
-  Store store(f.db, StoreAccess::ReadOnly);
-  const StudyData data = loadStudyData(store, f.sweep, fallback);
+// priorities, matrix, whatif and capacity: a sweep's or a capacity study's store (reports/Answers).
+int runStoreReport(const GlobalOptions& global, ReportFlags f) {
   f.whatif.compare = splitList(f.compare);
-  const StudyReport report = f.what == "priorities" ? prioritiesReport(data)
-                             : f.what == "matrix"   ? matrixReport(data)
-                                                    : whatIfReport(data, f.whatif);
-  return writeAndAnnounce(global, report, f.out_dir);
-}
-
-// capacity: the serving results of the store (reports/CapacityReport).
-int runCapacityReport(const GlobalOptions& global, const ReportFlags& f) {
-  if (!std::filesystem::exists(f.db)) throw UsageError("--db " + f.db + ": no such file (run attnsim capacity study)");
-  Store store(f.db, StoreAccess::ReadOnly);
-  std::string command =
-      "attnsim report capacity --db " + study_report::shellWord(f.db) + " --out " + study_report::shellWord(f.out_dir);
-  if (!f.study.empty()) command += " --study " + study_report::shellWord(f.study);
-  const StudyReport report = capacityReport(loadCapacityData(store, f.study), command);
+  const Catalog fallback = global.loadCatalog();
+  const StudyReport report = storeReport({f.what, f.db, f.out_dir, f.sweep, f.study, f.whatif}, fallback);
   return writeAndAnnounce(global, report, f.out_dir);
 }
 
@@ -114,10 +99,8 @@ Runner addReportCommand(CLI::App& app, const GlobalOptions& global) {
   app.add_option("--hardware", f->whatif.hardware_filter, "whatif: only this hardware profile");
   app.add_option("--model", f->whatif.model_filter, "whatif: only this model");
   app.add_option("--study", f->study, "capacity: the capacity study (name or id; default: the store's only one)");
-  return [&global, f]() {
-    if (f->what == "capacity") return runCapacityReport(global, *f);
-    return f->what == "validation" ? runValidationReport(global, *f) : runStudyReport(global, *f);
-  };
+  return
+      [&global, f]() { return f->what == "validation" ? runValidationReport(global, *f) : runStoreReport(global, *f); };
 }
 
 }  // namespace attnsim::cli
