@@ -91,7 +91,7 @@ Runner addReportCommand(CLI::App& app, const GlobalOptions& global) {
   app.add_flag("--compare-hardware", f->whatif.hardware, "whatif: one engine's choice on each swept device");
   app.add_option("--axis", f->whatif.axis,
                  "whatif: one choice under each value of a swept axis (engine, hardware, kv_dtype, page_size, tp, "
-                 "cuda_graphs)");
+                 "cuda_graphs, weight_dtype, spec_decoding)");
   app.add_option("--baseline", f->whatif.baseline,
                  "whatif --axis: the value the others are compared with (default: the engine's default, the "
                  "smallest, graphs on)");
