@@ -106,7 +106,8 @@ std::string capacitySearchHeader(const CapacitySearchSpec& spec) {
       "highest rate with p99 TTFT <= {:g} ms and p99 TPOT <= {:g} ms; {} requests, prompt {} / output {} tokens",
       spec.slo.ttft_s * 1e3, spec.slo.tpot_s * 1e3, spec.arrivals.requests, spec.arrivals.prompt_tokens,
       spec.arrivals.output_tokens);
-  out.append("\nband req/s: the highest rate with every step at the slow and the fast end of the step model's band\n\n");
+  out.append(
+      "\nband req/s: the highest rate with every step at the slow and the fast end of the step model's band\n\n");
   appendf(out, "{:<14}{:<26}{:>4}{:>12}{:>16}{:>12}{:>12}{:>12}{:>8}\n", "hardware", "engine:backend", "TP",
           "max req/s", "band req/s", "tokens/s", "p99 TTFT", "p99 TPOT", "GPUs");
   return out;

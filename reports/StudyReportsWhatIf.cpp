@@ -71,7 +71,7 @@ std::vector<Aligned> align(const StudyData& data, const WhatIfOptions& o, const 
         continue;
       }
       const std::string workload = o.axis.empty() ? p.workload : whatif::alignedWorkload(p, o.axis);
-      auto [it, fresh] = index.try_emplace(panel + "|" + workload, out.size());
+      auto [it, fresh] = index.try_emplace(fmt::format("{}|{}", panel, workload), out.size());
       if (fresh) {
         out.push_back({panel, workload, p.batch, p.context, p.phase == "decode" && p.workload.rfind("decode", 0) == 0,
                        std::vector<Entry>(subjects.size())});

@@ -98,7 +98,8 @@ TEST(CapacitySearch, TextShowsTheRatesBandBesideTheRateAsTheJsonGivesIt) {
   const double slow = row.at("max_rate_band_rps").at(0), fast = row.at("max_rate_band_rps").at(1);
   EXPECT_LE(slow, row.at("max_rate_rps").get<double>());
   EXPECT_GE(fast, row.at("max_rate_rps").get<double>());
-  EXPECT_NE(text.output.find("band req/s: the highest rate with every step at the slow and the fast end"), std::string::npos)
+  EXPECT_NE(text.output.find("band req/s: the highest rate with every step at the slow and the fast end"),
+            std::string::npos)
       << text.output;
   EXPECT_NE(text.output.find(fmt::format("{:.2f}-{:.2f}", slow, fast)), std::string::npos) << text.output;
 }
