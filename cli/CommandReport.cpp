@@ -11,7 +11,7 @@
 #include "core/Error.hpp"
 #include "core/Files.hpp"
 #include "core/Strings.hpp"
-#include "reports/CapacityReport.hpp"
+#include "reports/Answers.hpp"
 #include "reports/OperatorReport.hpp"
 #include "reports/StudyReports.hpp"
 #include "reports/ValidationReport.hpp"
@@ -68,26 +68,11 @@ int writeAndAnnounce(const GlobalOptions& global, const StudyReport& report, con
   return 0;
 }
 
-int runStudyReport(const GlobalOptions& global, ReportFlags f) {
-  if (!std::filesystem::exists(f.db)) throw UsageError("--db " + f.db + ": no such file (run attnsim sweep first)");
-  const Catalog fallback = global.loadCatalog();
-  Store store(f.db, StoreAccess::ReadOnly);
-  const StudyData data = loadStudyData(store, f.sweep, fallback);
+// priorities, matrix, whatif and capacity: a sweep's or a capacity study's store (reports/Answers).
+int runStoreReport(const GlobalOptions& global, ReportFlags f) {
   f.whatif.compare = splitList(f.compare);
-  const StudyReport report = f.what == "priorities" ? prioritiesReport(data)
-                             : f.what == "matrix"   ? matrixReport(data)
-                                                    : whatIfReport(data, f.whatif);
-  return writeAndAnnounce(global, report, f.out_dir);
-}
-
-// capacity: the serving results of the store (reports/CapacityReport).
-int runCapacityReport(const GlobalOptions& global, const ReportFlags& f) {
-  if (!std::filesystem::exists(f.db)) throw UsageError("--db " + f.db + ": no such file (run attnsim capacity study)");
-  Store store(f.db, StoreAccess::ReadOnly);
-  std::string command =
-      "attnsim report capacity --db " + study_report::shellWord(f.db) + " --out " + study_report::shellWord(f.out_dir);
-  if (!f.study.empty()) command += " --study " + study_report::shellWord(f.study);
-  const StudyReport report = capacityReport(loadCapacityData(store, f.study), command);
+  const Catalog fallback = global.loadCatalog();
+  const StudyReport report = storeReport({f.what, f.db, f.out_dir, f.sweep, f.study, f.whatif}, fallback);
   return writeAndAnnounce(global, report, f.out_dir);
 }
 
@@ -109,7 +94,7 @@ Runner addReportCommand(CLI::App& app, const GlobalOptions& global) {
   app.add_flag("--compare-hardware", f->whatif.hardware, "whatif: one engine's choice on each swept device");
   app.add_option("--axis", f->whatif.axis,
                  "whatif: one choice under each value of a swept axis (engine, hardware, kv_dtype, page_size, tp, "
-                 "cuda_graphs)");
+                 "cuda_graphs, weight_dtype, spec_decoding)");
   app.add_option("--baseline", f->whatif.baseline,
                  "whatif --axis: the value the others are compared with (default: the engine's default, the "
                  "smallest, graphs on)");
@@ -125,8 +110,7 @@ Runner addReportCommand(CLI::App& app, const GlobalOptions& global) {
     }
     if (!f->published.empty()) throw UsageError("--published is for report serving; report " + f->what + " reads --db");
     if (f->db.empty()) throw UsageError("report " + f->what + " needs --db FILE");
-    if (f->what == "capacity") return runCapacityReport(global, *f);
-    return f->what == "validation" ? runValidationReport(global, *f) : runStudyReport(global, *f);
+    return f->what == "validation" ? runValidationReport(global, *f) : runStoreReport(global, *f);
   };
 }
 

@@ -42,8 +42,9 @@ ServingComparison compareRun(const Catalog& c, const PublishedServingRun& run, c
   ServingComparison out{&run, &s, "attnsim serve-sim " + join(s.flags, " "), {}, {}};
   try {
     const ServeOutcome o = simulateServe(c, f);
-    out.backend = fmt::format("{}:{}", o.run.setup.capacity.engine, o.run.setup.capacity.backend);
-    out.predicted = servingMetricsOf(o.run.result);
+    const ServeRun& r = o.bench.run;
+    out.backend = fmt::format("{}:{}", r.setup.capacity.engine, r.setup.capacity.backend);
+    out.predicted = servingMetricsOf(r.result);
   } catch (const InputError& e) {
     throw LocatedInputError({path, s.line, 1}, "serve_sim_flags", fmt::format("{}: {}", s.id, e.what()));
   } catch (const EngineRefusal& e) {

@@ -11,9 +11,8 @@
 
 #include "cli/Commands.hpp"
 #include "core/Error.hpp"
-#include "hardware/KernelEfficiency.hpp"
+#include "reports/Answers.hpp"
 #include "study/Store.hpp"
-#include "study/StoreStatement.hpp"
 #include "study/Sweep.hpp"
 
 namespace attnsim::cli {
@@ -124,88 +123,6 @@ bool isList(const ScenarioFlags& f) {
   return many(f.hardware) || many(f.models) || many(f.batch) || many(f.context) || many(f.prefill_length);
 }
 
-constexpr const char* kRowsSql = R"(
-  SELECT g.hardware, g.model, g.engine, p.workload, p.phase, p.batch, p.context, p.valid, s.refusal, c.backend,
-         c.variant, c.reason, c.engine_default, r.rank, r.step_us, r.attention_us, r.eager_us, r.graph_us, r.bound,
-         r.graph_mode, r.band, r.provenance, r.tie_band
-  FROM points p JOIN sweep_groups g ON g.sweep = p.sweep AND g.id = p.grp
-  JOIN selections s ON s.sweep = p.sweep AND s.grp = p.grp
-  LEFT JOIN candidates c ON c.sweep = p.sweep AND c.grp = p.grp
-  LEFT JOIN predictions r ON r.sweep = p.sweep AND r.point = p.id AND r.slot = c.slot
-  WHERE p.sweep = ? ORDER BY p.id, g.engine, r.rank IS NULL, r.rank, c.slot)";
-
-// One row of the table: a prediction, or why there is none.
-nlohmann::json rowOf(const Statement& q) {
-  nlohmann::json row{{"hardware", q.text(0)},  {"model", q.text(1)}, {"engine", q.text(2)},
-                     {"workload", q.text(3)},  {"phase", q.text(4)}, {"batch", q.integer(5)},
-                     {"context", q.integer(6)}};
-  if (q.isNull(13)) {
-    row["refusal"] = q.integer(7) ? q.text(11) : q.text(8);
-    if (!q.isNull(9) && q.integer(7)) row["backend"] = q.text(9);
-    return row;
-  }
-  row.update({{"backend", q.text(9)},
-              {"variant", q.text(10)},
-              {"rank", q.integer(13)},
-              {"step_us", q.real(14)},
-              {"attention_us", q.real(15)},
-              {"eager_us", q.real(16)},
-              {"graph_us", q.real(17)},
-              {"bound", q.text(18)},
-              {"graph_mode", q.text(19)},
-              {"band", q.real(20)},
-              {"provenance", q.text(21)},
-              {"engine_default", q.integer(12) != 0}});
-  return row;
-}
-
-// predict: the engine's own choice (or the one forced backend); rank: every valid backend.
-nlohmann::json studyRows(const Store& store, std::int64_t sweep, bool rank, bool forced) {
-  Statement q(store.handle(), kRowsSql);
-  q.bind(1, sweep);
-  nlohmann::json rows = nlohmann::json::array();
-  std::string last_point;
-  double best_us = 0, best_band = 0;  // the point's fastest (rank 1 sorts first)
-  while (q.step()) {
-    const std::string point = q.text(0) + q.text(1) + q.text(2) + q.text(3);
-    const bool predicted = !q.isNull(13);
-    // A point with no prediction lists first its refusal (predictions sort first).
-    const bool wanted = rank ? predicted || point != last_point
-                             : point != last_point && (forced || (predicted && q.integer(12) != 0) || !predicted);
-    if (!wanted) continue;
-    nlohmann::json row = rowOf(q);
-    if (predicted && q.integer(13) == 1) best_us = q.real(14), best_band = q.real(22);
-    // Tied within uncertainty with the point's fastest (docs/COST_MODEL.md "Uncertainty").
-    if (predicted && rank) row["tied_with_fastest"] = withinBands(best_us, best_band, q.real(14), q.real(22));
-    rows.push_back(std::move(row));
-    last_point = point;
-  }
-  return rows;
-}
-
-void printRows(const nlohmann::json& rows, bool rank) {
-  fmt::print("{:<14} {:<16} {:<8} {:<34} {:<24} {:>4} {:>11} {:>5} {:>12}  {:<8} {}\n", "hardware", "model", "engine",
-             "workload", "backend", rank ? "rank" : "", "step µs", "±", "attention µs", "bound", "figures");
-  for (const auto& r : rows) {
-    const auto text = [&](const char* k) { return r.contains(k) ? r[k].get<std::string>() : std::string(); };
-    if (r.contains("refusal")) {
-      fmt::print("{:<14} {:<16} {:<8} {:<34} {:<24} refused: {}\n", text("hardware"), text("model"), text("engine"),
-                 text("workload"), text("backend"), text("refusal"));
-      continue;
-    }
-    const std::string backend = text("backend") + (text("variant").empty() ? "" : " [" + text("variant") + "]");
-    const bool tied = rank && r["rank"].get<int>() > 1 && r["tied_with_fastest"].get<bool>();
-    fmt::print("{:<14} {:<16} {:<8} {:<34} {:<24} {:>4} {:>11.1f} {:>4.0f}% {:>12.2f}  {:<8} {}{}\n", text("hardware"),
-               text("model"), text("engine"), text("workload"), backend,
-               rank ? (tied ? "≈" : "") + std::to_string(r["rank"].get<int>()) : "", r["step_us"].get<double>(),
-               100 * r["band"].get<double>(), r["attention_us"].get<double>(), text("bound"), text("provenance"),
-               rank && r["engine_default"].get<bool>() ? "  ← engine default" : "");
-  }
-  if (rank) {
-    fmt::print("≈: tied within uncertainty with the point's fastest (docs/COST_MODEL.md \"Uncertainty\")\n");
-  }
-}
-
 }  // namespace
 
 int runListStudy(const ScenarioFlags& f, const GlobalOptions& global, bool rank) {
@@ -227,11 +144,11 @@ int runListStudy(const ScenarioFlags& f, const GlobalOptions& global, bool rank)
   o.jobs = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
   o.program_version = ATTNSIM_VERSION;
   const SweepSummary summary = runSweep(catalog, spec, store, o);
-  const auto rows = studyRows(store, summary.sweep_id, rank, !f.backend.empty());
+  const auto rows = sweepAnswerJson(store, summary.sweep_id, rank, !f.backend.empty());
   if (global.json) {
     std::cout << rows.dump(2) << "\n";
   } else {
-    printRows(rows, rank);
+    fmt::print("{}", sweepAnswerText(rows, rank));
   }
   return 0;
 }

@@ -13,6 +13,7 @@
 #include "cli/Commands.hpp"
 #include "core/Error.hpp"
 #include "core/Strings.hpp"
+#include "reports/Answers.hpp"
 #include "study/Calibration.hpp"
 #include "study/Store.hpp"
 #include "study/Sweep.hpp"
@@ -68,34 +69,6 @@ struct SweepFlags {
   bool bench = false, list = false;
 };
 
-nlohmann::json summaryJson(const SweepSummary& s, const SweepSpec& spec, const std::string& db, SweepShard shard) {
-  const double secs = s.progress.seconds;
-  return {{"sweep", spec.name},
-          {"sweep_id", s.sweep_id},
-          {"db", db},
-          {"shard", fmt::format("{}/{}", shard.index + 1, shard.count)},
-          {"points", s.points},
-          {"shard_points", s.progress.total},
-          {"already_stored", s.already_done},
-          {"written", s.progress.written},
-          {"predictions", s.progress.predictions},
-          {"groups", s.groups},
-          {"seconds", secs},
-          {"points_per_second", secs > 0 ? static_cast<double>(s.progress.written) / secs : 0},
-          {"predictions_per_second", secs > 0 ? static_cast<double>(s.progress.predictions) / secs : 0},
-          {"interrupted", s.interrupted}};
-}
-
-void printSummary(const nlohmann::json& j) {
-  fmt::print(
-      "sweep {} → {} (shard {}): {} points, {} stored before, {} written with {} predictions ({} groups) in "
-      "{:.2f} s: {:.0f} points/s, {:.0f} predictions/s\n",
-      j["sweep"].get<std::string>(), j["db"].get<std::string>(), j["shard"].get<std::string>(),
-      j["shard_points"].get<std::int64_t>(), j["already_stored"].get<std::int64_t>(), j["written"].get<std::int64_t>(),
-      j["predictions"].get<std::int64_t>(), j["groups"].get<std::int64_t>(), j["seconds"].get<double>(),
-      j["points_per_second"].get<double>(), j["predictions_per_second"].get<double>());
-}
-
 int runSweepCommand(const SweepFlags& f, const GlobalOptions& global) {
   if (f.list) {
     for (const auto& name : builtinSweepNames()) fmt::print("{}\n", name);
@@ -132,11 +105,11 @@ int runSweepCommand(const SweepFlags& f, const GlobalOptions& global) {
   if (f.bench) {
     for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db + suffix);
   }
-  const auto j = summaryJson(summary, spec, f.bench ? "(temporary)" : db, o.shard);
+  const auto j = sweepSummaryJson(summary, spec, f.bench ? "(temporary)" : db, o.shard);
   if (global.json) {
     std::cout << j.dump(2) << "\n";
   } else {
-    printSummary(j);
+    fmt::print("{}", sweepSummaryText(j));
   }
   if (summary.interrupted) {
     std::cerr << fmt::format("attnsim: interrupted: {} of {} points stored; run the same command to resume\n",

@@ -11,19 +11,6 @@
 
 namespace attnsim::cli {
 
-namespace {
-
-// Warm-up as sglang.bench_serving runs it (benchmark(), @ 0033168f): copies of the first request with
-// at most 32 output tokens, sent together before the benchmark starts; they stay out of the metrics.
-std::vector<ServeRequest> warmupRequests(const std::vector<ServeRequest>& requests, std::int64_t n) {
-  if (requests.empty() || n <= 0) return {};
-  const ServeRequest first = requests.front();
-  return std::vector<ServeRequest>(static_cast<std::size_t>(n),
-                                   {0, first.prompt_tokens, std::min<std::int64_t>(first.output_tokens, 32)});
-}
-
-}  // namespace
-
 // The SLO: --goodput as `vllm bench serve` reads it (vllm/benchmarks/serve.py parse_goodput: a request is
 // good when it meets every target named; the unnamed are not checked), else --slo-ttft-ms / --slo-tpot-ms.
 ServeSlo sloOf(const ServeFlags& f) {
@@ -114,12 +101,9 @@ void finishServeFlags(const CLI::App& app, ServeFlags& f) {
 ServeOutcome simulateServe(const Catalog& c, const ServeFlags& f) {
   ServeOutcome out;
   out.requests = f.trace.empty() ? generateRequests(f.arrivals) : readTrace(f.trace);
-  const ServeSlo slo = sloOf(f);
-  ServeSession session(c, f.scenario.scenario(f.scenario.hardware, f.scenario.models, f.scenario.engines));
-  const std::vector<ServeRequest> warmup = warmupRequests(out.requests, f.warmup_requests);
-  out.warmup_requests = warmup.size();
-  out.warmup_s = warmup.empty() ? 0 : session.run(warmup, slo).makespan_s;
-  out.run = ServeRun{session.setup(), session.run(out.requests, slo, f.client)};
+  const ServeBenchmark bench{out.requests, sloOf(f), f.client, f.warmup_requests, f.ignore_eos, f.trace.empty()};
+  out.bench =
+      runServeBenchmark(c, f.scenario.scenario(f.scenario.hardware, f.scenario.models, f.scenario.engines), bench);
   return out;
 }
 

@@ -7,6 +7,7 @@
 
 #include "catalog/Catalog.hpp"
 #include "cli/Commands.hpp"
+#include "simulator/ServeBenchmark.hpp"
 #include "simulator/ServeRun.hpp"
 #include "simulator/Traces.hpp"
 
@@ -31,12 +32,11 @@ void addServeFlags(CLI::App& app, ServeFlags& f);
 void finishServeFlags(const CLI::App& app, ServeFlags& f);
 ServeSlo sloOf(const ServeFlags& f);
 
-// One serve-sim run as the flags describe it: the requests, a warm-up outside the metrics, the run.
+// One serve-sim run as the flags describe it: the requests and the benchmark (a warm-up outside the
+// metrics, the run, its SLO verdict: simulator/ServeBenchmark).
 struct ServeOutcome {
-  ServeRun run;
+  ServeBenchmarkRun bench;
   std::vector<ServeRequest> requests;
-  std::size_t warmup_requests = 0;
-  double warmup_s = 0;
 };
 ServeOutcome simulateServe(const Catalog& c, const ServeFlags& f);
 

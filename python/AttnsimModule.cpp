@@ -13,6 +13,7 @@
 #include "catalog/Catalog.hpp"
 #include "core/Error.hpp"
 #include "core/Strings.hpp"
+#include "python/ModuleSupport.hpp"
 #include "reports/CatalogJson.hpp"
 #include "reports/Json.hpp"
 #include "simulator/CheckRun.hpp"
@@ -20,7 +21,6 @@
 #include "study/Calibration.hpp"
 #include "study/Store.hpp"
 
-namespace py = pybind11;
 using namespace attnsim;
 
 namespace {
@@ -55,6 +55,10 @@ void translateErrors(std::exception_ptr p) {
   }
 }
 
+}  // namespace
+
+namespace attnsim_py {
+
 py::object toPython(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
 
 const Catalog& defaultCatalog() {
@@ -62,16 +66,7 @@ const Catalog& defaultCatalog() {
   return catalog;
 }
 
-// A keyword's value as T, or a UsageError naming the keyword.
-template <class T>
-T as(const py::handle& value, const std::string& key, const char* expected) {
-  try {
-    return value.cast<T>();
-  } catch (const py::cast_error&) {
-    throw UsageError(key + ": expected " + expected + ", got " +
-                     std::string(py::str(py::type::of(value).attr("__name__"))));
-  }
-}
+namespace {
 
 ModelGeometry geometryFrom(const py::dict& d) {
   ModelGeometry g;
@@ -161,9 +156,12 @@ const std::map<std::string, Setter>& scenarioSetters() {
          k.s.engine_options = as<std::map<std::string, std::string>>(v, key, "a dict of strings");
        }},
       {"geometry", [](K& k, H v, S key) { k.s.geometry = geometryFrom(as<py::dict>(v, key, "a dict")); }},
+      {"weight_dtype", [](K& k, H v, S key) { k.s.weight_dtype = optString(v, key); }},
   };
   return setters;
 }
+
+}  // namespace
 
 Scenario scenarioFrom(const py::kwargs& kwargs) {
   ScenarioKeywords k;
@@ -205,6 +203,12 @@ std::shared_ptr<const Catalog> catalogOf(const Catalog* given, const std::option
   applyStudyCalibrations(*c, Store(*db));
   return c;
 }
+
+}  // namespace attnsim_py
+
+namespace {
+
+using namespace attnsim_py;
 
 std::vector<std::string> engineList(const py::object& engines) {
   if (engines.is_none()) return {};
@@ -313,4 +317,5 @@ PYBIND11_MODULE(attnsim, m) {
   bindErrors(m);
   bindTypes(m);
   bindCalls(m);
+  bindServing(m);
 }

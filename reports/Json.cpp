@@ -233,6 +233,8 @@ json predictionJson(const ScenarioPrediction& sp, const Catalog& c) {
               {"scenario", scenarioJson(sp)},
               {"catalog_hash", c.contentHash()}};
   if (!p.mixed_note.empty()) out["mixed_note"] = p.mixed_note;
+  if (p.tp_comm_us > 0) out["tp_comm_us"] = p.tp_comm_us;
+  if (sp.input.attention_dp > 1) out["attention_dp"] = sp.input.attention_dp;
   json operators = json::array();
   for (const auto& o : stepOperatorSources(c, *sp.hardware, *sp.model, sp.input.engine, sp.input.tp)) {
     operators.push_back({{"operator", o.what},

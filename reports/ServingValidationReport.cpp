@@ -12,24 +12,24 @@ namespace {
 constexpr std::array<const char*, 4> kHeadlineMetrics{"ttft_mean_ms", "tpot_mean_ms", "itl_mean_ms",
                                                       "output_throughput"};
 
-std::string percent(double x) { return fmt::format("{:+.1f}%", 100 * x); }
+std::string signedPercent(double x) { return fmt::format("{:+.1f}%", 100 * x); }
 
-std::string cell(const ServingComparison& c, const char* column) {
+std::string servingCell(const ServingComparison& c, const char* column) {
   const auto m = c.run->metrics.find(column);
   const auto p = c.predicted.find(column);
   if (m == c.run->metrics.end()) return p == c.predicted.end() ? "–" : fmt::format("– / {:.4g}", p->second);
   const auto e = c.error(column);
-  return fmt::format("{:.4g} / {:.4g} ({})", m->second, p->second, e ? percent(*e) : "–");
+  return fmt::format("{:.4g} / {:.4g} ({})", m->second, p->second, e ? signedPercent(*e) : "–");
 }
 
-const MetricSummary* find(const ServingGroupSummary& g, const char* column) {
+const MetricSummary* metricOf(const ServingGroupSummary& g, const char* column) {
   for (const auto& m : g.metrics) {
     if (m.column == column) return &m;
   }
   return nullptr;
 }
 
-std::string labelOf(const char* column) {
+std::string metricLabel(const char* column) {
   for (const auto& m : kServingMetrics) {
     if (std::string(m.column) == column) return fmt::format("{} ({})", m.label, m.unit);
   }
@@ -42,20 +42,20 @@ void summaryTable(std::string& md, const ServingGroupSummary& all) {
       "|---|---|---|---|---|---|---|---|\n");
   for (const auto& m : all.metrics) {
     if (m.n == 0) continue;
-    md.append(fmt::format("| {} | {} | {:.1f}% | {:.1f}% | {} | {} | {} | {} ({}) |\n", labelOf(m.column.c_str()), m.n,
-                          100 * m.mape, 100 * m.median_ape, percent(m.mean_signed), m.within_10, m.within_15,
-                          m.worst_id, percent(m.worst_error)));
+    md.append(fmt::format("| {} | {} | {:.1f}% | {:.1f}% | {} | {} | {} | {} ({}) |\n", metricLabel(m.column.c_str()), m.n,
+                          100 * m.mape, 100 * m.median_ape, signedPercent(m.mean_signed), m.within_10, m.within_15,
+                          m.worst_id, signedPercent(m.worst_error)));
   }
 }
 
 void groupTable(std::string& md, const ServingValidation& v) {
   md.append("| group | runs |");
-  for (const char* c : kHeadlineMetrics) md.append(fmt::format(" {} MAPE (n) |", labelOf(c)));
+  for (const char* c : kHeadlineMetrics) md.append(fmt::format(" {} MAPE (n) |", metricLabel(c)));
   md.append("\n|---|---|---|---|---|---|\n");
   for (const auto& g : v.groups) {
     md.append(fmt::format("| {} | {} |", g.group, g.runs));
     for (const char* c : kHeadlineMetrics) {
-      const MetricSummary* m = find(g, c);
+      const MetricSummary* m = metricOf(g, c);
       md.append(m && m->n > 0 ? fmt::format(" {:.1f}% ({}) |", 100 * m->mape, m->n) : " – |");
     }
     md.append("\n");
@@ -64,11 +64,11 @@ void groupTable(std::string& md, const ServingValidation& v) {
 
 void runTable(std::string& md, const ServingValidation& v) {
   md.append("Each cell: published / predicted (error).\n\n| run | backend |");
-  for (const char* c : kHeadlineMetrics) md.append(fmt::format(" {} |", labelOf(c)));
+  for (const char* c : kHeadlineMetrics) md.append(fmt::format(" {} |", metricLabel(c)));
   md.append(" not modelled |\n|---|---|---|---|---|---|---|\n");
   for (const auto& c : v.compared) {
     md.append(fmt::format("| {} | {} |", c.run->id, c.backend));
-    for (const char* m : kHeadlineMetrics) md.append(fmt::format(" {} |", cell(c, m)));
+    for (const char* m : kHeadlineMetrics) md.append(fmt::format(" {} |", servingCell(c, m)));
     md.append(fmt::format(" {} |\n", c.setup->not_modelled.empty() ? "–" : c.setup->not_modelled));
   }
 }

@@ -134,6 +134,7 @@ std::string optionsLabel(const StudyPoint& point) {
   if (point.kv_dtype) out += " kv=" + *point.kv_dtype;
   if (point.page_size) out += fmt::format(" page={}", *point.page_size);
   if (!point.cuda_graphs) out += " eager";
+  if (point.weight_dtype) out += " weights=" + *point.weight_dtype;
   return out;
 }
 

@@ -70,9 +70,10 @@ std::vector<Aligned> align(const StudyData& data, const WhatIfOptions& o, const 
           (!sub.axis_value.empty() && whatif::axisValue(p, o.axis) != sub.axis_value)) {
         continue;
       }
-      auto [it, fresh] = index.try_emplace(panel + "|" + p.workload, out.size());
+      const std::string workload = o.axis.empty() ? p.workload : whatif::alignedWorkload(p, o.axis);
+      auto [it, fresh] = index.try_emplace(fmt::format("{}|{}", panel, workload), out.size());
       if (fresh) {
-        out.push_back({panel, p.workload, p.batch, p.context, p.phase == "decode" && p.workload.rfind("decode", 0) == 0,
+        out.push_back({panel, workload, p.batch, p.context, p.phase == "decode" && p.workload.rfind("decode", 0) == 0,
                        std::vector<Entry>(subjects.size())});
       }
       out[it->second].entries[s] = entryOf(data, i, sub, !whatif::attentionOnly(whatif::comparedAxis(o)));

@@ -20,11 +20,15 @@ namespace {
 // CUDA graphs on before off.
 std::vector<std::string> axisValues(const StudyData& data, const std::string& axis) {
   std::set<std::string> seen;
-  for (const auto& p : data.points) seen.insert(axisValue(p, axis));
+  for (const auto& p : data.points) {
+    if (auto v = axisValue(p, axis); !v.empty()) seen.insert(std::move(v));  // "": the point is not on the axis
+  }
   std::vector<std::string> out(seen.begin(), seen.end());
   auto key = [&axis](const std::string& v) {
     const bool number = !v.empty() && v.find_first_not_of("0123456789") == std::string::npos;
-    const int rank = v == "default" || v == "auto" || (axis == "cuda_graphs" && v == "on") ? 0 : number ? 1 : 2;
+    const bool first = v == "default" || v == "auto" || (axis == "cuda_graphs" && v == "on") ||
+                       (axis == "spec_decoding" && v == "off");
+    const int rank = first ? 0 : number ? 1 : 2;
     return std::tuple(rank, number ? std::stoll(v) : 0, v);
   };
   std::sort(out.begin(), out.end(), [&](const auto& a, const auto& b) { return key(a) < key(b); });
@@ -91,9 +95,23 @@ std::vector<Subject> axisSubjects(const StudyData& data, const WhatIfOptions& o,
 }  // namespace
 
 const std::vector<std::string>& axes() {
-  static const std::vector<std::string> kAxes = {"engine", "hardware", "kv_dtype", "page_size", "tp", "cuda_graphs"};
+  static const std::vector<std::string> kAxes = {"engine", "hardware",    "kv_dtype",     "page_size",
+                                                 "tp",     "cuda_graphs", "weight_dtype", "spec_decoding"};
   return kAxes;
 }
+
+namespace {
+// A verify workload's speculative decoding: "eagle draft=3 topk=1" from "verify b=.. c=.. draft=3 topk=1 eagle".
+std::string specDecodingOf(const StudyPoint& p) {
+  if (p.phase == "decode") return "off";
+  if (p.phase != "verify") return "";
+  const auto draft = p.workload.find("draft=");
+  if (draft == std::string::npos) return "on";
+  const std::string tail = p.workload.substr(draft);  // "draft=N topk=K ALGORITHM"
+  const auto algorithm = tail.rfind(' ');
+  return algorithm == std::string::npos ? tail : tail.substr(algorithm + 1) + " " + tail.substr(0, algorithm);
+}
+}  // namespace
 
 std::string axisValue(const StudyPoint& p, const std::string& axis) {
   if (axis == "engine") return p.engine;
@@ -101,7 +119,15 @@ std::string axisValue(const StudyPoint& p, const std::string& axis) {
   if (axis == "kv_dtype") return p.kv_dtype.value_or("default");
   if (axis == "page_size") return p.page_size ? std::to_string(*p.page_size) : "default";
   if (axis == "tp") return std::to_string(p.tp);
+  if (axis == "weight_dtype") return p.weight_dtype.value_or("default");
+  if (axis == "spec_decoding") return specDecodingOf(p);
   return p.cuda_graphs ? "on" : "off";
+}
+
+std::string alignedWorkload(const StudyPoint& p, const std::string& axis) {
+  // A decode step and the verify step of the same batch and context stand side by side.
+  if (axis == "spec_decoding") return fmt::format("b={} c={}", p.batch, p.context);
+  return p.workload;
 }
 
 std::string comparedAxis(const WhatIfOptions& o) {
@@ -109,7 +135,10 @@ std::string comparedAxis(const WhatIfOptions& o) {
   return o.engines ? "engine" : o.hardware ? "hardware" : "";
 }
 
-bool attentionOnly(const std::string& axis) { return axis != "hardware" && axis != "tp" && axis != "cuda_graphs"; }
+bool attentionOnly(const std::string& axis) {
+  return axis != "hardware" && axis != "tp" && axis != "cuda_graphs" && axis != "weight_dtype" &&
+         axis != "spec_decoding";
+}
 
 std::string axisPanel(const StudyPoint& p, const std::string& axis) {
   std::string out = fmt::format("{} · {} · {}", p.hardware, p.model, p.engine);
@@ -117,6 +146,7 @@ std::string axisPanel(const StudyPoint& p, const std::string& axis) {
   if (axis != "kv_dtype" && p.kv_dtype) out += " · kv=" + *p.kv_dtype;
   if (axis != "page_size" && p.page_size) out += fmt::format(" · page={}", *p.page_size);
   if (axis != "cuda_graphs" && !p.cuda_graphs) out += " · eager";
+  if (axis != "weight_dtype" && p.weight_dtype) out += " · weights=" + *p.weight_dtype;
   return out;
 }
 
@@ -218,6 +248,12 @@ void axisSection(HtmlDocument& doc, const std::vector<Aligned>& rows, const std:
       rows.size() > kAxisTableRows
           ? fmt::format(" The first {} of {} points; every one is in whatif.json.", kAxisTableRows, rows.size())
           : ""));
+  if (axis == "spec_decoding") {
+    doc.paragraph(
+        "A verify step emits from 1 to draft + 1 tokens per request, a decode step 1: speculative decoding pays "
+        "off where the mean number of tokens accepted per verify step exceeds the ratio (the drafter's own steps "
+        "not included; attnsim does not model acceptance).");
+  }
   doc.table(axisTable(rows, subjects));
 }
 

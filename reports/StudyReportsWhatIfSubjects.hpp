@@ -1,8 +1,8 @@
 #pragma once
 // Who the what-if report compares: named backends, each engine's own choice, one choice on each
 // device, or one choice under each value of a scenario axis of the sweep (kv dtype, page size, TP,
-// CUDA graphs); and, when the sweep cannot answer the question asked, what it can compare instead.
-// Also the report's aligned rows and, for an axis, its side-by-side table against the baseline.
+// CUDA graphs, weight dtype, speculative decoding); and, when the sweep cannot answer the question asked, what it can
+// compare instead. Also the report's aligned rows and, for an axis, its side-by-side table against the baseline.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -23,9 +23,13 @@ struct Subject {
 
 // The axes --axis takes, in the order they are listed.
 const std::vector<std::string>& axes();
-// The value of `axis` at a point: "default" for a kv dtype or page size left to the engine, on/off for
-// CUDA graphs.
+// The value of `axis` at a point: "default" for a kv dtype, page size or weight dtype left to the engine
+// or the model, on/off for CUDA graphs; spec_decoding: "off" for a decode step, "ALGORITHM draft=N topk=K"
+// for a verify step, "" for the other phases (not on that axis).
 std::string axisValue(const StudyPoint& p, const std::string& axis);
+// The workload a point is aligned by across the axis's values: its own, or for spec_decoding its batch
+// and context (a decode and a verify step of the same requests side by side).
+std::string alignedWorkload(const StudyPoint& p, const std::string& axis);
 // The axis the options compare along: --axis, or engine / hardware for --compare-engines /
 // --compare-hardware ("" for --compare's backends).
 std::string comparedAxis(const WhatIfOptions& o);
@@ -35,7 +39,8 @@ std::vector<Subject> subjectsOf(const StudyData& data, const WhatIfOptions& o);
 // A point's panel for an --axis comparison: device, model, engine and the serving options less the axis.
 std::string axisPanel(const StudyPoint& p, const std::string& axis);
 // Whether the subjects differ in the attention call alone (backends, kv dtype, page size: compared by
-// the attention's band) or in the whole step (devices, TP, CUDA graphs: the step's band).
+// the attention's band) or in the whole step (devices, TP, CUDA graphs, weights, a verify step for a
+// decode step: the step's band).
 bool attentionOnly(const std::string& axis);
 
 // One subject at one point.

@@ -27,7 +27,8 @@ constexpr const char* kPointsSql = R"(
   SELECT p.id, p.grp, g.hardware, g.model, g.engine, g.kv_dtype, g.page_size, g.tp, g.cuda_graphs,
          g.workload_class, p.phase, p.workload, p.batch, p.q_len, p.context, p.tokens, p.valid,
          s.refusal, s.kv_dtype, p.best_slot, p.default_slot, p.default_rank, p.regret, p.regret_us,
-         p.default_within_band, p.memory_fits, p.memory_reason, p.memory_need_mib, p.memory_have_mib
+         p.default_within_band, p.memory_fits, p.memory_reason, p.memory_need_mib, p.memory_have_mib,
+         g.weight_dtype
   FROM points p JOIN sweep_groups g ON g.sweep = p.sweep AND g.id = p.grp
   LEFT JOIN selections s ON s.sweep = p.sweep AND s.grp = p.grp
   WHERE p.sweep = ? ORDER BY p.id)";
@@ -63,6 +64,7 @@ StudyPoint readPoint(const Statement& s) {
   p.memory_reason = s.isNull(26) ? "" : s.text(26);
   p.memory_need_mib = optionalReal(s, 27);
   p.memory_have_mib = optionalReal(s, 28);
+  p.weight_dtype = optionalText(s, 29);
   return p;
 }
 

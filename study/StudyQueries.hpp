@@ -33,6 +33,7 @@ struct StudyPoint {
   std::string hardware, model, engine;
   std::optional<std::string> kv_dtype;  // as the spec asked; nullopt: the engine's default
   std::optional<std::int64_t> page_size;
+  std::optional<std::string> weight_dtype;  // as the spec asked; nullopt: the model's own
   std::int64_t tp = 1;
   bool cuda_graphs = true;
   std::string workload_class, phase, workload;

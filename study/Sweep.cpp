@@ -247,12 +247,20 @@ SweepSummary runSweep(const Catalog& catalog, const SweepSpec& spec, Store& stor
   summary.progress.done = summary.already_done;
   const int jobs = std::max(1, o.jobs);
   std::vector<SweepGroup> groups(plan.groups.size());
-  std::map<std::string, std::shared_ptr<const ModelSpec>> models;
-  for (const auto& id : spec.models) models[id] = std::make_shared<const ModelSpec>(catalog.model(id));
+  // Each model under each weight dtype of the spec (the spec checked the dtypes; nullopt: the model's own).
+  std::map<std::pair<std::string, std::optional<std::string>>, std::shared_ptr<const ModelSpec>> models;
+  for (const auto& id : spec.models) {
+    for (const auto& weights : spec.weight_dtypes) {
+      auto model = std::make_shared<ModelSpec>(catalog.model(id));
+      if (weights) model->weight_dtype = *weights;
+      models[{id, weights}] = std::move(model);
+    }
+  }
   parallelFor(plan.groups.size(), jobs, [&](std::size_t i) {
     if (!needed[i]) return;
     const PlannedGroup& pg = plan.groups[i];
-    groups[i] = evaluateGroup(catalog, pg.scenario, models.at(pg.scenario.model), pg.engine->backends);
+    const auto& model = models.at({pg.scenario.model, pg.scenario.weight_dtype});
+    groups[i] = evaluateGroup(catalog, pg.scenario, model, pg.engine->backends);
     groups[i].id = pg.id;
     groups[i].workload_class = pg.workload_class;
   });

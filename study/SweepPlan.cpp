@@ -74,19 +74,23 @@ std::vector<Combination> combinations(const SweepSpec& spec) {
           for (const auto& page : spec.page_sizes) {
             for (const auto tp : spec.tp) {
               for (const bool graphs : spec.cuda_graphs) {
-                Combination c;
-                c.scenario.hardware = hw;
-                c.scenario.model = model;
-                c.scenario.engine = engine.engine;
-                c.scenario.kv_dtype = kv;
-                c.scenario.page_size = page;
-                c.scenario.tp = tp;
-                c.scenario.cuda_graphs = graphs;
-                c.engine = &engine;
-                c.key_prefix = fmt::format("{}|{}|{}|kv={}|page={}|tp={}|graphs={}", hw, model, engine.engine,
-                                           kv.value_or("default"), page ? std::to_string(*page) : "default", tp,
-                                           graphs ? "on" : "off");
-                out.push_back(std::move(c));
+                for (const auto& weights : spec.weight_dtypes) {
+                  Combination c;
+                  c.scenario.hardware = hw;
+                  c.scenario.model = model;
+                  c.scenario.engine = engine.engine;
+                  c.scenario.kv_dtype = kv;
+                  c.scenario.page_size = page;
+                  c.scenario.tp = tp;
+                  c.scenario.cuda_graphs = graphs;
+                  c.scenario.weight_dtype = weights;
+                  c.engine = &engine;
+                  // The model's own weights add nothing to the key: a spec without the axis keeps its keys.
+                  c.key_prefix = fmt::format("{}|{}|{}|kv={}|page={}|tp={}|graphs={}{}", hw, model, engine.engine,
+                                             kv.value_or("default"), page ? std::to_string(*page) : "default", tp,
+                                             graphs ? "on" : "off", weights ? "|weights=" + *weights : "");
+                  out.push_back(std::move(c));
+                }
               }
             }
           }

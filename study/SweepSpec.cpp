@@ -9,6 +9,7 @@
 #include "core/Files.hpp"
 #include "core/Strings.hpp"
 #include "core/YamlReader.hpp"
+#include "model/ModelSpec.hpp"
 #include "study/CapacitySpec.hpp"
 
 namespace attnsim {
@@ -194,6 +195,14 @@ void readServing(const YamlReader& r, const Catalog& c, SweepSpec& spec) {
   const auto kvs = r.has("kv_dtypes") ? r.getListOf("kv_dtypes", kv_dtypes) : std::vector<std::string>{"default"};
   for (const auto& kv : kvs) {
     spec.kv_dtypes.push_back(kv == "default" ? std::nullopt : std::optional<std::string>(kv));
+  }
+  // Weight dtypes: the model's own ("default") or a quantisation as --weight-dtype takes it.
+  std::vector<std::string> weight_dtypes{"default"};
+  weight_dtypes.insert(weight_dtypes.end(), weightDtypes().begin(), weightDtypes().end());
+  const auto ws =
+      r.has("weight_dtypes") ? r.getListOf("weight_dtypes", weight_dtypes) : std::vector<std::string>{"default"};
+  for (const auto& w : ws) {
+    spec.weight_dtypes.push_back(w == "default" ? std::nullopt : std::optional<std::string>(w));
   }
   const auto pages = r.raw("page_sizes");
   const bool engine_default = !pages || pages->IsNull() || (pages->IsScalar() && pages->Scalar() == "default");

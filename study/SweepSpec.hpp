@@ -35,7 +35,8 @@ struct SweepSpec {
   std::string file;  // where it came from ("sweeps/default.yaml" for a built-in one)
   std::vector<std::string> hardware, models;
   std::vector<SweepEngine> engines;
-  std::vector<std::optional<std::string>> kv_dtypes;  // nullopt: the engine's default
+  std::vector<std::optional<std::string>> kv_dtypes;      // nullopt: the engine's default
+  std::vector<std::optional<std::string>> weight_dtypes;  // nullopt: the model's own (its checkpoint)
   std::vector<std::optional<std::int64_t>> page_sizes;
   std::vector<std::int64_t> tp;
   std::vector<bool> cuda_graphs;

@@ -82,9 +82,9 @@ std::vector<std::int64_t> parseIntList(std::string_view text, std::int64_t min, 
 }
 
 std::string checkSweepFilterVariable(std::string_view name) {
-  static const std::vector<std::string> known = {"hardware", "model",       "engine", "kv_dtype", "page_size",
-                                                 "tp",       "cuda_graphs", "phase",  "batch",    "q_len",
-                                                 "context",  "tokens",      "mixed"};
+  static const std::vector<std::string> known = {"hardware", "model",       "engine", "kv_dtype",    "page_size",
+                                                 "tp",       "cuda_graphs", "phase",  "batch",       "q_len",
+                                                 "context",  "tokens",      "mixed",  "weight_dtype"};
   for (const auto& k : known) {
     if (k == name) return "";
   }
@@ -103,6 +103,7 @@ Env sweepFilterEnv(const Scenario& s, const SweepWorkload& w) {
   env["engine"] = s.engine;
   env["kv_dtype"] = s.kv_dtype ? Value{*s.kv_dtype} : Value{};
   env["page_size"] = s.page_size ? Value{*s.page_size} : Value{};
+  env["weight_dtype"] = s.weight_dtype ? Value{*s.weight_dtype} : Value{};
   env["tp"] = s.tp;
   env["cuda_graphs"] = s.cuda_graphs;
   env["phase"] = std::string(phaseName(w.workload.phase));

@@ -67,6 +67,7 @@ void writeGroup(Statement& group, Statement& selection, std::int64_t sweep, cons
   group.bind(8, s.tp);
   group.bind(9, static_cast<std::int64_t>(s.cuda_graphs));
   group.bind(10, g.workload_class);
+  group.bind(11, s.weight_dtype);
   group.run();
   selection.bind(1, sweep);
   selection.bind(2, g.id);
@@ -88,7 +89,7 @@ void writeGroups(Store& store, std::int64_t sweep, const SweepPlan& plan, const 
   WriteTransaction t(db, store.path());
   Statement group(db,
                   "INSERT OR IGNORE INTO sweep_groups (sweep, id, hardware, model, engine, kv_dtype, page_size, tp, "
-                  "cuda_graphs, workload_class) VALUES (?,?,?,?,?,?,?,?,?,?)");
+                  "cuda_graphs, workload_class, weight_dtype) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
   Statement selection(db,
                       "INSERT OR IGNORE INTO selections (sweep, grp, valid, refusal, backend, variant, "
                       "prefill_backend, decode_backend, kv_dtype, page_size, notes) VALUES (?,?,?,?,?,?,?,?,?,?,?)");

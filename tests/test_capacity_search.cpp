@@ -1,4 +1,5 @@
 // unit: capacity search refuses nonsense flags and says why when no rate meets the SLO (issue 29).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -84,6 +85,23 @@ TEST(CapacitySearch, ASearchThatMeetsTheSloSaysNothingIsUnmet) {
   const RateSearch r = searchRate(session, a, {2.0, 0.050});
   EXPECT_GT(r.max_rate, 0);
   EXPECT_TRUE(r.slo_unmet.empty()) << r.slo_unmet;
+}
+
+TEST(CapacitySearch, TextShowsTheRatesBandBesideTheRateAsTheJsonGivesIt) {
+  const std::string args =
+      "capacity search --hardware h100-sxm --model llama-3.1-8b --engine vllm --requests 60 --output-len 64";
+  const auto text = runAttnsim(args);
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  const auto r = runAttnsim("--json " + args);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json row = json::parse(r.output).at(0);
+  const double slow = row.at("max_rate_band_rps").at(0), fast = row.at("max_rate_band_rps").at(1);
+  EXPECT_LE(slow, row.at("max_rate_rps").get<double>());
+  EXPECT_GE(fast, row.at("max_rate_rps").get<double>());
+  EXPECT_NE(text.output.find("band req/s: the highest rate with every step at the slow and the fast end"),
+            std::string::npos)
+      << text.output;
+  EXPECT_NE(text.output.find(fmt::format("{:.2f}-{:.2f}", slow, fast)), std::string::npos) << text.output;
 }
 
 }  // namespace

@@ -223,6 +223,46 @@ TEST(StudyReports, WhatIfComparesAnyAxisAgainstABaselineWithTheBands) {
       << md;
 }
 
+// FP8 weights and speculative decoding are axes too: the weights change every GEMM of the step (the
+// steps' bands decide), and a verify step stands beside the decode step of the same batch and context.
+TEST(StudyReports, WhatIfComparesWeightDtypesAndSpeculativeDecodingSideBySide) {
+  const fs::path db = reportsScratch() / "axis-weights.db", out = reportsScratch() / "axis-weights";
+  const auto sweep = runAttnsim("sweep " + (kReportsData / "axis-weights.yaml").string() + " --db " + db.string());
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.output;
+  auto r = report("whatif", db, out, "--axis weight_dtype");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  json j = json::parse(readFile(out / "whatif.json"));
+  EXPECT_EQ(j["subjects"], json::array({"weight_dtype=default", "weight_dtype=fp8"}));
+  int faster = 0;
+  for (const auto& p : j["points"]) {
+    const auto& e = p["entries"];
+    ASSERT_EQ(e.size(), 2U) << p;
+    ASSERT_TRUE(e[0]["valid"].get<bool>() && e[1]["valid"].get<bool>()) << p;
+    // Llama-3.1-8B's BF16 weights in FP8: half the bytes every GEMM reads, never a slower step.
+    EXPECT_LE(e[1]["step_us"].get<double>(), e[0]["step_us"].get<double>() * 1.0001) << p;
+    faster += e[1]["step_us"].get<double>() < e[0]["step_us"].get<double>() ? 1 : 0;
+  }
+  EXPECT_EQ(j["points"].size(), 8U) << "4 decode and 4 verify workloads";
+  EXPECT_GT(faster, 0);
+
+  r = report("whatif", db, out, "--axis spec_decoding --engine vllm");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  j = json::parse(readFile(out / "whatif.json"));
+  EXPECT_EQ(j["subjects"], json::array({"spec_decoding=off", "spec_decoding=eagle draft=3 topk=1"}));
+  int compared = 0;
+  for (const auto& p : j["points"]) {
+    const auto& e = p["entries"];
+    if (!e[0]["valid"].get<bool>() || !e[1]["valid"].get<bool>()) continue;
+    ++compared;
+    EXPECT_EQ(p["workload"].get<std::string>().rfind("b=", 0), 0U) << "aligned by batch and context: " << p;
+    // A verify step runs 4 query tokens per request where a decode step runs 1: never cheaper.
+    EXPECT_GE(e[1]["step_us"].get<double>(), e[0]["step_us"].get<double>()) << p;
+  }
+  EXPECT_EQ(compared, 8) << "4 batch x context pairs under each weight dtype";
+  EXPECT_NE(readFile(out / "whatif.md").find("speculative decoding pays off where the mean number of tokens"),
+            std::string::npos);
+}
+
 // An axis value the filtered engine was never swept with (SGLang spells FP8 fp8_e4m3, vLLM fp8) is left out
 // of the comparison, not shown as an empty column; a baseline no matched point has is an error.
 TEST(StudyReports, WhatIfOnAnAxisLeavesOutValuesTheFilteredEngineWasNotSweptWith) {

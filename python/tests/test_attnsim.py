@@ -192,3 +192,81 @@ def test_invalid_scenarios_raise_input_error():
     answer = attnsim.predict(engine="vllm", hardware="h100-sxm", model="qwen3-8b", context=40961,
                              allow_context_beyond_max_position=True)
     assert answer["step_us_graph"] > 0
+
+
+# One scenario, every command: the module's dict is the CLI's --json (reports/Answers renders both).
+SCENARIO = ["--hardware", "h100-sxm", "--model", "llama-3.1-8b", "--engine", "vllm"]
+TIMINGS = ("simulation_wall_s", "seconds", "points_per_second", "predictions_per_second")
+
+
+def without_timings(answer):
+    return {k: v for k, v in answer.items() if k not in TIMINGS}
+
+
+def test_predict_at_tp_2_answers_as_the_cli_with_its_all_reduces():
+    answer = attnsim.predict(hardware="h100-sxm", model="llama-3.1-8b", engine="vllm", tp=2, batch=16,
+                             context=2048)
+    code, cli = cli_json("predict", *SCENARIO, "--tp", "2", "--batch", "16", "--context", "2048")
+    assert code == 0
+    assert answer == cli
+    assert answer["tp_comm_us"] > 0
+
+
+def test_serve_sim_answers_as_the_cli():
+    answer = attnsim.serve_sim(hardware="h100-sxm", model="llama-3.1-8b", engine="vllm", rate=4, requests=40,
+                               prompt_len=512, output_len=32, warmup_requests=2, slo_ttft_ms=500)
+    code, cli = cli_json("serve-sim", *SCENARIO, "--rate", "4", "--requests", "40", "--prompt-len", "512",
+                         "--output-len", "32", "--warmup-requests", "2", "--slo-ttft-ms", "500")
+    assert code == 0
+    assert without_timings(answer) == without_timings(cli)
+    assert answer["completed"] == 40 and answer["warmup_requests"] == 2
+    assert isinstance(answer["meets_slo"], bool)
+
+
+def test_serve_sim_refuses_a_bad_serving_keyword_by_name():
+    with pytest.raises(attnsim.UsageError, match="rate"):
+        attnsim.serve_sim(hardware="h100-sxm", model="llama-3.1-8b", engine="vllm", rate=-1)
+    with pytest.raises(attnsim.UsageError, match="no scenario keyword 'rates'"):
+        attnsim.serve_sim(hardware="h100-sxm", model="llama-3.1-8b", engine="vllm", rates=1)
+
+
+def test_capacity_memory_answers_as_the_cli():
+    answer = attnsim.capacity_memory(hardware="h100-sxm", model="llama-3.1-8b", engine="vllm")
+    code, cli = cli_json("capacity", "memory", *SCENARIO)
+    assert code == 0
+    assert answer == cli
+    assert answer["weights_fit"] is True and answer["kv_tokens"] > 0
+    big = attnsim.capacity_memory(hardware="h100-sxm", model="llama-3.1-405b", engine="vllm")
+    assert big["weights_fit"] is False
+
+
+def test_capacity_search_answers_as_the_cli_with_the_band():
+    answer = attnsim.capacity_search(hardware="h100-sxm", model="llama-3.1-8b", engine=["vllm", "sglang"], tp=1,
+                                     requests=60, prompt_len=1024, output_len=64, target_rate=10)
+    code, cli = cli_json("capacity", "search", *SCENARIO[:4], "--engine", "vllm,sglang", "--requests", "60",
+                         "--prompt-len", "1024", "--output-len", "64", "--target-rate", "10")
+    assert code == 0
+    assert answer == cli
+    assert [row["engine"] for row in answer] == ["vllm", "sglang"]
+    for row in answer:
+        slow, fast = row["max_rate_band_rps"]
+        assert slow <= row["max_rate_rps"] <= fast
+        assert row["gpus_for_target"] >= 1
+
+
+def test_sweep_and_its_reports_answer_as_the_cli(tmp_path):
+    spec = os.path.join(SOURCE_DIR, "tests", "data", "reports", "axis.yaml")
+    answer = attnsim.sweep(spec, db=str(tmp_path / "py.db"), jobs=1)
+    code, cli = cli_json("sweep", spec, "--db", str(tmp_path / "cli.db"), "--jobs", "1")
+    assert code == 0
+    assert without_timings(answer) == {**without_timings(cli), "db": str(tmp_path / "py.db")}
+    assert answer["written"] == answer["points"] > 0
+    for what, flags, whatif in [("priorities", [], None), ("matrix", [], None),
+                                ("whatif", ["--axis", "kv_dtype"], attnsim.WhatIf(axis="kv_dtype"))]:
+        kwargs = {"whatif": whatif} if whatif else {}
+        report = attnsim.report(what, db=str(tmp_path / "cli.db"), out=str(tmp_path / "py"), **kwargs)
+        code, cli = cli_json("report", what, "--db", str(tmp_path / "cli.db"), "--out", str(tmp_path / "cli"),
+                             *flags)
+        assert code == 0, what
+        assert report == cli, what
+        assert (tmp_path / "py" / f"{what}.json").exists()
