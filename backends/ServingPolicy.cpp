@@ -63,6 +63,7 @@ ServingPolicy parseServingPolicy(const YamlReader& r, const std::vector<std::str
     n.decay_steps = ratio->getInt("decay_steps", 1, std::int64_t{1} << 30);
     n.retract_decode_steps = ratio->getInt("retract_decode_steps", 0, std::int64_t{1} << 30);
     n.clip_max_new_tokens = ratio->getInt("clip_max_new_tokens", 1, std::int64_t{1} << 30);
+    n.dp_attention_factor = ratio->findNumber("dp_attention_factor", 1e-6, 1e6).value_or(1.0);
     n.source = ratio->get<std::string>("source");
     ratio->finish();
     p.scheduler.new_token_ratio = n;

@@ -32,6 +32,7 @@ struct NewTokenRatioPolicy {
   std::int64_t decay_steps = 600;           // SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS: init to floor
   std::int64_t retract_decode_steps = 20;   // SGLANG_RETRACT_DECODE_STEPS: headroom in the reset ratio
   std::int64_t clip_max_new_tokens = 4096;  // SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION
+  double dp_attention_factor = 1;           // conservativeness x this with attention replicas (DP attention)
   std::string source;
 };
 

@@ -118,7 +118,8 @@ ServeSetup serveSetup(const Catalog& c, const Scenario& s) {
   out.scheduler.mixed_batches = sched.mixed_batches;
   out.scheduler.preemption = sched.preemption == "retract" ? Preemption::Retract : Preemption::Recompute;
   if (sched.new_token_ratio) {
-    out.scheduler.new_token_ratio = newTokenRatioOf(*sched.new_token_ratio, scheduleConservativeness(s));
+    const double dp = m.attention_dp > 1 ? sched.new_token_ratio->dp_attention_factor : 1.0;
+    out.scheduler.new_token_ratio = newTokenRatioOf(*sched.new_token_ratio, scheduleConservativeness(s) * dp);
   }
   out.scheduler.chunked_prefill = m.chunked_prefill;
   out.scheduler.prefix_caching = m.prefix_caching;

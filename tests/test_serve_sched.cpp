@@ -129,6 +129,11 @@ TEST(SglangScheduler, ScheduleConservativenessScalesTheRatioUpToOne) {
   EXPECT_NEAR(serveSetup(test::defaultCatalog(), s).scheduler.new_token_ratio->init, 0.21, 1e-12);
   s.engine_options["schedule_conservativeness"] = "2";
   EXPECT_DOUBLE_EQ(serveSetup(test::defaultCatalog(), s).scheduler.new_token_ratio->init, 1.0);
+  s.engine_options["schedule_conservativeness"] = "1";
+  s.engine_options["enable_dp_attention"] = "true";
+  s.engine_options["dp_size"] = "2";
+  s.tp = 2;  // DP attention: ServerArgs._handle_data_parallelism scales conservativeness by 0.3
+  EXPECT_NEAR(serveSetup(test::defaultCatalog(), s).scheduler.new_token_ratio->init, 0.21, 1e-12);
   for (const char* bad : {"0", "-1", "abc", "1.5x"}) {
     s.engine_options["schedule_conservativeness"] = bad;
     EXPECT_THROW((void)serveSetup(test::defaultCatalog(), s), UsageError) << bad;
