@@ -16,6 +16,11 @@ class PrefixCache {
     const auto it = entries_.find(group);
     return it == entries_.end() ? 0 : it->second.pages;
   }
+  // Whether a running request uses the group's prefix (then it is not evictable).
+  [[nodiscard]] bool inUse(std::int64_t group) const {
+    const auto it = entries_.find(group);
+    return it != entries_.end() && it->second.refs > 0;
+  }
   // Pages held by no running request: what the pool may take back.
   [[nodiscard]] std::int64_t evictable() const { return evictable_; }
 

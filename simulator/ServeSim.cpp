@@ -72,7 +72,10 @@ void ServeEngine::scheduleWaiting(std::int64_t& budget) {
     Live& l = waiting_.front();
     const std::int64_t hit = prefixHitPages(l);
     if (by_ratio && !running_.empty()) {  // an idle engine admits what fits the pool (no livelock)
-      const double room = static_cast<double>(availablePages() * c_.page_size) - held;
+      // The prefix it matches is pinned: not evictable for it (PrefillAdder._lock_node).
+      const std::int64_t group = req_[l.index].prefix_group;
+      const std::int64_t pinned = hit > 0 && !cache_.inUse(group) ? cache_.pages(group) : 0;
+      const double room = static_cast<double>((availablePages() - pinned) * c_.page_size) - held;
       const std::int64_t extend = l.prefill_left - hit * c_.page_size;
       if (static_cast<double>(extend + clippedLeft(l) + c_.page_size) >= room) break;
     }
