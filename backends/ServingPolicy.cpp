@@ -55,6 +55,20 @@ ServingPolicy parseServingPolicy(const YamlReader& r, const std::vector<std::str
   p.scheduler.mixed_batches = sched.get<bool>("mixed_batches");
   p.scheduler.chunked_prefill = sched.findExpr("chunked_prefill", checkAgainst(names));
   p.scheduler.policy = sched.getOneOf("policy", {"decode-first", "prefill-first"});
+  p.scheduler.preemption = sched.findOneOf("preemption", {"recompute", "retract"}).value_or("recompute");
+  p.scheduler.prefix_caching = sched.findExpr("prefix_caching", checkAgainst(names));
+  if (auto ratio = sched.findMap("new_token_ratio")) {
+    NewTokenRatioPolicy n;
+    n.init = ratio->getNumber("init", 1e-6, 1);
+    n.min_factor = ratio->getNumber("min_factor", 1e-6, 1);
+    n.decay_steps = ratio->getInt("decay_steps", 1, std::int64_t{1} << 30);
+    n.retract_decode_steps = ratio->getInt("retract_decode_steps", 0, std::int64_t{1} << 30);
+    n.clip_max_new_tokens = ratio->getInt("clip_max_new_tokens", 1, std::int64_t{1} << 30);
+    n.dp_attention_factor = ratio->findNumber("dp_attention_factor", 1e-6, 1e6).value_or(1.0);
+    n.source = ratio->get<std::string>("source");
+    ratio->finish();
+    p.scheduler.new_token_ratio = n;
+  }
   p.scheduler.source = sched.get<std::string>("source");
   sched.finish();
   r.finish();

@@ -3,6 +3,7 @@
 // variables it derives from the GPU and the scenario (chunked-prefill size, graph maximum, memory
 // fraction), how it splits GPU memory between weights, activations, CUDA graphs and the KV pool,
 // and its scheduler's limits. The capacity model (cost/MemoryModel) and serve-sim read it.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -23,6 +24,18 @@ struct ServingMemory {
   std::string source;
 };
 
+// SGLang's admission by a new-token ratio and its retraction of decoding requests when the KV pool
+// runs out (schedule_policy.py PrefillAdder, schedule_batch.py retract_decode, environ.py constants).
+struct NewTokenRatioPolicy {
+  double init = 0.7;                        // SGLANG_INIT_NEW_TOKEN_RATIO, times schedule_conservativeness, at most 1
+  double min_factor = 0.14;                 // SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR: the floor is init x this
+  std::int64_t decay_steps = 600;           // SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS: init to floor
+  std::int64_t retract_decode_steps = 20;   // SGLANG_RETRACT_DECODE_STEPS: headroom in the reset ratio
+  std::int64_t clip_max_new_tokens = 4096;  // SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION
+  double dp_attention_factor = 1;           // conservativeness x this with attention replicas (DP attention)
+  std::string source;
+};
+
 struct ServingScheduler {
   Expr max_batched_tokens;    // token budget of one step (prefill chunk plus decodes)
   Expr max_running_requests;  // may also read kv_tokens
@@ -30,6 +43,13 @@ struct ServingScheduler {
   // Whether prompts are split over steps (vLLM enable_chunked_prefill); absent: always.
   std::optional<Expr> chunked_prefill;
   std::string policy;  // decode-first (vLLM) or prefill-first (SGLang, RTP-LLM)
+  // When the pool runs out: recompute (the newest running request gives its KV back and waits in
+  // front: vLLM) or retract (decoding requests by SGLang's order, to the back of the queue).
+  std::string preemption = "recompute";
+  std::optional<NewTokenRatioPolicy> new_token_ratio;  // SGLang's admission; absent: pages only
+  // Whether computed prompt prefixes stay in the pool for later requests (vLLM enable_prefix_caching,
+  // SGLang's radix cache); absent: never.
+  std::optional<Expr> prefix_caching;
   std::string source;
 };
 

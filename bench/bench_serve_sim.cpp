@@ -62,5 +62,31 @@ void BM_ServeSim10kClosedLoop(benchmark::State& state) {
 }
 BENCHMARK(BM_ServeSim10kClosedLoop)->Arg(64)->Arg(256)->Unit(benchmark::kMillisecond);
 
+// sglang.bench_serving's generated-shared-prefix dataset at 10,240 requests (64 groups x 160, system
+// prompt 2048, question 128, output 256) at 40 req/s on SGLang (radix cache, retraction), range(0) 1:
+// the radix cache on, 0: off (--disable-radix-cache).
+void BM_ServeSim10kSharedPrefix(benchmark::State& state) {
+  const Catalog c = Catalog::loadDefault();
+  Scenario s;
+  s.hardware = "h100-sxm";
+  s.model = "llama-3.1-8b";
+  s.engine = "sglang";
+  if (state.range(0) == 0) s.engine_options["disable_radix_cache"] = "true";
+  ArrivalSpec a;
+  a.rate = 40;
+  a.lengths = "generated-shared-prefix";
+  a.gsp_prompts_per_group = 160;
+  const std::vector<ServeRequest> requests = generateRequests(a);
+  std::int64_t steps = 0;
+  for (auto _ : state) {
+    const ServeRun run = serveScenario(c, s, requests, {});
+    steps = run.result.steps;
+    benchmark::DoNotOptimize(run.result.ttft.p99);
+  }
+  state.counters["steps"] = static_cast<double>(steps);
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(requests.size()));
+}
+BENCHMARK(BM_ServeSim10kSharedPrefix)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
+
 }  // namespace
 }  // namespace attnsim

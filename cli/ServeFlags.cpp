@@ -56,10 +56,23 @@ void addArrivalFlags(CLI::App& app, ArrivalSpec& a, bool rate_inf) {
   auto* lengths = app.add_option("--lengths", a.lengths, "fixed, uniform, exponential or random (--dataset-name)")
                       ->check(CLI::IsMember({"fixed", "uniform", "exponential", "random"}));
   app.add_option_function<std::string>(
-         "--dataset-name", [&a](const std::string&) { a.lengths = "random"; },
-         "random: the random dataset of vllm bench serve / sglang.bench_serving (see --backend-bench)")
-      ->check(CLI::IsMember({"random"}))
+         "--dataset-name", [&a](const std::string& name) { a.lengths = name; },
+         "random: the random dataset of vllm bench serve / sglang.bench_serving (see --backend-bench); "
+         "generated-shared-prefix: sglang.bench_serving's groups sharing a system prompt (--gsp-*)")
+      ->check(CLI::IsMember({"random", "generated-shared-prefix"}))
       ->excludes(lengths);
+  app.add_option("--gsp-num-groups", a.gsp_num_groups, "generated-shared-prefix: groups (64)")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--gsp-prompts-per-group", a.gsp_prompts_per_group, "generated-shared-prefix: prompts per group (16)")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--gsp-system-prompt-len", a.gsp_system_prompt_len, "generated-shared-prefix: shared tokens (2048)")
+      ->check(CLI::Range(1, 1 << 24));
+  app.add_option("--gsp-question-len", a.gsp_question_len, "generated-shared-prefix: own tokens (128)")
+      ->check(CLI::Range(1, 1 << 24));
+  app.add_option("--gsp-output-len", a.gsp_output_len, "generated-shared-prefix: output tokens (256)")
+      ->check(CLI::Range(1, 1 << 24));
+  app.add_option("--gsp-range-ratio", a.gsp_range_ratio, "generated-shared-prefix: lengths from [len x r, len] (1)");
+  app.add_flag("--gsp-ordered", a.gsp_ordered, "generated-shared-prefix: keep the groups in order (no shuffle)");
   app.add_option("--random-range-ratio", a.range_ratio, "random dataset: the length range (vLLM and SGLang differ)");
   app.add_option("--random-prefix-len", a.prefix_len, "random dataset (vLLM): tokens before every prompt")
       ->check(CLI::Range(0, 1 << 24));

@@ -140,6 +140,7 @@ MemorySplit splitMemory(const MemoryInput& in) {
   if (sp.scheduler.chunked_prefill) {
     s.chunked_prefill = truthy(sp.scheduler.chunked_prefill->evaluate(env));
   }
+  s.prefix_caching = sp.scheduler.prefix_caching && truthy(sp.scheduler.prefix_caching->evaluate(env));
   s.other_mib = s.gpu_mib - s.weights_mib - s.kv_pool_mib;  // also right when the pool is negative
   s.note = sp.memory.note;
   s.source = sp.memory.source;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 
 #include "catalog/Catalog.hpp"
@@ -23,6 +25,32 @@ PredictionInput engineInput(const Catalog& c, const Scenario& s, const ModelSpec
   const EngineRun run = runEngine(c, hw, model, e, options, s.backend, phase, StageScope::Deployment);
   if (run.selection.refusal) throw EngineRefusal(*run.selection.refusal);
   return predictionInputFor(c, hw, model, e, run, s.cuda_graphs);
+}
+
+// SGLang's --schedule-conservativeness (ServerArgs default 1.0): a number > 0.
+double scheduleConservativeness(const Scenario& s) {
+  const auto it = s.engine_options.find("schedule_conservativeness");
+  if (it == s.engine_options.end()) return 1.0;
+  const std::string& text = it->second;
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc{} || end != text.data() + text.size() || !std::isfinite(v) || v <= 0) {
+    throw UsageError(
+        fmt::format("--option schedule_conservativeness={}: expected a number > 0 (SGLang's default 1.0)", text));
+  }
+  return v;
+}
+
+// init_schedule_policy: init = min(init x conservativeness, 1), floor = min(init x factor, 1), and the
+// decay per decode step that takes init to the floor in decay_steps.
+NewTokenRatioAdmission newTokenRatioOf(const NewTokenRatioPolicy& p, double conservativeness) {
+  NewTokenRatioAdmission a;
+  a.init = std::min(p.init * conservativeness, 1.0);
+  a.min = std::min(a.init * p.min_factor, 1.0);
+  a.decay = (a.init - a.min) / static_cast<double>(p.decay_steps);
+  a.retract_decode_steps = p.retract_decode_steps;
+  a.clip_max_new_tokens = p.clip_max_new_tokens;
+  return a;
 }
 
 }  // namespace
@@ -86,8 +114,15 @@ ServeSetup serveSetup(const Catalog& c, const Scenario& s) {
   out.scheduler.max_running_requests = m.max_running_requests * m.attention_dp;
   out.scheduler.kv_tokens = m.engineKvTokens();
   out.scheduler.page_size = m.page_size;
-  out.scheduler.mixed_batches = c.engine(s.engine).policy.serving->scheduler.mixed_batches;
+  const ServingScheduler& sched = c.engine(s.engine).policy.serving->scheduler;
+  out.scheduler.mixed_batches = sched.mixed_batches;
+  out.scheduler.preemption = sched.preemption == "retract" ? Preemption::Retract : Preemption::Recompute;
+  if (sched.new_token_ratio) {
+    const double dp = m.attention_dp > 1 ? sched.new_token_ratio->dp_attention_factor : 1.0;
+    out.scheduler.new_token_ratio = newTokenRatioOf(*sched.new_token_ratio, scheduleConservativeness(s) * dp);
+  }
   out.scheduler.chunked_prefill = m.chunked_prefill;
+  out.scheduler.prefix_caching = m.prefix_caching;
   return out;
 }
 

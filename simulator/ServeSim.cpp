@@ -4,84 +4,14 @@
 #include <cmath>
 #include <deque>
 
+#include "simulator/ServeEngine.hpp"
+#include "simulator/ServeMetrics.hpp"
+
 namespace attnsim {
 
-namespace {
+namespace servesim {
 
-struct Live {
-  std::size_t index = 0;
-  std::int64_t cached = 0;        // tokens whose KV is in the pool
-  std::int64_t prefill_left = 0;  // prompt (and, after a preemption, generated) tokens still to prefill
-  std::int64_t generated = 0;
-  std::int64_t pages = 0;
-  double last_token_s = 0;
-};
-
-struct Chunk {
-  std::size_t live = 0;  // index into the running list
-  std::int64_t tokens = 0;
-};
-
-// The simulation state: the pool, the queues and the outcomes.
-class Engine {
- public:
-  Engine(const std::vector<ServeRequest>& requests, const SchedulerConfig& c, const ServeClient& client,
-         ServeResult& out)
-      : req_(requests), c_(c), out_(out), free_pages_(c.kv_tokens / c.page_size), limited_(client.max_concurrency > 0) {
-    if (limited_) {
-      const auto n = std::min<std::size_t>(static_cast<std::size_t>(client.max_concurrency), requests.size());
-      slots_.assign(n, 0.0);  // every slot free from the start
-    }
-  }
-
-  void run(const StepTimer& timer);
-
- private:
-  std::int64_t pagesFor(std::int64_t tokens) const { return (tokens + c_.page_size - 1) / c_.page_size; }
-  bool reserve(Live& l, std::int64_t tokens) {
-    const std::int64_t need = pagesFor(tokens) - l.pages;
-    if (need > free_pages_) return false;
-    if (need > 0) {
-      free_pages_ -= need;
-      l.pages += need;
-    }
-    return true;
-  }
-  void release(Live& l) {
-    free_pages_ += l.pages;
-    l.pages = 0;
-  }
-  void admitArrivals();
-  // Tokens of a prefill to run now: a chunk of the budget, or (chunking off) the whole rest when it
-  // fits or the step has nothing else; 0 when it must wait.
-  [[nodiscard]] std::int64_t prefillTokens(std::int64_t left, std::int64_t budget) const {
-    if (c_.chunked_prefill) return std::min(left, budget);
-    return left <= budget || (prefills_.empty() && decodes_.empty()) ? left : 0;
-  }
-  void preemptNewest();
-  void scheduleRunning(std::int64_t& budget);
-  void scheduleWaiting(std::int64_t& budget);
-  void formBatch();
-  [[nodiscard]] Workload workload() const;
-  void finishStep(double end_s, double step_s);
-  void complete(std::size_t slot, double end_s);
-
-  const std::vector<ServeRequest>& req_;
-  const SchedulerConfig& c_;
-  ServeResult& out_;
-  std::int64_t free_pages_;
-  std::size_t next_arrival_ = 0;
-  double now_ = 0;
-  std::deque<Live> waiting_;
-  std::vector<Live> running_;
-  std::vector<Chunk> prefills_;
-  std::vector<std::size_t> decodes_;
-  std::vector<bool> done_;
-  bool limited_ = false;      // the client holds at most max_concurrency requests in flight
-  std::deque<double> slots_;  // the client's free slots, by the time each freed (oldest first)
-};
-
-void Engine::admitArrivals() {
+void ServeEngine::admitArrivals() {
   while (next_arrival_ < req_.size() && req_[next_arrival_].arrival_s <= now_ && (!limited_ || !slots_.empty())) {
     const ServeRequest& r = req_[next_arrival_];
     if (limited_) {  // sent when it is due and a slot is free, in order (the semaphore is FIFO)
@@ -102,7 +32,7 @@ void Engine::admitArrivals() {
 }
 
 // Recompute preemption: the newest running request gives its pages back and waits in front.
-void Engine::preemptNewest() {
+void ServeEngine::preemptNewest() {
   Live l = running_.back();
   running_.pop_back();
   release(l);
@@ -113,7 +43,8 @@ void Engine::preemptNewest() {
   waiting_.push_front(l);
 }
 
-void Engine::scheduleRunning(std::int64_t& budget) {
+void ServeEngine::scheduleRunning(std::int64_t& budget) {
+  if (c_.preemption == Preemption::Retract && c_.new_token_ratio) retractForDecode();
   for (std::size_t i = 0; i < running_.size() && budget > 0; ++i) {
     Live& l = running_[i];
     const std::int64_t tokens = l.prefill_left > 0 ? prefillTokens(l.prefill_left, budget) : 1;
@@ -134,11 +65,31 @@ void Engine::scheduleRunning(std::int64_t& budget) {
   }
 }
 
-void Engine::scheduleWaiting(std::int64_t& budget) {
+void ServeEngine::scheduleWaiting(std::int64_t& budget) {
+  const bool by_ratio = c_.new_token_ratio.has_value();
+  double held = by_ratio ? admissionReserve() : 0;  // pool kept back for running requests' outputs
   while (!waiting_.empty() && budget > 0 && static_cast<std::int64_t>(running_.size()) < c_.max_running_requests) {
     Live& l = waiting_.front();
+    const std::int64_t hit = prefixHitPages(l);
+    if (by_ratio && !running_.empty()) {  // an idle engine admits what fits the pool (no livelock)
+      // The prefix it matches is pinned: not evictable for it (PrefillAdder._lock_node).
+      const std::int64_t group = req_[l.index].prefix_group;
+      const std::int64_t pinned = hit > 0 && !cache_.inUse(group) ? cache_.pages(group) : 0;
+      const double room = static_cast<double>((availablePages() - pinned) * c_.page_size) - held;
+      const std::int64_t extend = l.prefill_left - hit * c_.page_size;
+      if (static_cast<double>(extend + clippedLeft(l) + c_.page_size) >= room) break;
+    }
+    if (hit > 0) usePrefix(l, hit);
     const std::int64_t tokens = prefillTokens(l.prefill_left, budget);
-    if (tokens == 0 || !reserve(l, l.cached + tokens)) break;
+    if (tokens == 0 || !reserve(l, l.cached + tokens)) {
+      if (hit > 0) {  // not admitted: it gives the prefix back and waits as it was
+        release(l);
+        l.cached = 0;
+        l.prefill_left += hit * c_.page_size;
+      }
+      break;
+    }
+    if (by_ratio && tokens == l.prefill_left) held += static_cast<double>(clippedLeft(l));
     RequestOutcome& o = out_.requests[l.index];
     if (o.scheduled_s < o.arrival_s) o.scheduled_s = now_;
     budget -= tokens;
@@ -148,7 +99,7 @@ void Engine::scheduleWaiting(std::int64_t& budget) {
   }
 }
 
-void Engine::formBatch() {
+void ServeEngine::formBatch() {
   prefills_.clear();
   decodes_.clear();
   std::int64_t budget = c_.max_batched_tokens;
@@ -174,7 +125,7 @@ void Engine::formBatch() {
   scheduleRunning(budget);
 }
 
-Workload Engine::workload() const {
+Workload ServeEngine::workload() const {
   Workload w;
   std::int64_t decode_context = 0;
   for (const std::size_t i : decodes_) decode_context += running_[i].cached + 1;
@@ -194,7 +145,7 @@ Workload Engine::workload() const {
   return w;
 }
 
-void Engine::complete(std::size_t slot, double end_s) {
+void ServeEngine::complete(std::size_t slot, double end_s) {
   Live& l = running_[slot];
   RequestOutcome& o = out_.requests[l.index];
   ++l.generated;
@@ -212,7 +163,7 @@ void Engine::complete(std::size_t slot, double end_s) {
   }
 }
 
-void Engine::finishStep(double end_s, double step_s) {
+void ServeEngine::finishStep(double end_s, double step_s) {
   out_.timeline.push_back({now_, static_cast<std::int64_t>(running_.size()), static_cast<std::int64_t>(waiting_.size()),
                            0, c_.kv_tokens - free_pages_ * c_.page_size});
   out_.in_system_seconds += static_cast<double>(running_.size() + waiting_.size()) * step_s;
@@ -222,6 +173,7 @@ void Engine::finishStep(double end_s, double step_s) {
     Live& l = running_[ch.live];
     l.cached += ch.tokens;
     l.prefill_left -= ch.tokens;
+    donatePrefix(l);
     batch_tokens += ch.tokens;
     if (l.prefill_left == 0) complete(ch.live, end_s);  // the prefill's last chunk yields a token
   }
@@ -238,7 +190,7 @@ void Engine::finishStep(double end_s, double step_s) {
   running_.resize(kept);
 }
 
-void Engine::run(const StepTimer& timer) {
+void ServeEngine::run(const StepTimer& timer) {
   while (next_arrival_ < req_.size() || !waiting_.empty() || !running_.empty()) {
     if (waiting_.empty() && running_.empty()) now_ = std::max(now_, req_[next_arrival_].arrival_s);
     admitArrivals();
@@ -259,71 +211,7 @@ void Engine::run(const StepTimer& timer) {
   out_.makespan_s = now_;
 }
 
-}  // namespace
-
-Percentiles percentilesOf(std::vector<double> values) {
-  Percentiles p;
-  if (values.empty()) return p;
-  std::sort(values.begin(), values.end());
-  auto at = [&](double q) {
-    const auto i = static_cast<std::size_t>(std::ceil(q * static_cast<double>(values.size()))) - 1;
-    return values[std::min(i, values.size() - 1)];
-  };
-  double sum = 0;
-  for (const double v : values) sum += v;
-  p.mean = sum / static_cast<double>(values.size());
-  p.p50 = at(0.50);
-  p.p90 = at(0.90);
-  p.p99 = at(0.99);
-  p.max = values.back();
-  return p;
-}
-
-namespace {
-
-void aggregate(const SchedulerConfig& c, const ServeSlo& slo, ServeResult& r) {
-  std::vector<double> ttft, tpot, e2e, queue;
-  std::int64_t tokens = 0, input = 0, good = 0, served = 0;
-  for (const auto& o : r.requests) {
-    if (o.finish_s <= 0) continue;  // rejected
-    ++served;
-    ttft.push_back(o.ttft());
-    if (o.output_tokens > 1) tpot.push_back(o.tpot());
-    e2e.push_back(o.e2e());
-    queue.push_back(o.queueing());
-    tokens += o.output_tokens;
-    input += o.prompt_tokens;
-    if (o.ttft() <= slo.ttft_s && o.tpot() <= slo.tpot_s && o.e2e() <= slo.e2e_s) ++good;
-  }
-  r.ttft = percentilesOf(ttft);
-  r.tpot = percentilesOf(tpot);
-  r.e2e = percentilesOf(e2e);
-  r.queueing = percentilesOf(queue);
-  r.itl = percentilesOf(std::move(r.itl_samples));
-  r.itl_samples.clear();
-  const double span = r.makespan_s > 0 ? r.makespan_s : 1;
-  r.completed = served;
-  r.total_input_tokens = input;
-  r.total_output_tokens = tokens;
-  r.output_tokens_per_s = static_cast<double>(tokens) / span;
-  r.total_tokens_per_s = static_cast<double>(tokens + input) / span;
-  r.requests_per_s = static_cast<double>(served) / span;
-  r.goodput_rps = static_cast<double>(good) / span;
-  r.slo_attainment = served > 0 ? static_cast<double>(good) / static_cast<double>(served) : 0;
-  r.time_avg_in_system = r.in_system_seconds / span;
-  double batch = 0, kv = 0;
-  for (const auto& p : r.timeline) {
-    batch += static_cast<double>(p.running);
-    const double use = c.kv_tokens > 0 ? static_cast<double>(p.kv_used_tokens) / static_cast<double>(c.kv_tokens) : 0;
-    kv += use;
-    r.peak_kv_use = std::max(r.peak_kv_use, use);
-  }
-  const double n = r.timeline.empty() ? 1 : static_cast<double>(r.timeline.size());
-  r.mean_batch = batch / n;
-  r.mean_kv_use = kv / n;
-}
-
-}  // namespace
+}  // namespace servesim
 
 ServeResult simulateServing(const std::vector<ServeRequest>& requests, const SchedulerConfig& config,
                             const StepTimer& timer, const ServeSlo& slo, const ServeClient& client) {
@@ -335,8 +223,8 @@ ServeResult simulateServing(const std::vector<ServeRequest>& requests, const Sch
     r.requests[i].prompt_tokens = requests[i].prompt_tokens;
     r.requests[i].output_tokens = requests[i].output_tokens;
   }
-  Engine(requests, config, client, r).run(timer);
-  aggregate(config, slo, r);
+  servesim::ServeEngine(requests, config, client, r).run(timer);
+  aggregateServing(config, slo, r);
   return r;
 }
 

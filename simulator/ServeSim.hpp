@@ -1,11 +1,13 @@
 #pragma once
 // Request-level serving simulation: requests arrive, the engine's scheduler (continuous batching,
-// chunked prefill, page allocation, preemption by recompute) forms each step's batch, and the step
+// chunked prefill, page allocation, vLLM's recompute preemption or SGLang's new-token-ratio admission
+// and retraction) forms each step's batch, and the step
 // model times that batch. Step times are memoised by a quantised batch key, so a 10,000-request
 // trace runs in well under a second (bench/bench_serve_sim.cpp).
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,7 +20,24 @@ struct ServeRequest {
   double arrival_s = 0;
   std::int64_t prompt_tokens = 1;
   std::int64_t output_tokens = 1;  // the first comes out of the prefill step
+  // The leading prompt tokens every request of the group shares (a system prompt, the random
+  // dataset's prefix); group -1: none.
+  std::int64_t prefix_tokens = 0;
+  std::int64_t prefix_group = -1;
 };
+
+// SGLang's admission: a waiting request is admitted while its remaining prompt, its clipped output
+// and a page fit the free pool less every running request's clipped remaining output x the ratio;
+// the ratio decays per decode step to `min` and is reset by a retraction (docs/CAPACITY.md).
+struct NewTokenRatioAdmission {
+  double init = 0.7, min = 0.098, decay = 0.00098;  // decay: per decode step
+  std::int64_t retract_decode_steps = 20, clip_max_new_tokens = 4096;
+};
+
+// When a step's KV does not fit: Recompute, the newest running request frees its pages and waits in
+// front (vLLM); Retract, before a decode step the decoding requests with the fewest output tokens
+// (then the longest prompt) free theirs and wait at the back (SGLang's retract_decode).
+enum class Preemption { Recompute, Retract };
 
 // The scheduler's limits and the KV pool, per engine (backends/<engine>/engine.yaml serving:).
 struct SchedulerConfig {
@@ -33,6 +52,11 @@ struct SchedulerConfig {
   // chunked_prefill_size > 0). Off: a prompt starts only when it fits the step's remaining budget
   // whole, or runs alone in a step that has nothing else to prefill.
   bool chunked_prefill = true;
+  Preemption preemption = Preemption::Recompute;
+  // Shared prefixes stay in the pool once computed (vLLM automatic prefix caching, SGLang radix cache):
+  // a request of the group skips the whole pages of its prefix (simulator/PrefixCache.hpp).
+  bool prefix_caching = false;
+  std::optional<NewTokenRatioAdmission> new_token_ratio;  // absent: admission by free pages only
 };
 
 // The benchmark client: at most max_concurrency requests in flight (0: no limit), as the semaphore
@@ -54,7 +78,7 @@ struct RequestOutcome {
   // arrival_s: when the client sent it (after waiting on --max-concurrency)
   double arrival_s = 0, scheduled_s = 0, first_token_s = 0, finish_s = 0;
   std::int64_t prompt_tokens = 0, output_tokens = 0;
-  int preemptions = 0;
+  int preemptions = 0;  // recomputes or retractions
   [[nodiscard]] double ttft() const { return first_token_s - arrival_s; }
   [[nodiscard]] double e2e() const { return finish_s - arrival_s; }
   [[nodiscard]] double queueing() const { return scheduled_s - arrival_s; }

@@ -188,6 +188,12 @@ LengthRange randomLengthRange(const std::string& bench, std::int64_t len, double
 }
 
 void checkArrivalSpec(const ArrivalSpec& s) {
+  if (s.lengths == "generated-shared-prefix") {
+    if (!(s.gsp_range_ratio >= 0 && s.gsp_range_ratio <= 1)) {
+      throw UsageError(fmt::format("--gsp-range-ratio {}: sglang.bench_serving accepts [0, 1]", s.gsp_range_ratio));
+    }
+    return;
+  }
   if (s.lengths != "random") return;
   if (s.bench != "vllm" && s.bench != "sglang") {
     throw UsageError(fmt::format("--backend-bench {}: expected vllm or sglang", s.bench));
@@ -203,11 +209,44 @@ void checkArrivalSpec(const ArrivalSpec& s) {
   }
 }
 
+namespace {
+
+// sglang.bench_serving's generated-shared-prefix rows (benchmark/datasets/generated_shared_prefix.py
+// sample_generated_shared_prefix_requests @ 306191256925): a system prompt length per group, a
+// question and an output length per request, each from compute_random_lens' [max(len x ratio, 1),
+// len] (datasets/common.py @ 2a47406aa8f1); a prompt is its group's system prompt then its question
+// (the "\n\n" between them is not counted); the rows are shuffled unless --gsp-ordered.
+std::vector<ServeRequest> sharedPrefixRows(const ArrivalSpec& s, std::mt19937_64& rng) {
+  auto draw = [&](std::int64_t len) {
+    const std::int64_t low =
+        std::max<std::int64_t>(static_cast<std::int64_t>(static_cast<double>(len) * s.gsp_range_ratio), 1);
+    return std::uniform_int_distribution<std::int64_t>(std::min(low, len), len)(rng);
+  };
+  std::vector<ServeRequest> rows;
+  rows.reserve(static_cast<std::size_t>(s.gsp_num_groups * s.gsp_prompts_per_group));
+  for (std::int64_t g = 0; g < s.gsp_num_groups; ++g) {
+    const std::int64_t system = draw(s.gsp_system_prompt_len);
+    for (std::int64_t p = 0; p < s.gsp_prompts_per_group; ++p) {
+      ServeRequest r;
+      r.prompt_tokens = system + draw(s.gsp_question_len);
+      r.output_tokens = draw(s.gsp_output_len);
+      r.prefix_tokens = system;
+      r.prefix_group = g;
+      rows.push_back(r);
+    }
+  }
+  if (!s.gsp_ordered) std::shuffle(rows.begin(), rows.end(), rng);
+  return rows;
+}
+
+}  // namespace
+
 std::vector<ServeRequest> generateRequests(const ArrivalSpec& s) {
   checkArrivalSpec(s);
   std::mt19937_64 rng(s.seed);
-  std::vector<ServeRequest> out;
-  out.reserve(static_cast<std::size_t>(s.requests));
+  const bool gsp = s.lengths == "generated-shared-prefix";
+  std::vector<ServeRequest> out = gsp ? sharedPrefixRows(s, rng) : std::vector<ServeRequest>{};
+  if (!gsp) out.reserve(static_cast<std::size_t>(s.requests));
   // Gamma gaps with shape 1/cv² and mean 1/rate; cv 1 is the exponential (Poisson) case.
   const double shape = s.process == "poisson" ? 1.0 : 1.0 / (s.cv * s.cv);
   const bool at_once = std::isinf(s.rate);  // --rate inf: the benchmarks send everything at t = 0
@@ -223,10 +262,20 @@ std::vector<ServeRequest> generateRequests(const ArrivalSpec& s) {
     return mean;
   };
   double t = 0;
-  for (std::int64_t i = 0; i < s.requests; ++i) {
+  const auto n = gsp ? static_cast<std::int64_t>(out.size()) : s.requests;
+  for (std::int64_t i = 0; i < n; ++i) {
     if (i > 0 && !at_once) t += gap(rng);
+    if (gsp) {
+      out[static_cast<std::size_t>(i)].arrival_s = t;
+      continue;
+    }
     const std::int64_t prompt = std::max<std::int64_t>(1, length(s.prompt_tokens, false));
-    out.push_back({t, prompt, std::max<std::int64_t>(1, length(s.output_tokens, true))});
+    ServeRequest r{t, prompt, std::max<std::int64_t>(1, length(s.output_tokens, true))};
+    if (s.lengths == "random" && s.prefix_len > 0) {  // vLLM's random dataset: one prefix for every prompt
+      r.prefix_tokens = s.prefix_len;
+      r.prefix_group = 0;
+    }
+    out.push_back(r);
   }
   return out;
 }

@@ -21,13 +21,19 @@ struct ArrivalSpec {
   double rate = 1;                  // requests per second; infinity: every request at t = 0
   double cv = 1;                    // gamma: coefficient of variation of the gaps (1 = Poisson)
   std::int64_t requests = 1000;
-  // fixed, uniform (±50% of the mean), exponential, or random: the `random` dataset of the
-  // benchmark named by `bench` (randomLengthRange).
+  // fixed, uniform (±50% of the mean), exponential, random: the `random` dataset of the benchmark
+  // named by `bench` (randomLengthRange), or generated-shared-prefix (the gsp_* fields).
   std::string lengths = "fixed";
   std::int64_t prompt_tokens = 1024, output_tokens = 128;
   std::string bench = "vllm";   // vllm or sglang: whose random dataset
   double range_ratio = 0;       // --random-range-ratio
-  std::int64_t prefix_len = 0;  // --random-prefix-len (vLLM): tokens before every prompt
+  std::int64_t prefix_len = 0;  // --random-prefix-len (vLLM): tokens before every prompt, shared by all
+  // lengths "generated-shared-prefix", sglang.bench_serving's dataset (--gsp-*): groups x prompts per
+  // group requests, each its group's system prompt then its own question, shuffled unless ordered.
+  std::int64_t gsp_num_groups = 64, gsp_prompts_per_group = 16, gsp_system_prompt_len = 2048, gsp_question_len = 128,
+               gsp_output_len = 256;
+  double gsp_range_ratio = 1.0;
+  bool gsp_ordered = false;
   std::uint64_t seed = 1;
 };
 

@@ -214,8 +214,8 @@ TEST(EngineSchedulerOptions, SglangLimitsReachTheScheduler) {
   const ServeSetup set = serveSetup(test::defaultCatalog(), s);
   EXPECT_EQ(set.scheduler.max_running_requests, 32);
   EXPECT_FALSE(set.scheduler.chunked_prefill);
-  EXPECT_EQ(set.scheduler.max_batched_tokens, 16384);     // max_prefill_tokens
-  s.engine_options["schedule_conservativeness"] = "0.3";  // not modelled: refused by name
+  EXPECT_EQ(set.scheduler.max_batched_tokens, 16384);    // max_prefill_tokens
+  s.engine_options["schedule_conservativness"] = "0.3";  // misspelt: refused by name
   EXPECT_THROW((void)serveSetup(test::defaultCatalog(), s), UsageError);
 }
 

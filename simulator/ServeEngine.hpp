@@ -1,0 +1,112 @@
+#pragma once
+// serve-sim's engine state (internal to simulator/ServeSim*.cpp): the KV pool, the queues, the
+// running requests and the step being formed. ServeSim.cpp forms and runs the steps;
+// ServeScheduling.cpp holds SGLang's admission and retraction and the prefix cache's bookkeeping.
+#include <algorithm>
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "simulator/PrefixCache.hpp"
+#include "simulator/ServeSim.hpp"
+
+namespace attnsim::servesim {
+
+struct Live {
+  std::size_t index = 0;
+  std::int64_t cached = 0;        // tokens whose KV is in the pool
+  std::int64_t prefill_left = 0;  // prompt (and, after a preemption, generated) tokens still to prefill
+  std::int64_t generated = 0;
+  std::int64_t pages = 0;         // pages it uses, its prefix's shared ones included
+  std::int64_t shared_pages = 0;  // of those, the prefix cache's
+  double last_token_s = 0;
+};
+
+struct Chunk {
+  std::size_t live = 0;  // index into the running list
+  std::int64_t tokens = 0;
+};
+
+// The simulation state: the pool, the queues and the outcomes.
+class ServeEngine {
+ public:
+  ServeEngine(const std::vector<ServeRequest>& requests, const SchedulerConfig& c, const ServeClient& client,
+              ServeResult& out)
+      : req_(requests),
+        c_(c),
+        out_(out),
+        free_pages_(c.kv_tokens / c.page_size),
+        limited_(client.max_concurrency > 0),
+        ratio_(c.new_token_ratio ? c.new_token_ratio->init : 0) {
+    if (limited_) {
+      const auto n = std::min<std::size_t>(static_cast<std::size_t>(client.max_concurrency), requests.size());
+      slots_.assign(n, 0.0);  // every slot free from the start
+    }
+  }
+
+  void run(const StepTimer& timer);
+
+ private:
+  std::int64_t pagesFor(std::int64_t tokens) const { return (tokens + c_.page_size - 1) / c_.page_size; }
+  bool reserve(Live& l, std::int64_t tokens) {
+    const std::int64_t need = pagesFor(tokens) - l.pages;
+    if (need > free_pages_ && c_.prefix_caching) free_pages_ += cache_.evict(need - free_pages_);
+    if (need > free_pages_) return false;
+    if (need > 0) {
+      free_pages_ -= need;
+      l.pages += need;
+    }
+    return true;
+  }
+  void release(Live& l) {
+    free_pages_ += l.pages - l.shared_pages;
+    if (l.shared_pages > 0) cache_.release(req_[l.index].prefix_group, out_.steps);
+    l.pages = 0;
+    l.shared_pages = 0;
+  }
+  // Pages the pool can give: free, and (prefix caching) held by prefixes no request uses.
+  [[nodiscard]] std::int64_t availablePages() const { return free_pages_ + cache_.evictable(); }
+  [[nodiscard]] std::int64_t prefixHitPages(const Live& l) const;
+  void usePrefix(Live& l, std::int64_t pages);
+  void donatePrefix(Live& l);
+  void admitArrivals();
+  // Tokens of a prefill to run now: a chunk of the budget, or (chunking off) the whole rest when it
+  // fits or the step has nothing else; 0 when it must wait.
+  [[nodiscard]] std::int64_t prefillTokens(std::int64_t left, std::int64_t budget) const {
+    if (c_.chunked_prefill) return std::min(left, budget);
+    return left <= budget || (prefills_.empty() && decodes_.empty()) ? left : 0;
+  }
+  void preemptNewest();
+  // SGLang: a request's output still to come, as admission clips it.
+  [[nodiscard]] std::int64_t clippedLeft(const Live& l) const {
+    return std::min(std::max<std::int64_t>(req_[l.index].output_tokens - l.generated, 0),
+                    c_.new_token_ratio->clip_max_new_tokens);
+  }
+  [[nodiscard]] double admissionReserve() const;
+  [[nodiscard]] std::int64_t decodePagesNeeded(const std::vector<std::size_t>& which) const;
+  void retractForDecode();
+  void scheduleRunning(std::int64_t& budget);
+  void scheduleWaiting(std::int64_t& budget);
+  void formBatch();
+  [[nodiscard]] Workload workload() const;
+  void finishStep(double end_s, double step_s);
+  void complete(std::size_t slot, double end_s);
+
+  const std::vector<ServeRequest>& req_;
+  const SchedulerConfig& c_;
+  ServeResult& out_;
+  std::int64_t free_pages_;
+  std::size_t next_arrival_ = 0;
+  double now_ = 0;
+  std::deque<Live> waiting_;
+  std::vector<Live> running_;
+  std::vector<Chunk> prefills_;
+  std::vector<std::size_t> decodes_;
+  std::vector<bool> done_;
+  bool limited_ = false;      // the client holds at most max_concurrency requests in flight
+  std::deque<double> slots_;  // the client's free slots, by the time each freed (oldest first)
+  double ratio_ = 0;          // SGLang's new-token ratio
+  PrefixCache cache_;
+};
+
+}  // namespace attnsim::servesim

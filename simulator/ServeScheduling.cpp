@@ -1,0 +1,104 @@
+#include <algorithm>
+
+#include "simulator/ServeEngine.hpp"
+
+namespace attnsim::servesim {
+
+// The pool SGLang's admission keeps for the running requests: every decoding request's clipped
+// remaining output x the ratio, and the whole clipped output of a prefill this step completes.
+double ServeEngine::admissionReserve() const {
+  double reserve = 0;
+  for (const Live& l : running_) {
+    if (l.prefill_left == 0) reserve += static_cast<double>(clippedLeft(l)) * ratio_;
+  }
+  for (const Chunk& ch : prefills_) {
+    const Live& l = running_[ch.live];
+    if (ch.tokens == l.prefill_left) reserve += static_cast<double>(clippedLeft(l));
+  }
+  return reserve;
+}
+
+std::int64_t ServeEngine::decodePagesNeeded(const std::vector<std::size_t>& which) const {
+  std::int64_t need = 0;
+  for (const std::size_t i : which) need += pagesFor(running_[i].cached + 1) - running_[i].pages;
+  return need;
+}
+
+// SGLang's retract_decode before a decode step: when the pool cannot take the step's new pages, the
+// decoding requests with the fewest output tokens (then the longest prompt) give all their KV back,
+// at least one and until the rest fit, never the last; they wait at the back of the queue to prefill
+// prompt and output again, and the ratio is reset. Otherwise the ratio decays.
+void ServeEngine::retractForDecode() {
+  const NewTokenRatioAdmission& n = *c_.new_token_ratio;
+  std::vector<std::size_t> keep;
+  keep.reserve(running_.size());
+  for (std::size_t i = 0; i < running_.size(); ++i) {
+    if (running_[i].prefill_left == 0) keep.push_back(i);
+  }
+  if (keep.empty()) return;
+  if (decodePagesNeeded(keep) <= availablePages()) {
+    ratio_ = std::max(ratio_ - n.decay, n.min);
+    return;
+  }
+  std::stable_sort(keep.begin(), keep.end(), [&](std::size_t a, std::size_t b) {
+    const Live &x = running_[a], &y = running_[b];
+    if (x.generated != y.generated) return x.generated > y.generated;
+    return req_[x.index].prompt_tokens < req_[y.index].prompt_tokens;
+  });
+  std::vector<bool> out(running_.size(), false);
+  while (keep.size() > 1) {
+    Live& l = running_[keep.back()];
+    out[keep.back()] = true;
+    keep.pop_back();
+    release(l);
+    l.prefill_left = req_[l.index].prompt_tokens + l.generated;
+    l.cached = 0;
+    ++out_.requests[l.index].preemptions;
+    ++out_.preemptions;
+    waiting_.push_back(l);
+    if (decodePagesNeeded(keep) <= availablePages()) break;
+  }
+  std::int64_t decoded = 0, max_new = 0;
+  for (const std::size_t i : keep) {
+    decoded += running_[i].generated;
+    max_new += req_[running_[i].index].output_tokens;
+  }
+  ratio_ =
+      std::min(1.0, static_cast<double>(decoded + n.retract_decode_steps * static_cast<std::int64_t>(keep.size())) /
+                        static_cast<double>(std::max<std::int64_t>(max_new, 1)));
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < running_.size(); ++i) {
+    if (!out[i]) running_[kept++] = running_[i];
+  }
+  running_.resize(kept);
+}
+
+// The whole pages of its group's prefix the cache holds for a request that has computed nothing
+// yet, leaving at least one prompt token to compute (vLLM: num_tokens - 1; SGLang: input_len - 1).
+std::int64_t ServeEngine::prefixHitPages(const Live& l) const {
+  const ServeRequest& r = req_[l.index];
+  if (!c_.prefix_caching || l.cached > 0 || r.prefix_group < 0) return 0;
+  return std::min(cache_.pages(r.prefix_group), (r.prompt_tokens - 1) / c_.page_size);
+}
+
+// The request starts with the cached pages as its own first tokens (undone by release()).
+void ServeEngine::usePrefix(Live& l, std::int64_t pages) {
+  cache_.acquire(req_[l.index].prefix_group);
+  l.cached = pages * c_.page_size;
+  l.prefill_left -= l.cached;
+  l.pages = pages;
+  l.shared_pages = pages;
+}
+
+// A request that has computed its group's whole prefix pages, none of them cached, hands them to
+// the cache: they stay after it finishes, for the group's later requests.
+void ServeEngine::donatePrefix(Live& l) {
+  const ServeRequest& r = req_[l.index];
+  if (!c_.prefix_caching || r.prefix_group < 0 || l.shared_pages > 0) return;
+  const std::int64_t full = std::min(r.prefix_tokens, r.prompt_tokens) / c_.page_size;
+  if (full == 0 || l.cached < full * c_.page_size || cache_.pages(r.prefix_group) > 0) return;
+  cache_.insert(r.prefix_group, full);
+  l.shared_pages = full;
+}
+
+}  // namespace attnsim::servesim
