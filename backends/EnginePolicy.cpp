@@ -92,10 +92,11 @@ EngineOption parseOption(const YamlReader& r) {
   o.type = r.getOneOf("type", {"bool", "int", "float", "string"});
   o.default_value = r.findScalarValue("default").value_or(Value{});
   // A default of the wrong type would reach the rules as a value no comparison expects.
-  const bool typed = isNull(o.default_value) || o.type == "string" ||
-                     (o.type == "bool"    ? std::holds_alternative<bool>(o.default_value)
-                      : o.type == "float" ? asNumber(o.default_value).has_value() && !std::holds_alternative<bool>(o.default_value)
-                                          : std::holds_alternative<std::int64_t>(o.default_value));
+  const bool typed =
+      isNull(o.default_value) || o.type == "string" ||
+      (o.type == "bool"    ? std::holds_alternative<bool>(o.default_value)
+       : o.type == "float" ? asNumber(o.default_value).has_value() && !std::holds_alternative<bool>(o.default_value)
+                           : std::holds_alternative<std::int64_t>(o.default_value));
   if (!typed) r.fail("default", fmt::format("option '{}' is of type {}: its default must be one too", o.name, o.type));
   o.allowed = r.get<std::vector<std::string>>("allowed", {});
   o.help = r.get<std::string>("help");

@@ -22,8 +22,6 @@ namespace attnsim::cli {
 
 namespace {
 
-using nlohmann::json;
-
 struct ReportFlags {
   std::string what, db, out_dir, published, holdout = "1024,8192", sweep, compare, study;
   WhatIfOptions whatif;
@@ -43,12 +41,7 @@ int runValidationReport(const GlobalOptions& global, const ReportFlags& f) {
   writeFileAtomically(std::filesystem::path(f.out_dir) / "scatter.svg", validationScatterSvg(validation));
   writeFileAtomically(std::filesystem::path(f.out_dir) / "heldout.csv", validationPointsCsv(validation));
   if (global.json) {
-    std::cout << json{{"worst_family_phase_mape", validation.worst_test_mape},
-                      {"top1_agreement", validation.ranking.top1},
-                      {"mean_kendall_tau", validation.ranking.mean_kendall_tau},
-                      {"report", f.out_dir + "/validation.md"}}
-                     .dump(2)
-              << "\n";
+    std::cout << validationSummaryJson(validation, f.out_dir + "/validation.md").dump(2) << "\n";
   } else {
     std::cout << markdown;
   }

@@ -42,8 +42,8 @@ void summaryTable(std::string& md, const ServingGroupSummary& all) {
       "|---|---|---|---|---|---|---|---|\n");
   for (const auto& m : all.metrics) {
     if (m.n == 0) continue;
-    md.append(fmt::format("| {} | {} | {:.1f}% | {:.1f}% | {} | {} | {} | {} ({}) |\n", metricLabel(m.column.c_str()), m.n,
-                          100 * m.mape, 100 * m.median_ape, signedPercent(m.mean_signed), m.within_10, m.within_15,
+    md.append(fmt::format("| {} | {} | {:.1f}% | {:.1f}% | {} | {} | {} | {} ({}) |\n", metricLabel(m.column.c_str()),
+                          m.n, 100 * m.mape, 100 * m.median_ape, signedPercent(m.mean_signed), m.within_10, m.within_15,
                           m.worst_id, signedPercent(m.worst_error)));
   }
 }

@@ -196,4 +196,11 @@ std::string validationScatterSvg(const Validation& v) {
   return svg + "</svg>\n";
 }
 
+nlohmann::json validationSummaryJson(const Validation& validation, const std::string& report_path) {
+  return {{"worst_family_phase_mape", validation.worst_test_mape},
+          {"top1_agreement", validation.ranking.top1},
+          {"mean_kendall_tau", validation.ranking.mean_kendall_tau},
+          {"report", report_path}};
+}
+
 }  // namespace attnsim

@@ -1,6 +1,7 @@
 #pragma once
 // The validation report: a study's held-out figures (study/Validation) and its forward-step
 // comparison (study/StepValidation) as Markdown, and the held-out points as an SVG scatter plot.
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "study/StepValidation.hpp"
@@ -13,5 +14,7 @@ std::string validationMarkdown(const Validation& validation, const StepValidatio
 std::string validationScatterSvg(const Validation& validation);
 // Every held-out point: hardware, kernel, implementation, phase, shape, measured, before and after (µs).
 std::string validationPointsCsv(const Validation& validation);
+// report validation --json: the worst held-out MAPE, the ranking agreement and where the report is.
+nlohmann::json validationSummaryJson(const Validation& validation, const std::string& report_path);
 
 }  // namespace attnsim
