@@ -25,8 +25,11 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=
   -DATTNSIM_FUZZ=ON -DATTNSIM_BUILD_BENCH=OFF -DATTNSIM_BUILD_PYTHON=OFF
 cmake --build build-asan -j "$jobs"
 took "sanitizer and fuzz build"
+# Left out of the sanitizer run: the refit of every shipped calibration from the committed data (80 s
+# under ASan). The release run above checks that the data reproduces the YAML; the fitting code it runs
+# is exercised under ASan by the smaller calibration tests (MoeFits, Extending, Uncertainty, ...).
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j "$jobs"
+  ctest --test-dir build-asan --output-on-failure -j "$jobs" -E '^EngineKernels\.CalibrateReproducesTheCommittedYaml$'
 took "sanitizer tests"
 
 # A brief fuzz of every target on its seed corpus (FUZZ_SECONDS each, 10 by default; 0 skips).
