@@ -77,6 +77,9 @@ class ServeEngine {
     return left <= budget || (prefills_.empty() && decodes_.empty()) ? left : 0;
   }
   void preemptNewest();
+  // A request taken out of the running batch: its pages go back and it waits to prefill again
+  // (prompt and generated tokens), counted as a preemption.
+  void giveBackForRecompute(Live& l);
   // SGLang: a request's output still to come, as admission clips it.
   [[nodiscard]] std::int64_t clippedLeft(const Live& l) const {
     return std::min(std::max<std::int64_t>(req_[l.index].output_tokens - l.generated, 0),

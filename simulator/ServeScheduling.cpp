@@ -50,11 +50,7 @@ void ServeEngine::retractForDecode() {
     Live& l = running_[keep.back()];
     out[keep.back()] = true;
     keep.pop_back();
-    release(l);
-    l.prefill_left = req_[l.index].prompt_tokens + l.generated;
-    l.cached = 0;
-    ++out_.requests[l.index].preemptions;
-    ++out_.preemptions;
+    giveBackForRecompute(l);
     waiting_.push_back(l);
     if (decodePagesNeeded(keep) <= availablePages()) break;
   }

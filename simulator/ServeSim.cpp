@@ -32,14 +32,18 @@ void ServeEngine::admitArrivals() {
 }
 
 // Recompute preemption: the newest running request gives its pages back and waits in front.
-void ServeEngine::preemptNewest() {
-  Live l = running_.back();
-  running_.pop_back();
+void ServeEngine::giveBackForRecompute(Live& l) {
   release(l);
   l.prefill_left = req_[l.index].prompt_tokens + l.generated;
   l.cached = 0;
   ++out_.requests[l.index].preemptions;
   ++out_.preemptions;
+}
+
+void ServeEngine::preemptNewest() {
+  Live l = running_.back();
+  running_.pop_back();
+  giveBackForRecompute(l);
   waiting_.push_front(l);
 }
 
