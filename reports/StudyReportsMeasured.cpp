@@ -47,14 +47,18 @@ std::set<std::string> measuredNames(const Catalog& catalog, const StudyCandidate
 const MeasurementRow* measuredAt(const StudyData& data, const StudyPoint& p, const Shape& s,
                                  const std::set<std::string>& names) {
   const std::string dtype = p.selected_kv_dtype.find("fp8") != std::string::npos ? "fp8_e4m3" : "bf16";
+  // A row timed inside the point's own engine is preferred over the same kernel timed in another
+  // engine (vLLM's FA3 call and SGLang's differ by page size and by the KV write around them).
+  const MeasurementRow* other_engine = nullptr;
   for (const auto& m : data.measurements) {
     if (m.hardware == p.hardware && names.count(m.impl) && m.phase == p.phase && m.batch == p.batch &&
         m.q_len == p.q_len && m.kv_len == p.context && m.heads == s.heads && m.kv_heads == s.kv_heads &&
         m.head_dim == s.head_dim && m.dtype == dtype) {
-      return &m;
+      if (m.engine.empty() || m.engine == p.engine) return &m;
+      if (!other_engine) other_engine = &m;
     }
   }
-  return nullptr;
+  return other_engine;
 }
 
 }  // namespace study_report
@@ -70,6 +74,7 @@ struct Match {
   bool is_default = false;
   double predicted_us = 0, measured_us = 0, p20_us = 0, p80_us = 0;
   std::string impl;
+  bool kv_write = false;  // the measured call also wrote the new tokens' K/V, which the prediction leaves out
 };
 
 std::vector<Match> matches(const StudyData& data) {
@@ -84,8 +89,8 @@ std::vector<Match> matches(const StudyData& data) {
       if (!cand.predicted) continue;
       const auto* m = measuredAt(data, p, *shape, measuredNames(data.catalog, cand, shape->kind, p.phase));
       if (m)
-        out.push_back(
-            {i, cand.backend, cand.engine_default, cand.attention_us, m->median_us, m->p20_us, m->p80_us, m->impl});
+        out.push_back({i, cand.backend, cand.engine_default, cand.attention_us, m->median_us, m->p20_us, m->p80_us,
+                       m->impl, m->kv_write});
     }
   }
   return out;
@@ -136,6 +141,12 @@ ReportTable coverageTable(const Coverage& cov) {
   return t;
 }
 
+// A row converted from a database that keeps only a mean has no spread to show.
+std::string measuredWithSpread(const Match& m) {
+  if (m.p20_us <= 0 && m.p80_us <= 0) return fmt::format("{} (no spread kept)", micros(m.measured_us));
+  return fmt::format("{} ({}-{})", micros(m.measured_us), micros(m.p20_us), micros(m.p80_us));
+}
+
 ReportTable matchTable(const StudyData& data, const std::vector<Match>& ms) {
   ReportTable t{{"engine", "hardware", "model", "workload", "backend", "engine's choice", "predicted µs",
                  "measured µs (p20-p80)", "error", "measured as"},
@@ -143,11 +154,30 @@ ReportTable matchTable(const StudyData& data, const std::vector<Match>& ms) {
   for (const auto& m : ms) {
     const StudyPoint& p = data.points[m.point];
     t.rows.push_back({p.engine, p.hardware, p.model + " " + optionsLabel(p), p.workload, m.backend,
-                      m.is_default ? "yes" : "no", micros(m.predicted_us),
-                      fmt::format("{} ({}-{})", micros(m.measured_us), micros(m.p20_us), micros(m.p80_us)),
-                      fmt::format("{:+.0f}%", 100 * (m.predicted_us / m.measured_us - 1)), m.impl});
+                      m.is_default ? "yes" : "no", micros(m.predicted_us), measuredWithSpread(m),
+                      fmt::format("{:+.0f}%", 100 * (m.predicted_us / m.measured_us - 1)),
+                      m.kv_write ? fmt::format("{} (incl. KV write)", m.impl) : m.impl});
   }
   return t;
+}
+
+// Every predicted-versus-measured pair, for scripts (the Markdown table shows the same rows).
+json measuredPairsJson(const StudyData& data, const std::vector<Match>& ms) {
+  json pairs = json::array();
+  for (const auto& m : ms) {
+    const StudyPoint& p = data.points[m.point];
+    pairs.push_back({{"engine", p.engine},
+                     {"hardware", p.hardware},
+                     {"model", p.model},
+                     {"workload", p.workload},
+                     {"backend", m.backend},
+                     {"engine_choice", m.is_default},
+                     {"predicted_us", m.predicted_us},
+                     {"measured_us", m.measured_us},
+                     {"measured_as", m.impl},
+                     {"measured_with_kv_write", m.kv_write}});
+  }
+  return pairs;
 }
 
 }  // namespace
@@ -186,7 +216,9 @@ json measuredSection(HtmlDocument& doc, const StudyData& data) {
       "query and KV length, heads per GPU, head size, KV dtype); {} predicted-versus-measured pairs, mean absolute "
       "error {}. The engine's own choice was measured at {} of them. {} points have two or more of an engine's "
       "backends measured; there the predicted fastest of the measured ones is the measured fastest at {}. "
-      "Elsewhere the regret above is predicted only.",
+      "Elsewhere the regret above is predicted only. A row timed in the point's own engine is used where there is "
+      "one; rows marked 'incl. KV write' also timed writing the new tokens' K/V into the cache, which the predicted "
+      "attention call leaves out (the step has it as its own node).",
       by_point.size(), ms.size(), ms.empty() ? "-" : percent(ape / static_cast<double>(ms.size())), default_measured,
       compared, agree));
   if (!ms.empty()) doc.table(matchTable(data, ms));
@@ -195,6 +227,7 @@ json measuredSection(HtmlDocument& doc, const StudyData& data) {
       {"default_measured_points", default_measured}, {"points_with_two_measured", compared}, {"fastest_agrees", agree},
       {"measured_backends", cov.measured},           {"predicted_only", cov.predicted_only}};
   out["mean_abs_error"] = ms.empty() ? json(nullptr) : json(ape / static_cast<double>(ms.size()));
+  out["pairs_measured"] = measuredPairsJson(data, ms);
   return out;
 }
 

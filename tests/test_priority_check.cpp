@@ -5,8 +5,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 
 #include "tests/TestSupport.hpp"
 
@@ -84,6 +86,56 @@ TEST(PriorityCheck, PositionsNoMeasurementBacksRestOnPredictionsOnly) {
     const bool measured = p["backend"] == "TRITON_ATTN" || p["backend"] == "FLEX_ATTENTION";
     EXPECT_EQ(p["measured_points"], measured ? 3 : 0) << p;
   }
+}
+
+// FA3 is timed in both engines at one shape: vLLM's call over 64-token pages and SGLang's over single
+// tokens, each with its own KV write. The report compares each engine's prediction with the row
+// timed in that engine, and says that the row includes the KV write.
+TEST(PriorityCheck, EachEnginesPredictionIsComparedWithTheRowTimedInThatEngine) {
+  const fs::path dir = checkScratch() / "own-engine";
+  fs::create_directories(dir);
+  const fs::path csv = dir / "fa3-both-engines.csv";
+  {
+    std::ofstream f(csv);
+    f << "device,date,torch,triton,cuda,kind,impl,phase,batch,q_len,kv_len,heads,kv_heads,head_dim,causal,dtype,"
+         "median_us,p20_us,p80_us,runs,flops,bytes,page_size,note,engine_commit,engine,engine_version,window,q_dtype,"
+         "kv_write,l2_warm,origin\n";
+    // SGLang's row first, so that taking the first row of the kernel would give vLLM the wrong one.
+    for (const auto& [impl, engine, us, page] :
+         {std::tuple{"sglang_fa3", "sglang", 30.0, 1}, std::tuple{"vllm_fa3", "vllm", 10.0, 64}}) {
+      f << "NVIDIA H100 80GB HBM3,2026-08-21,,,,attention," << impl << ",decode,8,1,4096,32,8,128,0,bf16," << us
+        << ",,,6,1e9,1e7," << page << ",made up for the test,," << engine << ",0,0,bf16,1,1,made-up\n";
+    }
+  }
+  const fs::path spec = dir / "spec.yaml";
+  {
+    std::ofstream f(spec);
+    f << "name: own\nhardware: [h100-sxm]\nmodels: [llama-3.1-8b]\nengines: [vllm, sglang]\n"
+         "workloads:\n  - decode: {batch: [8], context: [4096]}\n";
+  }
+  const fs::path db = dir / "own.db";
+  fs::remove(db);
+  ASSERT_EQ(runAttnsim("sweep " + spec.string() + " --db " + db.string()).exit_code, 0);
+  const auto import = runAttnsim("measurements import " + csv.string() + " --db " + db.string());
+  ASSERT_EQ(import.exit_code, 0) << import.output;
+  const auto report = runAttnsim("report priorities --db " + db.string() + " --out " + (dir / "out").string());
+  ASSERT_EQ(report.exit_code, 0) << report.output;
+  std::ifstream in(dir / "out" / "priorities.json");
+  const json pairs = json::parse(in)["measured"]["pairs_measured"];
+  int fa3_pairs = 0;
+  for (const auto& pair : pairs) {
+    if (pair["backend"] != "FLASH_ATTN" && pair["backend"] != "fa3") continue;
+    ++fa3_pairs;
+    const std::string engine = pair["engine"];
+    EXPECT_EQ(pair["measured_as"], engine + "_fa3") << pair;
+    EXPECT_DOUBLE_EQ(pair["measured_us"].get<double>(), engine == "vllm" ? 10.0 : 30.0) << pair;
+    EXPECT_TRUE(pair["measured_with_kv_write"].get<bool>()) << pair;
+  }
+  EXPECT_EQ(fa3_pairs, 2) << pairs.dump(2);
+  std::ifstream md(dir / "out" / "priorities.md");
+  const std::string text((std::istreambuf_iterator<char>(md)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("vllm_fa3 (incl. KV write)"), std::string::npos);
+  EXPECT_NE(text.find("(no spread kept)"), std::string::npos);
 }
 
 }  // namespace
