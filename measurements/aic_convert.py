@@ -18,6 +18,7 @@ saw: the converter refuses them unless --include-held-out is given (docs/MEASURE
 import argparse
 import csv
 import gzip
+import functools
 import hashlib
 import math
 import os
@@ -33,7 +34,7 @@ DEFAULT_VERSIONS = {"vllm": "0.24.0", "sglang": "0.5.14"}
 COLUMNS = ["device", "date", "torch", "triton", "cuda", "kind", "impl", "phase", "batch", "q_len", "kv_len",
            "heads", "kv_heads", "head_dim", "causal", "dtype", "median_us", "p20_us", "p80_us", "runs", "flops",
            "bytes", "page_size", "note", "engine_commit", "engine", "engine_version", "window", "q_dtype",
-           "kv_write", "l2_warm", "origin"]
+           "kv_write", "l2_warm", "origin", "active_experts"]
 
 # (engine, AIConfigurator kernel_source) -> attnsim impl (a kernel family's measured_as), KV page size
 # in tokens, CUDA-graph replays per timing. vLLM's collector uses 64-token blocks for every backend;
@@ -213,6 +214,53 @@ MOE_RUNS = {"vllm": 6, "sglang": 10}
 MOE_MAX_TP = 8  # one node's GPUs
 
 
+# Grouped routing the collectors configure per model (collector/cases/models/*_cases.yaml): DeepSeek-V3's
+# router keeps the best 4 of 8 expert groups per token (sglang_moe_num_expert_group 8, sglang_moe_topk_group 4;
+# vLLM's collect_moe.py reads n_group/topk_group from the model config). (hidden, experts, top-k) names the
+# shape: no other model of the collectors' cases has it. Cases with one group (GLM-5, Kimi-K2) route as
+# ungrouped.
+GROUPED_ROUTING = {(7168, 256, 8): (8, 4)}
+
+
+def balanced_choice(token, tokens, experts, topk):
+    """The experts helper.balanced_logits marks for one token: a round-robin stride over the experts."""
+    stride = math.ceil(experts / topk)
+    if tokens >= stride:
+        return [(token + j * stride) % experts for j in range(topk)]
+    return [int((token * stride / tokens + j * stride) % experts) for j in range(topk)]
+
+
+def routed_experts(token, tokens, experts, topk, groups, kept_groups):
+    """The top-k the router picks from the balanced logits: marked experts score higher than the rest,
+    groups rank by their best two scores (DeepSeek-V3's grouped top-k, its correction bias zero in both
+    collectors), only the kept groups' experts compete, and equal scores go to the lower index."""
+    marks = defaultdict(int)
+    for e in balanced_choice(token, tokens, experts, topk):
+        marks[e] += 1
+    if groups == 1 and len(marks) == topk:
+        return list(marks)  # ungrouped, no expert marked twice: the marked ones
+    per_group = experts // groups
+    def group_score(g):
+        top = sorted((marks.get(e, 0) for e in range(g * per_group, (g + 1) * per_group)), reverse=True)
+        return top[0] + top[1] if per_group > 1 else top[0]
+    kept = sorted(range(groups), key=lambda g: (-group_score(g), g))[:kept_groups]
+    candidates = [e for g in kept for e in range(g * per_group, (g + 1) * per_group)]
+    return sorted(candidates, key=lambda e: (-marks.get(e, 0), e))[:topk]
+
+
+@functools.lru_cache(maxsize=None)
+def active_experts(tokens, hidden, experts, topk):
+    """Distinct experts a balanced row's tokens reach: min(experts, tokens * top-k) ungrouped unless the stride
+    wraps (512 experts, top-22: stride 24). DeepSeek-V3's
+    grouped router leaves half the experts idle (the same 4 groups win every tie), which its rows show: at 32
+    tokens and above, reading every expert's FP8 weights once would take longer than the rows measured."""
+    grouping = GROUPED_ROUTING.get((hidden, experts, topk), (1, 1))
+    reached = set()
+    for token in range(min(tokens, experts)):  # the choice repeats with token mod experts
+        reached.update(routed_experts(token, tokens, experts, topk, *grouping))
+    return len(reached)
+
+
 def moe_row(r, engine, version, table, meta):
     """One MoE layer call on one GPU: top-k selection from given router logits, the grouped expert GEMMs,
     their activation and the weighted combine; not the router GEMM, not shared experts, no all-to-all.
@@ -233,7 +281,7 @@ def moe_row(r, engine, version, table, meta):
         "kind": "moe", "impl": r["kernel_source"], "phase": "", "batch": tokens, "q_len": hidden, "kv_len": inter,
         "heads": experts, "kv_heads": topk, "head_dim": tp, "dtype": MOE_DTYPES[r["moe_dtype"]],
         "median_us": latency_us(r), "runs": MOE_RUNS[engine], "l2_warm": 1,
-        "note": "moe_perf balanced EP1",
+        "note": "moe_perf balanced EP1", "active_experts": active_experts(tokens, hidden, experts, topk),
     }
 
 

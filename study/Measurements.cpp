@@ -233,6 +233,10 @@ void numberFields(MeasurementRow& r, RowCells& cells) {
   r.window = cells.integer("window", false);        // optional: absent or empty is full attention
   r.kv_write = cells.flag("kv_write", false);
   r.l2_warm = cells.flag("l2_warm", false);
+  r.active_experts = cells.integer("active_experts", false);  // optional: absent or empty is balanced routing
+  if (r.active_experts < 0 || (r.active_experts > 0 && r.kind != "moe"))
+    cells.fail("active_experts",
+               fmt::format("{} on a {} row: a positive count, moe rows only", r.active_experts, r.kind));
   if (!r.engine.empty() && std::find(kEngines.begin(), kEngines.end(), r.engine) == kEngines.end()) {
     cells.fail("engine",
                fmt::format("'{}' is not one of: {}{}", r.engine, join(kEngines, ", "), didYouMean(r.engine, kEngines)));

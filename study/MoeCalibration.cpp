@@ -26,10 +26,16 @@ const std::vector<double> kMoeFixedCandidates{0, 1, 2, 3, 4, 5, 6, 8, 10, 12, 15
 constexpr int kMoeTokensPerExpertNodes = 15;
 
 // A moe row as one call: batch = tokens, q_len = hidden, kv_len = inter / TP, heads = experts,
-// kv_heads = top-k (measurements/aic_convert.py), balanced routing without expert parallelism.
+// kv_heads = top-k (measurements/aic_convert.py), without expert parallelism; the experts the row's routing
+// reached where the converter counted them (DeepSeek-V3's grouped router leaves half of them idle), else
+// balanced routing's min(experts, tokens · top-k).
 MoeCall moeCallOf(const MeasurementRow& r) {
-  return {static_cast<double>(r.batch), static_cast<double>(r.q_len), static_cast<double>(r.kv_len),
-          static_cast<double>(r.heads), static_cast<double>(r.batch * r.kv_heads)};
+  return {static_cast<double>(r.batch),
+          static_cast<double>(r.q_len),
+          static_cast<double>(r.kv_len),
+          static_cast<double>(r.heads),
+          static_cast<double>(r.batch * r.kv_heads),
+          r.active_experts > 0 ? static_cast<double>(r.active_experts) : -1.0};
 }
 
 bool moeHeldOut(const MeasurementRow& r) {

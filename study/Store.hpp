@@ -26,6 +26,8 @@ struct MeasurementRow {
   bool l2_warm = false;                // timed back to back on the same inputs without flushing the L2
   std::string engine, engine_version;  // the engine the kernel was timed in, where it was
   std::string origin;                  // repository@commit:path of the table the row came from
+  // Schema 8: of a moe row, the distinct experts its routing reached (0: balanced, min(experts, tokens · top-k)).
+  std::int64_t active_experts = 0;
 };
 
 struct CalibrationRow {
@@ -51,7 +53,7 @@ struct OverheadRow {
 };
 
 // The schema version this attnsim writes (docs/STORE.md lists each version's changes).
-constexpr int kStoreSchemaVersion = 7;
+constexpr int kStoreSchemaVersion = 8;
 // Creates every table, or migrates a store of an older version; a newer or unknown one is a
 // UsageError naming both versions.
 void createOrMigrateSchema(sqlite3* db, const std::string& path);

@@ -80,6 +80,24 @@ TEST(Measurements, BadRowsAreReportedWithTheirLinesAndNothingIsImported) {
   EXPECT_FALSE(std::filesystem::exists(db)) << "nothing half-imported";
 }
 
+// active_experts counts the experts a moe row's routing reached: a count on an attention row, or a
+// negative one, is refused with the column named.
+TEST(Measurements, ActiveExpertsIsAPositiveCountOfMoeRowsOnly) {
+  const std::string header =
+      "device,date,torch,triton,cuda,kind,impl,phase,batch,q_len,kv_len,heads,kv_heads,head_dim,causal,dtype,"
+      "median_us,p20_us,p80_us,runs,flops,bytes,note,active_experts\n";
+  const std::string attention =
+      "NVIDIA H100 80GB HBM3,2026-11-22,2.11,3.6,13.0,attention,sdpa_flash,decode,1,1,512,32,"
+      "32,128,0,bf16,16.5,16,17,100,1,1,,5\n";
+  try {
+    (void)parseMeasurementCsv(header + attention, "experts.csv", defaultCatalog());
+    FAIL() << "expected an attention row's active_experts to be refused";
+  } catch (const LocatedInputError& e) {
+    EXPECT_EQ(e.key(), "active_experts");
+    EXPECT_NE(std::string(e.what()).find("moe rows only"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Measurements, CsvQuotingFollowsRfc4180) {
   EXPECT_EQ(splitCsvLine(R"(a,"b, c","say ""hi""",)"), (std::vector<std::string>{"a", "b, c", "say \"hi\"", ""}));
 }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "catalog/Catalog.hpp"
@@ -224,6 +225,41 @@ TEST(MoeFits, AFitWhoseValuesDoNotFillItsGridIsACatalogErrorNamingTheKey) {
   EXPECT_EQ(moeSectionError("  sglang:\n    bf16: {kernel: k, fixed_us: 5, tokens_per_expert: [1, 2], inter: [256], "
                             "efficiency: [0.5, 0.6], points: 2}\n"),
             "");
+}
+
+// AIConfigurator's balanced router logits mark one expert per group for every token; DeepSeek-V3's
+// grouped router keeps 4 of its 8 groups, the same 4 for every token when they tie, so half the
+// experts stay idle. The converter counts the experts each row reached (measurements/aic_convert.py);
+// counted so, no DeepSeek-shaped row reads its touched experts' weights faster than the DRAM allows,
+// which the balanced count min(experts, tokens × top-k) would have them do from 32 tokens on.
+TEST(MoeFits, DeepSeekRowsCountTheExpertsItsGroupedRouterReachesAndNoneBeatsTheDram) {
+  const std::string root = ATTNSIM_SOURCE_DIR;
+  const std::map<std::string, double> weight_bytes{{"bf16", 2}, {"fp8", 1}, {"fp8_block", 1}, {"nvfp4", 4.5 / 8}};
+  for (const std::string gpu : {"h100_sxm", "b200_sxm"}) {
+    const auto rows = readMeasurementCsv(root + "/measurements/data/aic/" + gpu + ".csv.gz", defaultCatalog());
+    const double bytes_per_us = defaultCatalog().hardware(rows.front().hardware).memory_bandwidth_gbps * 1e3;
+    int deepseek = 0, balanced_would_beat_dram = 0;
+    for (const auto& r : rows) {
+      if (r.kind != "moe" || r.q_len != 7168 || r.heads != 256 || r.kv_heads != 8) continue;
+      ++deepseek;
+      // Each token's 4 marked experts in the kept groups, distinct across tokens, and at most 4 idle-scored
+      // experts of the lowest indices that fill its top-8; from 32 tokens on, all 128 experts of the 4 groups.
+      if (r.batch >= 32) {
+        EXPECT_EQ(r.active_experts, 128) << gpu << " tokens=" << r.batch;
+      } else {
+        EXPECT_GE(r.active_experts, 4 * r.batch) << gpu << " tokens=" << r.batch;
+        EXPECT_LE(r.active_experts, 4 * r.batch + 4) << gpu << " tokens=" << r.batch;
+      }
+      const double per_expert_us =
+          3.0 * static_cast<double>(r.q_len * r.kv_len) * weight_bytes.at(r.dtype) / bytes_per_us;
+      EXPECT_GE(r.median_us, static_cast<double>(r.active_experts) * per_expert_us)
+          << gpu << " " << r.dtype << " tokens=" << r.batch << " inter=" << r.kv_len;
+      const auto balanced = std::min<std::int64_t>(r.heads, r.batch * r.kv_heads);
+      balanced_would_beat_dram += r.median_us < static_cast<double>(balanced) * per_expert_us;
+    }
+    EXPECT_GT(deepseek, 100) << gpu;
+    EXPECT_GT(balanced_would_beat_dram, 20) << gpu;
+  }
 }
 
 }  // namespace
