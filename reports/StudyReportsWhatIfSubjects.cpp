@@ -281,7 +281,8 @@ void axisSection(HtmlDocument& doc, const std::vector<Aligned>& rows, const std:
     doc.paragraph(fmt::format(
         "Compared per output token: a decode step emits 1 token per request, a verify step of N tokens from 1 to "
         "N; here {}. Each cell is the step time over those tokens (step µs / tokens), so a ratio below 1 is what "
-        "speculative decoding buys at that acceptance. The drafter's own forwards are not in these sweep points "
+        "speculative decoding buys at that acceptance (the summary and the map above count the fastest per output "
+        "token too). The drafter's own forwards are not in these sweep points "
         "(attnsim serve-sim --speculative-* prices them, with the scheduler).",
         acceptanceNote(o)));
   }
