@@ -91,6 +91,9 @@ Runner addReportCommand(CLI::App& app, const GlobalOptions& global) {
   app.add_option("--baseline", f->whatif.baseline,
                  "whatif --axis: the value the others are compared with (default: the engine's default, the "
                  "smallest, graphs on)");
+  app.add_option("--spec-accept-length", f->whatif.spec_accept_length,
+                 "whatif --axis spec_decoding: mean tokens a verify step emits per request (default: see the report)")
+      ->check(CLI::Range(1.0, 1024.0));
   app.add_option("--engine", f->whatif.engine, "whatif: only this engine (the one --compare-hardware follows)");
   app.add_option("--hardware", f->whatif.hardware_filter, "whatif: only this hardware profile");
   app.add_option("--model", f->whatif.model_filter, "whatif: only this model");

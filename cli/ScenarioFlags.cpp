@@ -154,7 +154,7 @@ Scenario ScenarioFlags::scenario(const std::string& hw, const std::string& model
   s.page_size = page_size;
   s.tp = tp;
   s.weight_dtype = weight_dtype;
-  s.spec = {spec_algorithm, spec_topk, spec_draft_tokens, spec_attention_mode};
+  s.spec = {spec_algorithm, spec_topk, spec_draft_tokens, spec_attention_mode, std::nullopt, std::nullopt};
   s.has_prefix = has_prefix;
   s.cuda_version = cuda_version;
   s.cuda_graphs = cuda_graph == "on";

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "core/Error.hpp"
 
@@ -81,6 +82,75 @@ void addArrivalFlags(CLI::App& app, ArrivalSpec& a, bool rate_inf) {
   app.add_option("--seed", a.seed, "random seed");
 }
 
+namespace {
+
+// SGLang's and vLLM's speculative-decoding flags, spelled as their servers take them.
+void addSpeculativeFlags(CLI::App& app, ServeFlags& f) {
+  auto* sglang = app.add_option("--speculative-algorithm", f.speculative_algorithm,
+                                "SGLang: EAGLE, EAGLE3 or NEXTN (the model's MTP layer)")
+                     ->transform(CLI::IsMember({"eagle", "eagle3", "nextn"}, CLI::ignore_case));
+  app.add_option("--speculative-num-steps", f.speculative_num_steps, "SGLang: draft steps per decode step")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--speculative-eagle-topk", f.speculative_eagle_topk, "SGLang: draft tree branching (1: a chain)")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--speculative-num-draft-tokens", f.speculative_num_draft_tokens,
+                 "SGLang: tokens verified per request (topk 1: num_steps + 1)")
+      ->check(CLI::Range(2, 1024));
+  app.add_option("--speculative-config", f.speculative_config,
+                 "vLLM: JSON with method (eagle, eagle3, mtp, deepseek_mtp) and num_speculative_tokens")
+      ->excludes(sglang);
+  app.add_option("--spec-accept-length", f.spec_accept_length,
+                 "speculative decoding: mean tokens a verify step emits per request, the bonus token included")
+      ->check(positiveNumber());
+}
+
+// vLLM's --speculative-config, the keys serve-sim reads: method, num_speculative_tokens, and model
+// (the draft checkpoint, whose shape serve-sim takes from the method).
+void readSpeculativeConfig(const std::string& text, SpecDecoding& spec) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(fmt::format("--speculative-config {}: not JSON ({})", text, e.what()));
+  }
+  if (!j.is_object()) throw UsageError(fmt::format("--speculative-config {}: expected a JSON object", text));
+  for (const auto& [key, value] : j.items()) {
+    if (key == "method" && value.is_string()) {
+      const auto method = value.get<std::string>();
+      if (method != "eagle" && method != "eagle3" && method != "mtp" && method != "deepseek_mtp") {
+        throw UsageError(
+            fmt::format("--speculative-config method '{}': serve-sim runs eagle, eagle3, mtp and "
+                        "deepseek_mtp",
+                        method));
+      }
+      spec.algorithm = method == "deepseek_mtp" ? "mtp" : method;
+    } else if (key == "num_speculative_tokens" && value.is_number_integer()) {
+      spec.num_steps = value.get<std::int64_t>();
+    } else if (key != "model") {
+      throw UsageError(
+          fmt::format("--speculative-config key '{}' ({}): serve-sim reads method (a string), "
+                      "num_speculative_tokens (an integer) and model",
+                      key, value.dump()));
+    }
+  }
+  if (!spec.algorithm) throw UsageError(fmt::format("--speculative-config {}: give \"method\"", text));
+  spec.topk = 1;
+}
+
+}  // namespace
+
+Scenario serveScenarioOf(const ServeFlags& f) {
+  Scenario s = f.scenario.scenario(f.scenario.hardware, f.scenario.models, f.scenario.engines);
+  if (f.speculative_config) readSpeculativeConfig(*f.speculative_config, s.spec);
+  if (f.speculative_algorithm)
+    s.spec.algorithm = *f.speculative_algorithm == "nextn" ? "mtp" : *f.speculative_algorithm;
+  if (f.speculative_num_steps) s.spec.num_steps = f.speculative_num_steps;
+  if (f.speculative_eagle_topk) s.spec.topk = f.speculative_eagle_topk;
+  if (f.speculative_num_draft_tokens) s.spec.draft_tokens = f.speculative_num_draft_tokens;
+  if (f.spec_accept_length) s.spec.accept_length = f.spec_accept_length;
+  return s;
+}
+
 void addServeFlags(CLI::App& app, ServeFlags& f) {
   app.add_option("--hardware", f.scenario.hardware, "hardware profile id")->required();
   app.add_option("--model", f.scenario.models, "model id")->required();
@@ -103,6 +173,7 @@ void addServeFlags(CLI::App& app, ServeFlags& f) {
       ->excludes(tpot);
   f.scenario.addServing(app);
   app.add_option("--cuda-graph", f.scenario.cuda_graph, "on or off")->check(CLI::IsMember({"on", "off"}));
+  addSpeculativeFlags(app, f);
 }
 
 void finishServeFlags(const CLI::App& app, ServeFlags& f) {
@@ -115,8 +186,7 @@ ServeOutcome simulateServe(const Catalog& c, const ServeFlags& f) {
   ServeOutcome out;
   out.requests = f.trace.empty() ? generateRequests(f.arrivals) : readTrace(f.trace);
   const ServeBenchmark bench{out.requests, sloOf(f), f.client, f.warmup_requests, f.ignore_eos, f.trace.empty()};
-  out.bench =
-      runServeBenchmark(c, f.scenario.scenario(f.scenario.hardware, f.scenario.models, f.scenario.engines), bench);
+  out.bench = runServeBenchmark(c, serveScenarioOf(f), bench);
   return out;
 }
 

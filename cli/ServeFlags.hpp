@@ -2,6 +2,7 @@
 // Flags shared by serve-sim and capacity search: generated arrivals and their lengths.
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,11 @@ struct ServeFlags {
   bool ignore_eos = false;
   double slo_ttft_ms = 2000, slo_tpot_ms = 50;
   std::vector<std::string> goodput;  // vllm bench serve --goodput KEY:MS (ttft, tpot, e2el)
+  // Speculative decoding as the engines take it: SGLang's --speculative-* flags or vLLM's
+  // --speculative-config JSON, and the acceptance serve-sim assumes (--spec-accept-length).
+  std::optional<std::string> speculative_algorithm, speculative_config;
+  std::optional<std::int64_t> speculative_num_steps, speculative_eagle_topk, speculative_num_draft_tokens;
+  std::optional<double> spec_accept_length;
 };
 
 // Registers every serve-sim flag on `app`. Call finishServeFlags after parsing.
@@ -31,6 +37,9 @@ void addServeFlags(CLI::App& app, ServeFlags& f);
 // unless --backend-bench names one.
 void finishServeFlags(const CLI::App& app, ServeFlags& f);
 ServeSlo sloOf(const ServeFlags& f);
+// The scenario of the flags, speculative decoding included (a UsageError for a malformed
+// --speculative-config or both engines' spellings at once).
+Scenario serveScenarioOf(const ServeFlags& f);
 
 // One serve-sim run as the flags describe it: the requests and the benchmark (a warm-up outside the
 // metrics, the run, its SLO verdict: simulator/ServeBenchmark).

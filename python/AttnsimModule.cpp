@@ -146,6 +146,8 @@ const std::map<std::string, Setter>& scenarioSetters() {
       {"spec_topk", [](K& k, H v, S key) { k.s.spec.topk = optInt(v, key); }},
       {"spec_draft_tokens", [](K& k, H v, S key) { k.s.spec.draft_tokens = optInt(v, key); }},
       {"spec_attention_mode", [](K& k, H v, S key) { k.s.spec.attention_mode = optString(v, key); }},
+      {"spec_num_steps", [](K& k, H v, S key) { k.s.spec.num_steps = optInt(v, key); }},
+      {"spec_accept_length", [](K& k, H v, S key) { k.s.spec.accept_length = as<double>(v, key, "a number"); }},
       {"prefix", [](K& k, H v, S key) { k.s.has_prefix = as<bool>(v, key, "a bool"); }},
       {"cuda_version", [](K& k, H v, S key) { k.s.cuda_version = as<double>(v, key, "a number"); }},
       {"cuda_graphs", [](K& k, H v, S key) { k.s.cuda_graphs = as<bool>(v, key, "a bool"); }},

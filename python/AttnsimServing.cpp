@@ -167,13 +167,14 @@ void bindServing(py::module_& m) {
   py::class_<WhatIfOptions>(m, "WhatIf", "report whatif's choices, as its flags (compare, axis, baseline, ...)")
       .def(py::init([](const std::string& compare, bool engines, bool hardware, const std::string& axis,
                        const std::string& baseline, const std::string& engine, const std::string& hardware_filter,
-                       const std::string& model_filter) {
+                       const std::string& model_filter, std::optional<double> spec_accept_length) {
              return WhatIfOptions{splitList(compare), engines,      hardware, engine,
-                                  hardware_filter,    model_filter, axis,     baseline};
+                                  hardware_filter,    model_filter, axis,     baseline,
+                                  spec_accept_length};
            }),
            py::kw_only(), py::arg("compare") = "", py::arg("compare_engines") = false,
            py::arg("compare_hardware") = false, py::arg("axis") = "", py::arg("baseline") = "", py::arg("engine") = "",
-           py::arg("hardware") = "", py::arg("model") = "");
+           py::arg("hardware") = "", py::arg("model") = "", py::arg("spec_accept_length") = py::none());
   m.def(
       "serve_sim", [](const Catalog* catalog, const py::kwargs& kwargs) { return serveSim(catalog, kwargs); },
       py::kw_only(), py::arg("catalog") = nullptr,

@@ -54,6 +54,9 @@ struct WhatIfOptions {
   // engine, hardware, kv_dtype, page_size, tp or cuda_graphs; each compared with the baseline value
   // (default: the engine's default, the smallest number, graphs on).
   std::string axis, baseline;
+  // --axis spec_decoding: the mean tokens a verify step emits per request (the bonus token included); unset:
+  // the default per-position acceptance (whatif::kDefaultAcceptRate) over the point's draft tokens.
+  std::optional<double> spec_accept_length;
 };
 StudyReport whatIfReport(const StudyData& data, const WhatIfOptions& options);
 

@@ -76,7 +76,9 @@ std::vector<Aligned> align(const StudyData& data, const WhatIfOptions& o, const 
         out.push_back({panel, workload, p.batch, p.context, p.phase == "decode" && p.workload.rfind("decode", 0) == 0,
                        std::vector<Entry>(subjects.size())});
       }
-      out[it->second].entries[s] = entryOf(data, i, sub, !whatif::attentionOnly(whatif::comparedAxis(o)));
+      Entry& e = out[it->second].entries[s];
+      e = entryOf(data, i, sub, !whatif::attentionOnly(whatif::comparedAxis(o)));
+      if (o.axis == "spec_decoding" && p.phase == "verify") e.tokens = whatif::acceptLength(p, o);
     }
   }
   return out;
@@ -93,10 +95,10 @@ std::optional<Winner> winner(const Aligned& a) {
   std::optional<std::size_t> best, second;
   for (std::size_t s = 0; s < a.entries.size(); ++s) {
     if (!a.entries[s].valid) continue;
-    if (!best || a.entries[s].step_us < a.entries[*best].step_us) {
+    if (!best || a.entries[s].perToken() < a.entries[*best].perToken()) {
       second = best;
       best = s;
-    } else if (!second || a.entries[s].step_us < a.entries[*second].step_us) {
+    } else if (!second || a.entries[s].perToken() < a.entries[*second].perToken()) {
       second = s;
     }
   }
@@ -104,7 +106,8 @@ std::optional<Winner> winner(const Aligned& a) {
   if (!second) return Winner{*best, -1.0, false};
   const Entry& b = a.entries[*best];
   const Entry& n = a.entries[*second];
-  return Winner{*best, n.step_us / b.step_us - 1, withinBands(b.step_us, b.tie_band, n.step_us, n.tie_band)};
+  return Winner{*best, n.perToken() / b.perToken() - 1,
+                withinBands(b.perToken(), b.tie_band, n.perToken(), n.tie_band)};
 }
 
 std::string entryText(const Subject& s, const Entry& e) {
@@ -235,7 +238,8 @@ ReportTable otherWorkloads(const std::vector<Aligned>& rows, const std::vector<S
   return t;
 }
 
-json alignedJson(const std::vector<Aligned>& rows, const std::vector<Subject>& subjects, bool axis) {
+json alignedJson(const std::vector<Aligned>& rows, const std::vector<Subject>& subjects, const std::string& axis_name) {
+  const bool axis = !axis_name.empty();
   json out = json::array();
   for (const auto& a : rows) {
     json entries = json::array();
@@ -252,6 +256,8 @@ json alignedJson(const std::vector<Aligned>& rows, const std::vector<Subject>& s
                   {"graph_mode", e.graph_mode},
                   {"band", e.band},
                   {"provenance", e.provenance}});
+        if (axis_name == "spec_decoding")
+          j.update({{"tokens_per_step", e.tokens}, {"us_per_output_token", e.perToken()}});
         if (const auto r = axis ? whatif::ratioToBaseline(a, s) : std::nullopt) {
           j.update({{"ratio_to_baseline", r->first}, {"within_band_of_baseline", r->second}});
         }
@@ -293,6 +299,7 @@ std::string whatIfCommand(const StudyData& data, const WhatIfOptions& options) {
                                     {"--model", options.model_filter}}) {
     if (!value.empty()) command += fmt::format(" {} {}", flag, shellWord(value));
   }
+  if (options.spec_accept_length) command += fmt::format(" --spec-accept-length {}", *options.spec_accept_length);
   return command;
 }
 
@@ -355,7 +362,7 @@ StudyReport whatIfReport(const StudyData& data, const WhatIfOptions& options) {
     doc.heading("Prefill, chunked prefill and mixed batches");
     doc.table(otherWorkloads(rows, subjects));
   } else {
-    whatif::axisSection(doc, rows, subjects, options.axis);
+    whatif::axisSection(doc, rows, subjects, options);
   }
   json summary = json::array();
   for (std::size_t s = 0; s < subjects.size(); ++s) {
@@ -370,8 +377,14 @@ StudyReport whatIfReport(const StudyData& data, const WhatIfOptions& options) {
                  {"provenance", provenanceJson(data)},
                  {"subjects", labels},
                  {"summary", summary},
-                 {"points", alignedJson(rows, subjects, !options.axis.empty())}};
+                 {"points", alignedJson(rows, subjects, options.axis)}};
   if (!options.axis.empty()) report.json.update({{"axis", options.axis}, {"baseline", subjects.front().axis_value}});
+  if (options.axis == "spec_decoding") {
+    report.json["acceptance"] = {
+        {"accept_length", options.spec_accept_length ? json(*options.spec_accept_length) : json()},
+        {"default_accept_rate", whatif::kDefaultAcceptRate},
+        {"assumed", whatif::acceptanceNote(options)}};
+  }
   return report;
 }
 

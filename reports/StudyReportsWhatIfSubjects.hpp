@@ -52,7 +52,22 @@ struct Entry {
   double tie_band = 0;  // the band two entries are compared with
   std::string provenance;
   bool undeployable = false;  // the engine accepts the point, its deployment does not hold the batch
+  // Output tokens a step emits per request: 1, or for a verify step under --axis spec_decoding the
+  // acceptance assumed (acceptLength). Subjects are compared by the time per output token.
+  double tokens = 1;
+  [[nodiscard]] double perToken() const { return step_us / tokens; }
 };
+
+// The acceptance assumed where none is given: each draft position accepted with this probability, as the
+// EAGLE-3 head of Llama-3.1-8B measures on MT-bench at temperature 1 (mean acceptance length 2.77 at 7
+// drafts, the nebius/EAGLE3-Llama-3.3-70B-Instruct model card's table of public checkpoints: 2.77 ≈
+// sum of 0.65^i for i = 0..7).
+constexpr double kDefaultAcceptRate = 0.65;
+// The mean tokens a verify point emits per request: --spec-accept-length (at most its verified tokens),
+// else sum of kDefaultAcceptRate^i over its verified tokens (a chain's expectation, i.i.d. positions).
+double acceptLength(const StudyPoint& p, const WhatIfOptions& o);
+// The sentence the report says it with.
+std::string acceptanceNote(const WhatIfOptions& o);
 
 // One point (panel and workload) with each subject's entry.
 struct Aligned {
@@ -62,11 +77,12 @@ struct Aligned {
   std::vector<Entry> entries;  // one per subject
 };
 
-// The step-time ratio of subject `s` to the baseline (subject 0) at a point, and whether their bands
-// overlap; nullopt for the baseline itself or where either is not valid.
+// The ratio of subject `s`'s time per output token (the step time but under spec_decoding) to the
+// baseline's (subject 0) at a point, and whether their bands overlap; nullopt for the baseline itself or
+// where either is not valid.
 std::optional<std::pair<double, bool>> ratioToBaseline(const Aligned& a, std::size_t s);
 // The --axis section: every point's step time under each value with its band, ratio and "within band".
 void axisSection(HtmlDocument& doc, const std::vector<Aligned>& rows, const std::vector<Subject>& subjects,
-                 const std::string& axis);
+                 const WhatIfOptions& o);
 
 }  // namespace attnsim::whatif

@@ -31,6 +31,10 @@ struct SpecDecoding {
   std::optional<std::int64_t> topk;      // draft tree branching; 1 = chain
   std::optional<std::int64_t> draft_tokens;
   std::optional<std::string> attention_mode;  // SGLang: which backend verifies drafts (prefill or decode)
+  // serve-sim: draft forwards per step (SGLang speculative_num_steps, vLLM num_speculative_tokens) and
+  // the mean tokens a verify emits per request, the bonus token included (simulator/ServeSpec.hpp).
+  std::optional<std::int64_t> num_steps;
+  std::optional<double> accept_length;
 };
 
 struct Scenario {

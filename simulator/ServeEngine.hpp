@@ -20,6 +20,7 @@ struct Live {
   std::int64_t pages = 0;         // pages it uses, its prefix's shared ones included
   std::int64_t shared_pages = 0;  // of those, the prefix cache's
   double last_token_s = 0;
+  double accept_credit = 0;  // speculative decoding: the fraction of a token carried to its next verify
 };
 
 struct Chunk {
@@ -76,6 +77,13 @@ class ServeEngine {
     if (c_.chunked_prefill) return std::min(left, budget);
     return left <= budget || (prefills_.empty() && decodes_.empty()) ? left : 0;
   }
+  // A decoding request's tokens in a step (its budget share) and the KV slots it holds through it:
+  // 1 and 1, or under speculative decoding the verified tokens and the draft slots.
+  [[nodiscard]] std::int64_t decodeTokens() const { return c_.spec ? c_.spec->draft_tokens : 1; }
+  [[nodiscard]] std::int64_t decodeSlots() const { return c_.spec ? c_.spec->lookahead() : 1; }
+  // Tokens a verify emits for the request: accept_length on average (a fraction is carried to the next
+  // step), at least 1, never past its output.
+  [[nodiscard]] std::int64_t acceptedTokens(Live& l) const;
   void preemptNewest();
   // A request taken out of the running batch: its pages go back and it waits to prefill again
   // (prompt and generated tokens), counted as a preemption.
@@ -93,7 +101,7 @@ class ServeEngine {
   void formBatch();
   [[nodiscard]] Workload workload() const;
   void finishStep(double end_s, double step_s);
-  void complete(std::size_t slot, double end_s);
+  void complete(std::size_t slot, double end_s, std::int64_t tokens = 1);
 
   const std::vector<ServeRequest>& req_;
   const SchedulerConfig& c_;

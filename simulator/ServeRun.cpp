@@ -9,6 +9,7 @@
 #include "catalog/Catalog.hpp"
 #include "core/Error.hpp"
 #include "hardware/KernelEfficiency.hpp"
+#include "simulator/ServeSpec.hpp"
 
 namespace attnsim {
 
@@ -80,7 +81,7 @@ StepTime BatchTimer::operator()(const Workload& w) {
   for (const auto& g : w.groups) {
     const std::uint64_t bc = bucket(g.count), bq = bucket(g.q_len), bx = bucket(g.context);
     key = (((key * 4096 + bc) * 4096 + bq) * 4096 + bx) ^ (key >> 60);
-    RequestGroup r{representative(bc), representative(bq), representative(bx)};
+    RequestGroup r{representative(bc), representative(bq), representative(bx), g.tree_topk};
     r.context = std::max(r.context, r.q_len);
     if (w.phase == Phase::Prefill) r.context = r.q_len;
     rep.groups.push_back(r);
@@ -88,15 +89,40 @@ StepTime BatchTimer::operator()(const Workload& w) {
   key = key * 8 + w.groups.size();
   auto it = memo_.find(key);
   if (it == memo_.end()) {
-    const bool decode = w.phase == Phase::Decode;
-    const Prediction p = (decode ? decode_ : prefill_)->predict(rep);
-    const StepTime t{cuda_graphs_ ? p.graph.step_us : p.eager.step_us,
-                     cuda_graphs_ ? p.graph_decision.mode : GraphMode::Eager};
+    Predictor& target = w.phase == Phase::Decode ? *decode_ : w.phase == Phase::Verify ? *verify_ : *prefill_;
+    const Prediction p = target.predict(rep);
+    StepTime t{cuda_graphs_ ? p.graph.step_us : p.eager.step_us,
+               cuda_graphs_ ? p.graph_decision.mode : GraphMode::Eager};
+    if (spec_) t.us += drafterUs(rep);
     it = memo_.emplace(key, Timed{t, cuda_graphs_ ? p.uncertainty.graph_band : p.uncertainty.eager_band}).first;
   }
   StepTime t = it->second.time;
   if (band_end_ != 0) t.us = band_end_ > 0 ? bandHigh(t.us, it->second.band) : bandLow(t.us, it->second.band);
   return t;
+}
+
+void BatchTimer::setSpeculative(const Catalog& c, const PredictionInput& verify, const PredictionInput& draft_prefill,
+                                const PredictionInput& draft_decode, const SpecDecodeConfig& spec) {
+  verify_ = std::make_unique<Predictor>(c, verify);
+  draft_prefill_ = std::make_unique<Predictor>(c, draft_prefill);
+  draft_decode_ = std::make_unique<Predictor>(c, draft_decode);
+  spec_ = spec;
+}
+
+// The draft model's passes of a step: one over the step's tokens (vLLM's first propose forward, SGLang's
+// draft extend), then num_steps - 1 over topk tokens per verifying request (serve-sim puts the verifying
+// requests in the last group: a verify step's only one, a mixed step's second).
+double BatchTimer::drafterUs(const Workload& rep) {
+  auto stepUs = [this](Predictor& p, const Workload& w) {
+    const Prediction d = p.predict(w);
+    return cuda_graphs_ ? d.graph.step_us : d.eager.step_us;
+  };
+  double us = stepUs(decodeLike(rep.phase) ? *draft_decode_ : *draft_prefill_, rep);
+  const bool verifying = rep.phase == Phase::Verify || (rep.phase == Phase::Extend && rep.groups.size() == 2);
+  if (!verifying || spec_->num_steps < 2) return us;
+  const RequestGroup& g = rep.groups.back();
+  const Workload drafts = Workload::uniform(Phase::Decode, g.count * spec_->topk, 1, g.context);
+  return us + static_cast<double>(spec_->num_steps - 1) * stepUs(*draft_decode_, drafts);
 }
 
 ServeSetup serveSetup(const Catalog& c, const Scenario& s) {
@@ -123,13 +149,28 @@ ServeSetup serveSetup(const Catalog& c, const Scenario& s) {
   }
   out.scheduler.chunked_prefill = m.chunked_prefill;
   out.scheduler.prefix_caching = m.prefix_caching;
+  out.scheduler.spec = specDecodeOf(s);
+  if (out.scheduler.spec) {
+    // The draft layer's KV shares the pool: each token holds one more layer's worth.
+    const auto layers = static_cast<std::int64_t>(out.capacity.model->num_layers);
+    const std::int64_t pages = out.scheduler.kv_tokens / out.scheduler.page_size * layers / (layers + 1);
+    out.scheduler.kv_tokens = pages * out.scheduler.page_size;
+  }
   return out;
 }
 
 ServeSession::ServeSession(const Catalog& c, const Scenario& s) : setup_(serveSetup(c, s)) {
   const ModelSpec& model = *setup_.capacity.model;  // kept alive by the setup
-  timer_ = std::make_unique<BatchTimer>(c, engineInput(c, s, model, Phase::Extend),
-                                        engineInput(c, s, model, Phase::Decode), s.cuda_graphs);
+  PredictionInput prefill = engineInput(c, s, model, Phase::Extend);
+  PredictionInput decode = engineInput(c, s, model, Phase::Decode);
+  timer_ = std::make_unique<BatchTimer>(c, prefill, decode, s.cuda_graphs);
+  if (setup_.scheduler.spec) {
+    draft_model_ = std::make_unique<ModelSpec>(draftModelOf(model, *s.spec.algorithm));
+    const PredictionInput verify = engineInput(c, s, model, Phase::Verify);
+    prefill.model = draft_model_.get();
+    decode.model = draft_model_.get();
+    timer_->setSpeculative(c, verify, prefill, decode, *setup_.scheduler.spec);
+  }
 }
 
 ServeResult ServeSession::run(const std::vector<ServeRequest>& requests, const ServeSlo& slo,

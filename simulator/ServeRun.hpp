@@ -4,10 +4,12 @@
 // batch key (counts and lengths in buckets of 2^(1/16), about 4%, exact up to 16).
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
 #include "cost/Predictor.hpp"
+#include "model/ModelSpec.hpp"
 #include "simulator/Capacity.hpp"
 #include "simulator/ServeSim.hpp"
 
@@ -21,12 +23,21 @@ class BatchTimer {
   // Every step at an end of its step-model band: +1 the slow end (t x (1 + band)), -1 the fast end
   // (t / (1 + band)), 0 the prediction itself (docs/COST_MODEL.md "Uncertainty").
   void setBandEnd(int end) { band_end_ = end; }
+  // Speculative decoding: verify steps run on the engine's verify stage (`verify`), and every step also
+  // runs the draft model (simulator/ServeSpec.hpp) once over the step's tokens and num_steps - 1 times
+  // over topk tokens per verifying request (`draft_prefill`, `draft_decode`: the target's kernels and
+  // settings with the draft model, which the caller keeps alive).
+  void setSpeculative(const Catalog& c, const PredictionInput& verify, const PredictionInput& draft_prefill,
+                      const PredictionInput& draft_decode, const SpecDecodeConfig& spec);
   // The bucket of a count or length, and the value that stands for it.
   static std::uint64_t bucket(std::int64_t x);
   static std::int64_t representative(std::uint64_t b);
 
  private:
+  [[nodiscard]] double drafterUs(const Workload& rep);
   std::unique_ptr<Predictor> prefill_, decode_;
+  std::unique_ptr<Predictor> verify_, draft_prefill_, draft_decode_;
+  std::optional<SpecDecodeConfig> spec_;
   bool cuda_graphs_;
   int band_end_ = 0;
   struct Timed {
@@ -53,6 +64,7 @@ class ServeSession {
 
  private:
   ServeSetup setup_;
+  std::unique_ptr<ModelSpec> draft_model_;  // speculative decoding's drafter (kept for the timer)
   std::unique_ptr<BatchTimer> timer_;
 };
 

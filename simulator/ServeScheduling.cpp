@@ -20,7 +20,7 @@ double ServeEngine::admissionReserve() const {
 
 std::int64_t ServeEngine::decodePagesNeeded(const std::vector<std::size_t>& which) const {
   std::int64_t need = 0;
-  for (const std::size_t i : which) need += pagesFor(running_[i].cached + 1) - running_[i].pages;
+  for (const std::size_t i : which) need += pagesFor(running_[i].cached + decodeSlots()) - running_[i].pages;
   return need;
 }
 

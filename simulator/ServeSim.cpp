@@ -18,7 +18,7 @@ void ServeEngine::admitArrivals() {
       out_.requests[next_arrival_].arrival_s = std::max(r.arrival_s, slots_.front());
       slots_.pop_front();
     }
-    if (pagesFor(r.prompt_tokens + r.output_tokens) > c_.kv_tokens / c_.page_size) {
+    if (pagesFor(r.prompt_tokens + r.output_tokens + decodeSlots() - 1) > c_.kv_tokens / c_.page_size) {
       ++out_.rejected;  // never fits the pool, whatever else runs
       if (limited_) slots_.push_back(now_);
     } else {
@@ -51,9 +51,10 @@ void ServeEngine::scheduleRunning(std::int64_t& budget) {
   if (c_.preemption == Preemption::Retract && c_.new_token_ratio) retractForDecode();
   for (std::size_t i = 0; i < running_.size() && budget > 0; ++i) {
     Live& l = running_[i];
-    const std::int64_t tokens = l.prefill_left > 0 ? prefillTokens(l.prefill_left, budget) : 1;
+    const bool decode = l.prefill_left == 0;
+    const std::int64_t tokens = decode ? decodeTokens() : prefillTokens(l.prefill_left, budget);
     if (tokens == 0) continue;
-    while (!reserve(l, l.cached + tokens)) {
+    while (!reserve(l, l.cached + (decode ? decodeSlots() : tokens))) {
       if (running_.size() == i + 1) {  // it is the newest: it preempts itself
         preemptNewest();
         return;
@@ -132,7 +133,8 @@ void ServeEngine::formBatch() {
 Workload ServeEngine::workload() const {
   Workload w;
   std::int64_t decode_context = 0;
-  for (const std::size_t i : decodes_) decode_context += running_[i].cached + 1;
+  const std::int64_t q = decodeTokens();  // a verify's last token sees its drafts before it
+  for (const std::size_t i : decodes_) decode_context += running_[i].cached + q;
   bool fresh = true;  // every chunk starts a prompt: a plain prefill
   std::int64_t tokens = 0, context = 0;
   for (const Chunk& ch : prefills_) {
@@ -144,15 +146,25 @@ Workload ServeEngine::workload() const {
   const auto np = static_cast<std::int64_t>(prefills_.size());
   const auto nd = static_cast<std::int64_t>(decodes_.size());
   if (np > 0) w.groups.push_back({np, std::max<std::int64_t>(1, tokens / np), std::max<std::int64_t>(1, context / np)});
-  if (nd > 0) w.groups.push_back({nd, 1, std::max<std::int64_t>(1, decode_context / nd)});
-  w.phase = np == 0 ? Phase::Decode : (nd == 0 && fresh ? Phase::Prefill : Phase::Extend);
+  if (nd > 0) w.groups.push_back({nd, q, std::max<std::int64_t>(q, decode_context / nd), c_.spec ? c_.spec->topk : 1});
+  const Phase decode = c_.spec ? Phase::Verify : Phase::Decode;
+  w.phase = np == 0 ? decode : (nd == 0 && fresh ? Phase::Prefill : Phase::Extend);
   return w;
 }
 
-void ServeEngine::complete(std::size_t slot, double end_s) {
+std::int64_t ServeEngine::acceptedTokens(Live& l) const {
+  if (!c_.spec) return 1;
+  l.accept_credit += c_.spec->accept_length;
+  const auto whole = static_cast<std::int64_t>(std::floor(l.accept_credit + 1e-9));
+  l.accept_credit -= static_cast<double>(whole);
+  return std::clamp<std::int64_t>(whole, 1, req_[l.index].output_tokens - l.generated);
+}
+
+void ServeEngine::complete(std::size_t slot, double end_s, std::int64_t tokens) {
   Live& l = running_[slot];
   RequestOutcome& o = out_.requests[l.index];
-  ++l.generated;
+  l.generated += tokens;  // a verify's accepted tokens come out together, in one chunk
+  out_.emitted_tokens += tokens;
   if (l.generated == 1) {
     o.first_token_s = end_s;
   } else {
@@ -182,9 +194,10 @@ void ServeEngine::finishStep(double end_s, double step_s) {
     if (l.prefill_left == 0) complete(ch.live, end_s);  // the prefill's last chunk yields a token
   }
   for (const std::size_t i : decodes_) {
-    ++running_[i].cached;
-    ++batch_tokens;
-    complete(i, end_s);
+    const std::int64_t emitted = acceptedTokens(running_[i]);
+    running_[i].cached += emitted;  // the accepted tokens' KV stays; the rejected drafts' slots are reused
+    batch_tokens += decodeTokens();
+    complete(i, end_s, emitted);
   }
   out_.timeline.back().batch_tokens = batch_tokens;
   std::size_t kept = 0;

@@ -4,6 +4,7 @@
 // and retraction) forms each step's batch, and the step
 // model times that batch. Step times are memoised by a quantised batch key, so a 10,000-request
 // trace runs in well under a second (bench/bench_serve_sim.cpp).
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -39,6 +40,21 @@ struct NewTokenRatioAdmission {
 // (then the longest prompt) free theirs and wait at the back (SGLang's retract_decode).
 enum class Preemption { Recompute, Retract };
 
+// Speculative decoding (EAGLE, EAGLE-3, MTP) as vLLM and SGLang run a decode step: the draft model
+// runs over the step's tokens, then num_steps - 1 more forwards at topk tokens per request, and the
+// target verifies draft_tokens per request in one forward, emitting accept_length tokens on average
+// (the bonus token included; docs/CAPACITY.md "Speculative decoding"). The step time's drafter part
+// is the timer's (simulator/ServeRun); here: the tokens a step schedules, holds in the pool and emits.
+struct SpecDecodeConfig {
+  std::int64_t num_steps = 1;     // draft forwards per step (vLLM num_speculative_tokens)
+  std::int64_t topk = 1;          // draft tree branching; 1: a chain
+  std::int64_t draft_tokens = 2;  // tokens verified per request (SGLang num_draft_tokens; vLLM k + 1)
+  double accept_length = 1;       // mean tokens a verify emits per request, in [1, num_steps + 1]
+  // KV slots a verifying request holds beyond its tokens: the verified ones, or topk x num_steps
+  // draft slots for a tree (SGLang's _draft_preprocess_decode).
+  [[nodiscard]] std::int64_t lookahead() const { return std::max(draft_tokens, topk * num_steps); }
+};
+
 // The scheduler's limits and the KV pool, per engine (backends/<engine>/engine.yaml serving:).
 struct SchedulerConfig {
   std::int64_t max_batched_tokens = 8192;
@@ -57,6 +73,7 @@ struct SchedulerConfig {
   // a request of the group skips the whole pages of its prefix (simulator/PrefixCache.hpp).
   bool prefix_caching = false;
   std::optional<NewTokenRatioAdmission> new_token_ratio;  // absent: admission by free pages only
+  std::optional<SpecDecodeConfig> spec;                   // absent: one token per decode step
 };
 
 // The benchmark client: at most max_concurrency requests in flight (0: no limit), as the semaphore
@@ -111,6 +128,7 @@ struct ServeResult {
   std::int64_t steps = 0, full_graph_steps = 0, piecewise_steps = 0, preemptions = 0,
                rejected = 0;          // rejected: can never fit the pool
   std::int64_t distinct_batches = 0;  // step-model evaluations (memo misses)
+  std::int64_t emitted_tokens = 0;    // tokens the steps emitted (every request's output, none beyond)
   double in_system_seconds = 0;       // ∫ (waiting + running) dt, summed step by step
   std::vector<double> itl_samples;    // inter-token latencies while simulating (moved into `itl`)
 };

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdlib>
@@ -259,8 +260,43 @@ TEST(StudyReports, WhatIfComparesWeightDtypesAndSpeculativeDecodingSideBySide) {
     EXPECT_GE(e[1]["step_us"].get<double>(), e[0]["step_us"].get<double>()) << p;
   }
   EXPECT_EQ(compared, 8) << "4 batch x context pairs under each weight dtype";
-  EXPECT_NE(readFile(out / "whatif.md").find("speculative decoding pays off where the mean number of tokens"),
-            std::string::npos);
+  EXPECT_NE(readFile(out / "whatif.md").find("Compared per output token"), std::string::npos);
+  EXPECT_NE(j["acceptance"]["assumed"].get<std::string>().find("EAGLE-3 on Llama-3.1-8B"), std::string::npos) << j;
+}
+
+// --axis spec_decoding compares the time per output token at the acceptance it states: nothing accepted
+// leaves a verify step dearer than the decode step; every draft accepted makes it cheaper where the
+// verify step costs less than its tokens' worth of decode steps.
+TEST(StudyReports, WhatIfOnSpecDecodingComparesTimePerOutputTokenAtTheStatedAcceptance) {
+  const fs::path db = reportsScratch() / "axis-spec.db", out = reportsScratch() / "axis-spec";
+  const auto sweep = runAttnsim("sweep " + (kReportsData / "axis-weights.yaml").string() + " --db " + db.string());
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.output;
+  auto ratios = [&](const std::string& accept) {
+    const auto r = report("whatif", db, out, "--axis spec_decoding --engine vllm --spec-accept-length " + accept);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    const json j = json::parse(readFile(out / "whatif.json"));
+    EXPECT_EQ(j["acceptance"]["accept_length"].get<double>(), std::stod(accept)) << j["acceptance"];
+    std::vector<double> out_ratios;
+    for (const auto& p : j["points"]) {
+      const auto& e = p["entries"];
+      if (!e[0]["valid"].get<bool>() || !e[1]["valid"].get<bool>()) continue;
+      const double tokens = e[1]["tokens_per_step"].get<double>();
+      EXPECT_DOUBLE_EQ(e[1]["us_per_output_token"].get<double>(), e[1]["step_us"].get<double>() / tokens) << p;
+      EXPECT_DOUBLE_EQ(e[1]["ratio_to_baseline"].get<double>(),
+                       e[1]["us_per_output_token"].get<double>() / e[0]["step_us"].get<double>())
+          << p;
+      out_ratios.push_back(e[1]["ratio_to_baseline"].get<double>());
+    }
+    return out_ratios;
+  };
+  const auto none = ratios("1"), all = ratios("3");
+  ASSERT_EQ(none.size(), 8U);
+  ASSERT_EQ(all.size(), none.size());
+  for (std::size_t i = 0; i < none.size(); ++i) {
+    EXPECT_GE(none[i], 1.0) << i;
+    EXPECT_NEAR(all[i], none[i] / 3, 1e-9) << i;
+  }
+  EXPECT_LT(*std::min_element(all.begin(), all.end()), 1.0) << "3 tokens per verify beat decoding somewhere";
 }
 
 // An axis value the filtered engine was never swept with (SGLang spells FP8 fp8_e4m3, vLLM fp8) is left out

@@ -223,6 +223,21 @@ def test_serve_sim_answers_as_the_cli():
     assert isinstance(answer["meets_slo"], bool)
 
 
+def test_serve_sim_speculative_decoding_answers_as_the_cli():
+    spec = dict(spec_algorithm="eagle3", spec_num_steps=3, spec_accept_length=2.8)
+    answer = attnsim.serve_sim(hardware="h100-sxm", model="llama-3.1-8b", engine="vllm", rate=4, requests=40,
+                               prompt_len=512, output_len=32, **spec)
+    code, cli = cli_json("serve-sim", *SCENARIO, "--rate", "4", "--requests", "40", "--prompt-len", "512",
+                         "--output-len", "32", "--speculative-config",
+                         '{"method": "eagle3", "num_speculative_tokens": 3}', "--spec-accept-length", "2.8")
+    assert code == 0
+    assert without_timings(answer) == without_timings(cli)
+    plain = attnsim.serve_sim(hardware="h100-sxm", model="llama-3.1-8b", engine="vllm", rate=4, requests=40,
+                              prompt_len=512, output_len=32)
+    assert answer["total_output_tokens"] == plain["total_output_tokens"]
+    assert answer["steps"] < plain["steps"]  # 2.8 tokens per verify step
+
+
 def test_serve_sim_refuses_a_bad_serving_keyword_by_name():
     with pytest.raises(attnsim.UsageError, match="rate"):
         attnsim.serve_sim(hardware="h100-sxm", model="llama-3.1-8b", engine="vllm", rate=-1)
