@@ -67,10 +67,11 @@ std::int64_t BatchTimer::representative(std::uint64_t b) {
 }
 
 BatchTimer::BatchTimer(const Catalog& c, const PredictionInput& prefill, const PredictionInput& decode,
-                       bool cuda_graphs)
+                       bool cuda_graphs, HostStepCost host)
     : prefill_(std::make_unique<Predictor>(c, prefill)),
       decode_(std::make_unique<Predictor>(c, decode)),
-      cuda_graphs_(cuda_graphs) {}
+      cuda_graphs_(cuda_graphs),
+      host_(host) {}
 
 StepTime BatchTimer::operator()(const Workload& w) {
   // Key: phase, then (count, q_len, context) buckets of the prefill group and of the decode group.
@@ -96,6 +97,10 @@ StepTime BatchTimer::operator()(const Workload& w) {
   }
   StepTime t = it->second.time;
   if (band_end_ != 0) t.us = band_end_ > 0 ? bandHigh(t.us, it->second.band) : bandLow(t.us, it->second.band);
+  t.gpu_us = t.us;  // the band is the step model's: the engine's CPU work is data beside it
+  t.host_us = host_.hostUs(w);
+  t.overlapped = host_.overlap;
+  t.us = host_.stepUs(t.gpu_us, t.host_us);
   return t;
 }
 
@@ -123,13 +128,14 @@ ServeSetup serveSetup(const Catalog& c, const Scenario& s) {
   }
   out.scheduler.chunked_prefill = m.chunked_prefill;
   out.scheduler.prefix_caching = m.prefix_caching;
+  if (const auto& host = c.engine(s.engine).policy.serving->host) out.host = hostStepCost(*host, m.host_overlap);
   return out;
 }
 
 ServeSession::ServeSession(const Catalog& c, const Scenario& s) : setup_(serveSetup(c, s)) {
   const ModelSpec& model = *setup_.capacity.model;  // kept alive by the setup
   timer_ = std::make_unique<BatchTimer>(c, engineInput(c, s, model, Phase::Extend),
-                                        engineInput(c, s, model, Phase::Decode), s.cuda_graphs);
+                                        engineInput(c, s, model, Phase::Decode), s.cuda_graphs, setup_.host);
 }
 
 ServeResult ServeSession::run(const std::vector<ServeRequest>& requests, const ServeSlo& slo,

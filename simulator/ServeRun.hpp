@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cost/HostTime.hpp"
 #include "cost/Predictor.hpp"
 #include "simulator/Capacity.hpp"
 #include "simulator/ServeSim.hpp"
@@ -15,7 +16,8 @@ namespace attnsim {
 
 class BatchTimer {
  public:
-  BatchTimer(const Catalog& c, const PredictionInput& prefill, const PredictionInput& decode, bool cuda_graphs);
+  BatchTimer(const Catalog& c, const PredictionInput& prefill, const PredictionInput& decode, bool cuda_graphs,
+             HostStepCost host = {});
   StepTime operator()(const Workload& w);
   [[nodiscard]] std::size_t evaluations() const { return memo_.size(); }
   // Every step at an end of its step-model band: +1 the slow end (t x (1 + band)), -1 the fast end
@@ -28,6 +30,7 @@ class BatchTimer {
  private:
   std::unique_ptr<Predictor> prefill_, decode_;
   bool cuda_graphs_;
+  HostStepCost host_;  // the engine's CPU work per step, added to (or overlapping) the GPU's
   int band_end_ = 0;
   struct Timed {
     StepTime time;
@@ -39,6 +42,7 @@ class BatchTimer {
 struct ServeSetup {
   CapacityReport capacity;
   SchedulerConfig scheduler;
+  HostStepCost host;  // the engine's per-step CPU work (serving.host; none when absent)
 };
 ServeSetup serveSetup(const Catalog& c, const Scenario& s);
 
@@ -48,6 +52,9 @@ class ServeSession {
   ServeSession(const Catalog& c, const Scenario& s);
   [[nodiscard]] const ServeSetup& setup() const { return setup_; }
   ServeResult run(const std::vector<ServeRequest>& requests, const ServeSlo& slo, const ServeClient& client = {});
+  // The time of one step over this batch as the runs take it (the step model's GPU time and the
+  // engine's CPU work, memoised).
+  StepTime stepTime(const Workload& w) { return (*timer_)(w); }
   // Later runs time every step at this end of its band (BatchTimer::setBandEnd).
   void setBandEnd(int end) { timer_->setBandEnd(end); }
 

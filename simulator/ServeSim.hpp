@@ -117,8 +117,14 @@ struct ServeResult {
 
 // The time of one step for a batch, and whether it replays a CUDA graph.
 struct StepTime {
-  double us = 0;
+  double us = 0;                      // run back to back with the previous step
   GraphMode mode = GraphMode::Eager;  // full graph replay (padded to a captured size), piecewise, or eager
+  // Its parts: the GPU's and the engine's CPU work (cost/HostTime.hpp), and whether that work ran under
+  // the previous step's GPU time (us = the longer of the two) or before the GPU's (us = their sum).
+  double gpu_us = 0, host_us = 0;
+  bool overlapped = false;
+  // After an idle engine nothing hides the CPU work: it precedes the GPU's.
+  [[nodiscard]] double fromIdleUs() const { return overlapped ? gpu_us + host_us : us; }
 };
 using StepTimer = std::function<StepTime(const Workload&)>;
 
