@@ -210,6 +210,7 @@ void ServeEngine::run(const StepTimer& timer) {
     ++out_.steps;
     if (st.mode == GraphMode::Full) ++out_.full_graph_steps;
     if (st.mode == GraphMode::Piecewise) ++out_.piecewise_steps;
+    if (st.host_us > st.gpu_us) ++out_.host_bound_steps;
     finishStep(now_ + step_s, step_s);
     now_ += step_s;
     last_end = now_;

@@ -111,6 +111,7 @@ struct ServeResult {
   std::int64_t steps = 0, full_graph_steps = 0, piecewise_steps = 0, preemptions = 0,
                rejected = 0;          // rejected: can never fit the pool
   std::int64_t distinct_batches = 0;  // step-model evaluations (memo misses)
+  std::int64_t host_bound_steps = 0;  // steps whose engine CPU work outlasted their GPU time
   double in_system_seconds = 0;       // ∫ (waiting + running) dt, summed step by step
   std::vector<double> itl_samples;    // inter-token latencies while simulating (moved into `itl`)
 };

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "TestSupport.hpp"
@@ -138,6 +139,23 @@ TEST(ServeHost, TheInputCopyTermIsTheMeasuredMedian) {
       EXPECT_NEAR(t.fixed_us, median, 0.05 * median) << engine << ": " << t.what;
     }
     EXPECT_EQ(found, 1) << engine;
+  }
+}
+
+// serve-sim answers the engine's host work and whether the option overlaps it, in text and JSON.
+TEST(ServeHost, ServeSimAnswersTheHostWorkAndItsOverlap) {
+  const std::string base = "serve-sim --engine sglang --hardware h100-sxm --model llama-3.1-8b --rate 5 --requests 20";
+  for (const bool disabled : {false, true}) {
+    const std::string option = disabled ? " --option disable_overlap_schedule=true" : "";
+    const auto json = test::runAttnsim("--json " + base + option);
+    ASSERT_EQ(json.exit_code, 0) << json.output;
+    const auto j = nlohmann::json::parse(json.output);
+    EXPECT_EQ(j["host"]["overlap"], !disabled);
+    EXPECT_GT(j["host"]["fixed_us"].get<double>(), 0);
+    EXPECT_GE(j["host"]["host_bound_steps"].get<std::int64_t>(), 0);
+    const auto text = test::runAttnsim(base + option);
+    ASSERT_EQ(text.exit_code, 0) << text.output;
+    EXPECT_NE(text.output.find(disabled ? "added to the GPU's" : "under the GPU's"), std::string::npos) << text.output;
   }
 }
 
