@@ -22,6 +22,26 @@ Expr::VariableCheck checkAgainst(std::vector<std::string> names) {
   };
 }
 
+ServingHost parseServingHost(const YamlReader& host, const std::vector<std::string>& names) {
+  ServingHost h;
+  h.overlap = host.getExpr("overlap", checkAgainst(names));
+  const std::vector<YamlReader> terms = host.list("terms");
+  h.terms.reserve(terms.size());
+  for (const YamlReader& t : terms) {
+    HostWorkTerm w;
+    w.what = t.get<std::string>("what");
+    w.fixed_us = t.findNumber("fixed_us", 0, 1e6).value_or(0);
+    w.per_request_us = t.findNumber("per_request_us", 0, 1e6).value_or(0);
+    w.per_token_us = t.findNumber("per_token_us", 0, 1e6).value_or(0);
+    w.source = t.get<std::string>("source");
+    t.finish();
+    h.terms.push_back(std::move(w));
+  }
+  h.source = host.get<std::string>("source");
+  host.finish();
+  return h;
+}
+
 }  // namespace
 
 ServingPolicy parseServingPolicy(const YamlReader& r, const std::vector<std::string>& known) {
@@ -71,6 +91,7 @@ ServingPolicy parseServingPolicy(const YamlReader& r, const std::vector<std::str
   }
   p.scheduler.source = sched.get<std::string>("source");
   sched.finish();
+  if (auto host = r.findMap("host")) p.host = parseServingHost(*host, names);
   r.finish();
   return p;
 }

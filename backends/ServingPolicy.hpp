@@ -53,6 +53,23 @@ struct ServingScheduler {
   std::string source;
 };
 
+// One part of an engine's CPU work per step (scheduling, input preparation, output processing): a
+// fixed part and parts per request and per token of the step's batch, each with its source.
+struct HostWorkTerm {
+  std::string what;
+  double fixed_us = 0, per_request_us = 0, per_token_us = 0;
+  std::string source;
+};
+
+// The engine's per-step CPU work and whether it overlaps the GPU (vLLM --async-scheduling, SGLang's
+// overlap scheduler): overlapped, a step takes the longer of the two; otherwise their sum
+// (docs/CAPACITY.md "Per-step host work").
+struct ServingHost {
+  Expr overlap;  // an expression of the scenario, the engine's options and the derived variables
+  std::vector<HostWorkTerm> terms;
+  std::string source;
+};
+
 struct ServingPolicy {
   std::vector<std::pair<std::string, Expr>> derive;  // evaluated in order
   // Attention replicas (SGLang's DP attention): each runs attention at tp / attention_dp ranks on its
@@ -61,6 +78,7 @@ struct ServingPolicy {
   std::optional<Expr> attention_dp;
   ServingMemory memory;
   ServingScheduler scheduler;
+  std::optional<ServingHost> host;  // absent: a step is its GPU time
   std::string source;
 };
 

@@ -141,6 +141,7 @@ MemorySplit splitMemory(const MemoryInput& in) {
     s.chunked_prefill = truthy(sp.scheduler.chunked_prefill->evaluate(env));
   }
   s.prefix_caching = sp.scheduler.prefix_caching && truthy(sp.scheduler.prefix_caching->evaluate(env));
+  s.host_overlap = sp.host && truthy(sp.host->overlap.evaluate(env));
   s.other_mib = s.gpu_mib - s.weights_mib - s.kv_pool_mib;  // also right when the pool is negative
   s.note = sp.memory.note;
   s.source = sp.memory.source;

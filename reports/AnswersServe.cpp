@@ -66,6 +66,7 @@ json serveBenchmarkJson(const ServeBenchmarkRun& b) {
   const ServeResult& r = b.run.result;
   const CapacityReport& c = b.run.setup.capacity;
   const SchedulerConfig& s = b.run.setup.scheduler;
+  const HostStepCost& h = b.run.setup.host;
   return {{"hardware", c.hardware->id},
           {"model", c.model->id},
           {"engine", c.engine},
@@ -99,6 +100,12 @@ json serveBenchmarkJson(const ServeBenchmarkRun& b) {
           {"preemptions", r.preemptions},
           {"rejected", r.rejected},
           {"step_model_evaluations", r.distinct_batches},
+          {"host",
+           {{"fixed_us", h.fixed_us},
+            {"per_request_us", h.per_request_us},
+            {"per_token_us", h.per_token_us},
+            {"overlap", h.overlap},
+            {"host_bound_steps", r.host_bound_steps}}},
           {"simulation_wall_s", b.wall_s},
           {"max_concurrency", b.max_concurrency > 0 ? json(b.max_concurrency) : json()},
           {"warmup_requests", b.warmup_requests},
@@ -130,6 +137,11 @@ std::string serveBenchmarkText(const ServeBenchmarkRun& b) {
           r.mean_batch, 100 * r.mean_kv_use, 100 * r.peak_kv_use, r.preemptions, r.rejected);
   appendf(out, "{} steps: {} full CUDA-graph replays, {} piecewise, {} eager; {} step-model evaluations\n", r.steps,
           r.full_graph_steps, r.piecewise_steps, r.steps - r.full_graph_steps - r.piecewise_steps, r.distinct_batches);
+  const HostStepCost& h = b.run.setup.host;
+  appendf(out,
+          "engine CPU work per step {:.0f} us + {:.2f} us per request + {:.2f} us per token, {}; {} steps host-bound\n",
+          h.fixed_us, h.per_request_us, h.per_token_us, h.overlap ? "under the GPU's" : "added to the GPU's",
+          r.host_bound_steps);
   appendf(out, "SLO (p99 TTFT and TPOT, nothing rejected): {}\n", b.meets_slo ? "met" : "not met");
   appendf(out, "simulated {:.1f} s of serving in {:.3f} s\n", r.makespan_s, b.wall_s);
   if (b.warmup_requests > 0) {

@@ -68,10 +68,11 @@ std::int64_t BatchTimer::representative(std::uint64_t b) {
 }
 
 BatchTimer::BatchTimer(const Catalog& c, const PredictionInput& prefill, const PredictionInput& decode,
-                       bool cuda_graphs)
+                       bool cuda_graphs, HostStepCost host)
     : prefill_(std::make_unique<Predictor>(c, prefill)),
       decode_(std::make_unique<Predictor>(c, decode)),
-      cuda_graphs_(cuda_graphs) {}
+      cuda_graphs_(cuda_graphs),
+      host_(host) {}
 
 StepTime BatchTimer::operator()(const Workload& w) {
   // Key: phase, then (count, q_len, context) buckets of the prefill group and of the decode group.
@@ -98,6 +99,10 @@ StepTime BatchTimer::operator()(const Workload& w) {
   }
   StepTime t = it->second.time;
   if (band_end_ != 0) t.us = band_end_ > 0 ? bandHigh(t.us, it->second.band) : bandLow(t.us, it->second.band);
+  t.gpu_us = t.us;  // the band is the step model's: the engine's CPU work is data beside it
+  t.host_us = host_.hostUs(w);
+  t.overlapped = host_.overlap;
+  t.us = host_.stepUs(t.gpu_us, t.host_us);
   return t;
 }
 
@@ -156,6 +161,7 @@ ServeSetup serveSetup(const Catalog& c, const Scenario& s) {
     const std::int64_t pages = out.scheduler.kv_tokens / out.scheduler.page_size * layers / (layers + 1);
     out.scheduler.kv_tokens = pages * out.scheduler.page_size;
   }
+  if (const auto& host = c.engine(s.engine).policy.serving->host) out.host = hostStepCost(*host, m.host_overlap);
   return out;
 }
 
@@ -163,7 +169,7 @@ ServeSession::ServeSession(const Catalog& c, const Scenario& s) : setup_(serveSe
   const ModelSpec& model = *setup_.capacity.model;  // kept alive by the setup
   PredictionInput prefill = engineInput(c, s, model, Phase::Extend);
   PredictionInput decode = engineInput(c, s, model, Phase::Decode);
-  timer_ = std::make_unique<BatchTimer>(c, prefill, decode, s.cuda_graphs);
+  timer_ = std::make_unique<BatchTimer>(c, prefill, decode, s.cuda_graphs, setup_.host);
   if (setup_.scheduler.spec) {
     draft_model_ = std::make_unique<ModelSpec>(draftModelOf(model, *s.spec.algorithm));
     const PredictionInput verify = engineInput(c, s, model, Phase::Verify);

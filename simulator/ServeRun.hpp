@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cost/HostTime.hpp"
 #include "cost/Predictor.hpp"
 #include "model/ModelSpec.hpp"
 #include "simulator/Capacity.hpp"
@@ -17,7 +18,8 @@ namespace attnsim {
 
 class BatchTimer {
  public:
-  BatchTimer(const Catalog& c, const PredictionInput& prefill, const PredictionInput& decode, bool cuda_graphs);
+  BatchTimer(const Catalog& c, const PredictionInput& prefill, const PredictionInput& decode, bool cuda_graphs,
+             HostStepCost host = {});
   StepTime operator()(const Workload& w);
   [[nodiscard]] std::size_t evaluations() const { return memo_.size(); }
   // Every step at an end of its step-model band: +1 the slow end (t x (1 + band)), -1 the fast end
@@ -39,6 +41,7 @@ class BatchTimer {
   std::unique_ptr<Predictor> verify_, draft_prefill_, draft_decode_;
   std::optional<SpecDecodeConfig> spec_;
   bool cuda_graphs_;
+  HostStepCost host_;  // the engine's CPU work per step, added to (or overlapping) the GPU's
   int band_end_ = 0;
   struct Timed {
     StepTime time;
@@ -50,6 +53,7 @@ class BatchTimer {
 struct ServeSetup {
   CapacityReport capacity;
   SchedulerConfig scheduler;
+  HostStepCost host;  // the engine's per-step CPU work (serving.host; none when absent)
 };
 ServeSetup serveSetup(const Catalog& c, const Scenario& s);
 
@@ -59,6 +63,9 @@ class ServeSession {
   ServeSession(const Catalog& c, const Scenario& s);
   [[nodiscard]] const ServeSetup& setup() const { return setup_; }
   ServeResult run(const std::vector<ServeRequest>& requests, const ServeSlo& slo, const ServeClient& client = {});
+  // The time of one step over this batch as the runs take it (the step model's GPU time and the
+  // engine's CPU work, memoised).
+  StepTime stepTime(const Workload& w) { return (*timer_)(w); }
   // Later runs time every step at this end of its band (BatchTimer::setBandEnd).
   void setBandEnd(int end) { timer_->setBandEnd(end); }
 

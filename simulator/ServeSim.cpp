@@ -208,6 +208,7 @@ void ServeEngine::finishStep(double end_s, double step_s) {
 }
 
 void ServeEngine::run(const StepTimer& timer) {
+  double last_end = -1;  // when the last step ended: a step starting then follows it back to back
   while (next_arrival_ < req_.size() || !waiting_.empty() || !running_.empty()) {
     if (waiting_.empty() && running_.empty()) now_ = std::max(now_, req_[next_arrival_].arrival_s);
     admitArrivals();
@@ -218,12 +219,14 @@ void ServeEngine::run(const StepTimer& timer) {
       continue;
     }
     const StepTime st = timer(workload());
-    const double step_s = st.us * 1e-6;
+    const double step_s = (now_ > last_end ? st.fromIdleUs() : st.us) * 1e-6;
     ++out_.steps;
     if (st.mode == GraphMode::Full) ++out_.full_graph_steps;
     if (st.mode == GraphMode::Piecewise) ++out_.piecewise_steps;
+    if (st.host_us > st.gpu_us) ++out_.host_bound_steps;
     finishStep(now_ + step_s, step_s);
     now_ += step_s;
+    last_end = now_;
   }
   out_.makespan_s = now_;
 }

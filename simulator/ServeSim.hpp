@@ -129,14 +129,21 @@ struct ServeResult {
                rejected = 0;          // rejected: can never fit the pool
   std::int64_t distinct_batches = 0;  // step-model evaluations (memo misses)
   std::int64_t emitted_tokens = 0;    // tokens the steps emitted (every request's output, none beyond)
+  std::int64_t host_bound_steps = 0;  // steps whose engine CPU work outlasted their GPU time
   double in_system_seconds = 0;       // ∫ (waiting + running) dt, summed step by step
   std::vector<double> itl_samples;    // inter-token latencies while simulating (moved into `itl`)
 };
 
 // The time of one step for a batch, and whether it replays a CUDA graph.
 struct StepTime {
-  double us = 0;
+  double us = 0;                      // run back to back with the previous step
   GraphMode mode = GraphMode::Eager;  // full graph replay (padded to a captured size), piecewise, or eager
+  // Its parts: the GPU's and the engine's CPU work (cost/HostTime.hpp), and whether that work ran under
+  // the previous step's GPU time (us = the longer of the two) or before the GPU's (us = their sum).
+  double gpu_us = 0, host_us = 0;
+  bool overlapped = false;
+  // After an idle engine nothing hides the CPU work: it precedes the GPU's.
+  [[nodiscard]] double fromIdleUs() const { return overlapped ? gpu_us + host_us : us; }
 };
 using StepTimer = std::function<StepTime(const Workload&)>;
 

@@ -1,0 +1,166 @@
+// serve-sim's per-step host work (cost/HostTime.hpp, serving.host in the engines' YAML): overlapped
+// with the GPU a step takes the longer of the two, otherwise their sum, and after an idle engine the
+// CPU work always precedes the GPU's.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "TestSupport.hpp"
+#include "catalog/Catalog.hpp"
+#include "simulator/ServeRun.hpp"
+#include "simulator/Traces.hpp"
+
+namespace attnsim {
+namespace {
+
+std::vector<Workload> hostLawBatches() {
+  std::vector<Workload> out;
+  for (const std::int64_t n : {1, 8, 64, 256, 1024}) out.push_back(Workload::uniform(Phase::Decode, n, 1, 2048));
+  for (const std::int64_t t : {16, 512, 8192}) out.push_back(Workload::uniform(Phase::Prefill, 1, t, t));
+  return out;
+}
+
+// `option` is KEY=VALUE of an engine option, or empty for the engine's defaults.
+ServeSession hostSession(const std::string& engine, const std::string& option = {}) {
+  Scenario s = test::engineScenario(engine, "h100-sxm", "llama-3.1-8b");
+  if (const auto eq = option.find('='); eq != std::string::npos)
+    s.engine_options[option.substr(0, eq)] = option.substr(eq + 1);
+  return {test::defaultCatalog(), s};
+}
+
+TEST(ServeHost, AnOverlappedStepIsNeverShorterThanItsGpuOrItsHostTime) {
+  for (const auto& [engine, option] :
+       {std::pair<std::string, std::string>{"sglang", ""}, {"vllm", ""}, {"vllm", "async_scheduling=true"}}) {
+    ServeSession session = hostSession(engine, option);
+    for (const Workload& w : hostLawBatches()) {
+      const StepTime t = session.stepTime(w);
+      EXPECT_TRUE(t.overlapped) << engine;
+      EXPECT_GT(t.host_us, 0) << engine;
+      EXPECT_GE(t.us, t.gpu_us) << engine;
+      EXPECT_GE(t.us, t.host_us) << engine;
+      EXPECT_DOUBLE_EQ(t.us, std::max(t.gpu_us, t.host_us)) << engine;
+      EXPECT_DOUBLE_EQ(t.fromIdleUs(), t.gpu_us + t.host_us) << engine;
+    }
+  }
+}
+
+TEST(ServeHost, WithoutOverlapTheHostAndGpuTimesAdd) {
+  for (const auto& [engine, option] :
+       {std::pair<std::string, std::string>{"vllm", "async_scheduling=false"},
+        {"sglang", "disable_overlap_schedule=true"}}) {
+    ServeSession session = hostSession(engine, option);
+    for (const Workload& w : hostLawBatches()) {
+      const StepTime t = session.stepTime(w);
+      EXPECT_FALSE(t.overlapped) << engine;
+      EXPECT_GT(t.host_us, 0) << engine;
+      EXPECT_DOUBLE_EQ(t.us, t.gpu_us + t.host_us) << engine;
+      EXPECT_DOUBLE_EQ(t.fromIdleUs(), t.us) << engine;
+    }
+  }
+}
+
+TEST(ServeHost, VllmsHostWorkGrowsByItsPerRequestPartWithTheBatch) {
+  ServeSession session = hostSession("vllm");
+  const HostStepCost& host = session.setup().host;
+  ASSERT_GT(host.per_request_us, 0);
+  const double one = session.stepTime(Workload::uniform(Phase::Decode, 1, 1, 2048)).host_us;
+  const double many = session.stepTime(Workload::uniform(Phase::Decode, 256, 1, 2048)).host_us;
+  EXPECT_NEAR(many - one, 255 * host.per_request_us, 1e-9);
+  EXPECT_NEAR(one, host.fixed_us + host.per_request_us, 1e-9);
+}
+
+// A synthetic engine whose CPU work (3 ms) outlasts a decode step's GPU time (1 ms + a little per request).
+StepTime hostBoundStep(const Workload& w) {
+  StepTime t;
+  t.gpu_us = 1000;
+  for (const auto& g : w.groups) t.gpu_us += static_cast<double>(g.count) * 10.0 * static_cast<double>(g.q_len);
+  t.host_us = 3000;
+  t.overlapped = true;
+  t.us = std::max(t.gpu_us, t.host_us);
+  return t;
+}
+
+TEST(ServeHost, AtVeryLowLoadTtftIsTheFirstStepsWholePathAndLaterStepsOverlap) {
+  ArrivalSpec a;
+  a.rate = 0.01;  // one request every 100 s on average: never two in flight
+  a.requests = 20;
+  a.prompt_tokens = 500;
+  a.output_tokens = 10;
+  SchedulerConfig c;
+  c.kv_tokens = 1 << 20;
+  const ServeResult r = simulateServing(generateRequests(a), c, hostBoundStep, {});
+  const StepTime prefill = hostBoundStep(Workload::uniform(Phase::Prefill, 1, 500, 500));
+  // From an idle engine the CPU work precedes the GPU's: TTFT is their sum, not the longer one.
+  EXPECT_NEAR(r.ttft.p50, (prefill.gpu_us + prefill.host_us) * 1e-6, 1e-12);
+  EXPECT_GT(r.ttft.p50, prefill.us * 1e-6);
+  // The decodes that follow run back to back: each takes the longer of the two (the host's 3 ms).
+  EXPECT_NEAR(r.tpot.p50, 3e-3, 1e-12);
+}
+
+TEST(ServeHost, OnTheEngineTheLowLoadTtftIsThePrefillStepFromIdle) {
+  for (const std::string engine : {"vllm", "sglang"}) {
+    ServeSession session = hostSession(engine);
+    std::vector<ServeRequest> requests(3);
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      requests[i].arrival_s = 100.0 * static_cast<double>(i);
+      requests[i].prompt_tokens = 1000;
+      requests[i].output_tokens = 4;
+    }
+    const ServeResult r = session.run(requests, {});
+    const StepTime first = session.stepTime(Workload::uniform(Phase::Prefill, 1, 1000, 1000));
+    for (const RequestOutcome& o : r.requests) EXPECT_NEAR(o.ttft(), first.fromIdleUs() * 1e-6, 1e-9) << engine;
+    EXPECT_GT(first.fromIdleUs(), first.gpu_us) << engine;
+  }
+}
+
+// The engines' input-copy term is the measured figure: the median of the pinned host-to-device rows.
+TEST(ServeHost, TheInputCopyTermIsTheMeasuredMedian) {
+  std::ifstream in(std::string(ATTNSIM_SOURCE_DIR) + "/measurements/data/h100/host_step.csv");
+  ASSERT_TRUE(in) << "measurements/data/h100/host_step.csv";
+  std::string line;
+  std::getline(in, line);
+  std::vector<double> pinned;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    for (std::string cell; std::getline(ss, cell, ',');) cells.push_back(cell);
+    if (cells.size() > 10 && cells[4] == "h2d" && cells[5] == "pinned") pinned.push_back(std::stod(cells[10]));
+  }
+  ASSERT_GE(pinned.size(), 5U);
+  std::sort(pinned.begin(), pinned.end());
+  const double median = pinned[pinned.size() / 2];
+  for (const std::string engine : {"vllm", "sglang"}) {
+    const auto& host = test::defaultCatalog().engine(engine).policy.serving->host;
+    ASSERT_TRUE(host.has_value()) << engine;
+    int found = 0;
+    for (const HostWorkTerm& t : host->terms) {
+      if (t.source.find("host_step.csv") == std::string::npos) continue;
+      ++found;
+      EXPECT_NEAR(t.fixed_us, median, 0.05 * median) << engine << ": " << t.what;
+    }
+    EXPECT_EQ(found, 1) << engine;
+  }
+}
+
+// serve-sim answers the engine's host work and whether the option overlaps it, in text and JSON.
+TEST(ServeHost, ServeSimAnswersTheHostWorkAndItsOverlap) {
+  const std::string base = "serve-sim --engine sglang --hardware h100-sxm --model llama-3.1-8b --rate 5 --requests 20";
+  for (const bool disabled : {false, true}) {
+    const std::string option = disabled ? " --option disable_overlap_schedule=true" : "";
+    const auto json_run = test::runAttnsim("--json " + base + option);
+    ASSERT_EQ(json_run.exit_code, 0) << json_run.output;
+    const auto j = nlohmann::json::parse(json_run.output);
+    EXPECT_EQ(j["host"]["overlap"], !disabled);
+    EXPECT_GT(j["host"]["fixed_us"].get<double>(), 0);
+    EXPECT_GE(j["host"]["host_bound_steps"].get<std::int64_t>(), 0);
+    const auto text = test::runAttnsim(base + option);
+    ASSERT_EQ(text.exit_code, 0) << text.output;
+    EXPECT_NE(text.output.find(disabled ? "added to the GPU's" : "under the GPU's"), std::string::npos) << text.output;
+  }
+}
+
+}  // namespace
+}  // namespace attnsim
