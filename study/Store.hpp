@@ -51,7 +51,7 @@ struct OverheadRow {
 };
 
 // The schema version this attnsim writes (docs/STORE.md lists each version's changes).
-constexpr int kStoreSchemaVersion = 7;
+constexpr int kStoreSchemaVersion = 8;
 // Creates every table, or migrates a store of an older version; a newer or unknown one is a
 // UsageError naming both versions.
 void createOrMigrateSchema(sqlite3* db, const std::string& path);

@@ -130,8 +130,9 @@ struct AddedColumn {
 };
 // Version 5 adds the measurement columns of converted kernel databases (window, query dtype, KV write,
 // engine, origin); version 6 the memory verdict of every sweep point (NULL: written before it, not assessed);
-// version 7 a sweep group's weight dtype (NULL: the model's own, as every group written before it).
-constexpr std::array<AddedColumn, 19> kAddedColumns{{
+// version 7 a sweep group's weight dtype (NULL: the model's own, as every group written before it);
+// version 8 the memory verdict of every prediction, its backend's own deployment (NULL: written before it).
+constexpr std::array<AddedColumn, 23> kAddedColumns{{
     {"calibrations", "heldout_mape", "REAL"},
     {"calibrations", "heldout_p90_abs_rel_error", "REAL"},
     {"calibrations", "heldout_points", "INTEGER"},
@@ -151,6 +152,10 @@ constexpr std::array<AddedColumn, 19> kAddedColumns{{
     {"points", "memory_need_mib", "REAL"},
     {"points", "memory_have_mib", "REAL"},
     {"sweep_groups", "weight_dtype", "TEXT"},
+    {"predictions", "memory_fits", "INTEGER"},
+    {"predictions", "memory_reason", "TEXT"},
+    {"predictions", "memory_need_mib", "REAL"},
+    {"predictions", "memory_have_mib", "REAL"},
 }};
 
 void addMissingColumns(sqlite3* db, const std::string& path) {
@@ -191,7 +196,8 @@ void createOrMigrateSchema(sqlite3* db, const std::string& path) {
   const auto found = schemaVersion(db);
   const std::string current = std::to_string(kStoreSchemaVersion);
   // Version 1 measured without page sizes: its rows cannot be told apart, so it is refused.
-  if (found && *found != "2" && *found != "3" && *found != "4" && *found != "5" && *found != "6" && *found != current) {
+  if (found && *found != "2" && *found != "3" && *found != "4" && *found != "5" && *found != "6" && *found != "7" &&
+      *found != current) {
     throw UsageError(fmt::format(
         "--db {}: a store of schema version {}, this attnsim reads versions 2 to {}; import the measurements "
         "into a new store (or use the attnsim that wrote it)",
