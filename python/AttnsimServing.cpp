@@ -1,5 +1,7 @@
 // The Python module's serving and study calls: serve_sim, capacity_memory, capacity_search, sweep and
 // report. Each returns the dict (or list) `attnsim --json` prints for the same command (reports/Answers).
+#include <fmt/format.h>
+
 #include <cmath>
 #include <functional>
 #include <limits>
