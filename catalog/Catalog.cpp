@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <filesystem>
 #include <set>
 
@@ -335,7 +336,14 @@ DocsRow resolveDocsRow(const Engine& engine, const std::string& row) {
   return out;
 }
 
+namespace {
+std::atomic<std::int64_t> catalog_loads{0};
+}  // namespace
+
+std::int64_t Catalog::loadCount() { return catalog_loads.load(); }
+
 Catalog Catalog::load(const CatalogSource& source) {
+  ++catalog_loads;
   Catalog c;
   c.hardware_ = loadAll<HardwareProfile>(source, "hardware/profiles/", parseHardwareProfile);
   c.platforms_ = loadAll<HostPlatform>(source, "hardware/platforms/", parseHostPlatform);

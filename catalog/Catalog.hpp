@@ -1,7 +1,9 @@
 #pragma once
 // The validated, immutable catalog: hardware profiles, models, kernel families, and per engine
 // its policy and backends. Loaded from a CatalogSource (embedded default + optional overlay).
+#include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,13 @@ class Catalog {
  public:
   static Catalog load(const CatalogSource& source);
   static Catalog loadDefault() { return load(CatalogSource::embedded()); }
+  // The embedded catalog, parsed and validated once per process on first use (thread-safe) and
+  // shared, immutable, by every later caller: the CLI's commands, the command-line fuzzer's
+  // inputs, the Python module. A --catalog overlay is still loaded by each load().
+  static std::shared_ptr<const Catalog> embedded();
+  // How many catalogs this process has parsed from their files so far (each load(), the
+  // embedded one at most once through embedded()).
+  static std::int64_t loadCount();
 
   // Lookups by id; an unknown id is a UsageError listing the valid ids.
   [[nodiscard]] const HardwareProfile& hardware(std::string_view id) const;

@@ -53,7 +53,7 @@ int report(const Failure& f, bool json) {
 // the --catalog overlay when it was given before --help), so allowed values are in one place.
 std::string catalogIds(const cli::GlobalOptions& global) {
   try {
-    const Catalog c = global.loadCatalog();
+    const Catalog& c = global.loadCatalog();
     std::vector<std::string> engines, hardware, models, kv;
     for (const auto& e : c.engines()) {
       engines.push_back(e.policy.engine);

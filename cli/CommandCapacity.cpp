@@ -30,18 +30,8 @@ struct SearchFlags {
   double slo_ttft_ms = 2000, slo_tpot_ms = 50, target_rate = 0;
 };
 
-void storeSearch(CapacityStore& out, const CapacitySearchRow& row, const SearchFlags& f) {
-  const CapacityReport& c = *row.capacity;
-  const RateSearch& r = row.search;
-  CapacityConfigRow config{c.hardware->id,     c.model->id,   c.engine,        c.backend, c.kv_dtype,
-                           row.forced_backend, c.tp,          row.cuda_graphs, c.split,   r.slo_unmet,
-                           r.max_rate,         f.target_rate, r.simulations};
-  const std::int64_t id = out.addConfig(std::nullopt, config);
-  out.addSearch(id, describeArrivals(f.arrivals), {f.slo_ttft_ms / 1e3, f.slo_tpot_ms / 1e3}, r);
-}
-
 int runSearch(const GlobalOptions& global, const SearchFlags& f) {
-  const Catalog c = global.loadCatalog();
+  const Catalog& c = global.loadCatalog();
   CapacitySearchSpec spec;
   spec.arrivals = f.arrivals;
   spec.slo = {f.slo_ttft_ms / 1e3, f.slo_tpot_ms / 1e3};
@@ -61,7 +51,7 @@ int runSearch(const GlobalOptions& global, const SearchFlags& f) {
   nlohmann::json rows = nlohmann::json::array();
   if (!global.json) fmt::print("{}", capacitySearchHeader(spec));
   searchCapacities(c, spec, [&](const CapacitySearchRow& row) {
-    if (stored && row.capacity) storeSearch(*stored, row, f);
+    if (stored && row.capacity) storeCapacitySearch(*stored, row, f.arrivals, spec.slo, f.target_rate);
     rows.push_back(capacitySearchJson(row, f.target_rate));
     if (!global.json) fmt::print("{}", capacitySearchText(row, f.target_rate));
   });
@@ -92,7 +82,7 @@ struct StudyFlags {
 };
 
 int runStudy(const GlobalOptions& global, const StudyFlags& f) {
-  const Catalog c = global.loadCatalog();
+  const Catalog& c = global.loadCatalog();
   const CapacitySpec spec = loadCapacitySpec(f.spec, c);
   Store store(f.db);
   nlohmann::json rows = nlohmann::json::array();
@@ -147,7 +137,7 @@ Runner addCapacityCommand(CLI::App& app, const GlobalOptions& global) {
     if (search->parsed()) return runSearch(global, *search_flags);
     if (study->parsed()) return runStudy(global, *study_flags);
     if (!memory->parsed()) return 2;
-    const Catalog c = global.loadCatalog();
+    const Catalog& c = global.loadCatalog();
     const CapacityReport r = capacityOf(c, flags->scenario(flags->hardware, flags->models, flags->engines));
     if (global.json) {
       std::cout << memorySplitJson(r).dump(2) << "\n";

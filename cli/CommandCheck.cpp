@@ -59,7 +59,7 @@ Runner addCheckCommand(CLI::App& app, const GlobalOptions& global) {
   app.add_option("--flop-budget", *budget, "golden FLOPs per check; lengths shrink to fit")
       ->check(CLI::Range(1e5, 1e12));
   return [&global, flags, all, budget]() {
-    const Catalog c = global.loadCatalog();
+    const Catalog& c = global.loadCatalog();
     if (*all) {
       Progress progress("check", "(backend, model) pairs");
       const CatalogCheck check =

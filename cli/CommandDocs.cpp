@@ -47,7 +47,7 @@ Runner addDocsCommand(CLI::App& app, const GlobalOptions& global) {
                "print the key reference of the catalog files and the measurement CSV (docs/KEYS.md) instead");
   return [&global, engine, out_file, diff, keys]() {
     if (*keys && (*diff || !engine->empty())) throw UsageError("--keys takes no --engine or --diff");
-    const Catalog c = global.loadCatalog();
+    const Catalog& c = global.loadCatalog();
     if (!engine->empty()) (void)c.engine(*engine);
     std::string text = *diff ? "# Document cells versus code rules\n\n" : "# Attention backend support matrices\n\n";
     if (*keys) text = global.json ? keyReferenceJson() : renderKeyReference();

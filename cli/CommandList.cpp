@@ -103,7 +103,7 @@ Runner addListCommand(CLI::App& app, const GlobalOptions& global) {
       ->check(CLI::IsMember(catalogListKinds()));
   app.add_option("--engine", *engine, "only this engine's backends");
   return [&global, what, engine]() {
-    const Catalog c = global.loadCatalog();
+    const Catalog& c = global.loadCatalog();
     if (!engine->empty()) (void)c.engine(*engine);
     if (global.json) {
       std::cout << catalogListJson(c, *what, *engine).dump(2) << "\n";

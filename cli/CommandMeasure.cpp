@@ -179,7 +179,7 @@ Runner addMeasurementsCommand(CLI::App& app, const GlobalOptions& global) {
   import->add_option("files", *files, "CSV files from measurements/harness.py")->required();
   import->add_option("--db", *db, "SQLite study file (created when new)")->required();
   return [&global, files, db]() {
-    const Catalog c = global.loadCatalog();
+    const Catalog& c = global.loadCatalog();
     printImport(importMeasurements(*files, *db, c), *db, global.json);
     return 0;
   };
@@ -229,7 +229,7 @@ Runner addCalibrateCommand(CLI::App& app, const GlobalOptions& global) {
   app.add_option("--export", *export_dir,
                  "write the fits as catalog YAML into this folder (hardware/calibrations layout)");
   return [&global, db, hardware, holdout, export_dir, only, residuals]() {
-    const Catalog c = global.loadCatalog();
+    const Catalog& c = global.loadCatalog();
     const std::vector<std::string> parts = only->empty() ? kCalibrateParts : splitList(*only);
     for (const auto& p : parts) {
       if (std::find(kCalibrateParts.begin(), kCalibrateParts.end(), p) == kCalibrateParts.end())

@@ -45,11 +45,12 @@ Runner addPredictCommand(CLI::App& app, const GlobalOptions& global) {
       if (!flags->models.empty() && op->moe_tokens <= 0)
         throw UsageError("--model does not apply to --gemm or --allreduce");
       if (!op->gemm.empty() && !flags->engines.empty()) throw UsageError("--engine does not apply to --gemm");
-      predictOperator(flags->catalog(global), *flags, *op, global.json);
+      predictOperator(*flags->catalog(global), *flags, *op, global.json);
       return 0;
     }
     if (const int listed = runListStudy(*flags, global, false); listed >= 0) return listed;
-    const Catalog c = flags->catalog(global);
+    const auto catalog = flags->catalog(global);
+    const Catalog& c = *catalog;
     const ScenarioPrediction p = predictScenario(c, flags->scenario(flags->hardware, flags->models, flags->engines));
     if (global.json) {
       std::cout << predictionJson(p, c).dump(2) << "\n";  // its "memory" says whether the deployment fits

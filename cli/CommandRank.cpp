@@ -21,7 +21,8 @@ Runner addRankCommand(CLI::App& app, const GlobalOptions& global) {
   flags->addGeometry(app);
   return [&global, flags]() {
     if (const int listed = runListStudy(*flags, global, true); listed >= 0) return listed;
-    const Catalog c = flags->catalog(global);
+    const auto catalog = flags->catalog(global);
+    const Catalog& c = *catalog;
     const Scenario s = flags->scenario(flags->hardware, flags->models, "");
     const Ranking r = rankBackends(c, s, splitList(flags->engines));
     if (global.json) {

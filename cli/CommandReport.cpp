@@ -28,7 +28,7 @@ struct ReportFlags {
 };
 
 int runValidationReport(const GlobalOptions& global, const ReportFlags& f) {
-  const Catalog c = global.loadCatalog();
+  const Catalog& c = global.loadCatalog();
   Store store(f.db, StoreAccess::ReadOnly);
   const auto rows = store.measurements("attention");
   if (rows.empty()) throw UsageError("--db " + f.db + ": no attention measurements (run measurements import)");
@@ -64,7 +64,7 @@ int writeAndAnnounce(const GlobalOptions& global, const StudyReport& report, con
 // priorities, matrix, whatif and capacity: a sweep's or a capacity study's store (reports/Answers).
 int runStoreReport(const GlobalOptions& global, ReportFlags f) {
   f.whatif.compare = splitList(f.compare);
-  const Catalog fallback = global.loadCatalog();
+  const Catalog& fallback = global.loadCatalog();
   const StudyReport report = storeReport({f.what, f.db, f.out_dir, f.sweep, f.study, f.whatif}, fallback);
   return writeAndAnnounce(global, report, f.out_dir);
 }

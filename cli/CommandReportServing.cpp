@@ -57,7 +57,7 @@ ServingComparison compareRun(const Catalog& c, const PublishedServingRun& run, c
 }  // namespace
 
 int runServingReport(const GlobalOptions& global, const std::string& published_dir, const std::string& out_dir) {
-  const Catalog c = global.loadCatalog();
+  const Catalog& c = global.loadCatalog();
   const auto dir = std::filesystem::path(published_dir);
   const std::string published_path = (dir / "published.csv").string(), setups_path = (dir / "setups.csv").string();
   const std::vector<PublishedServingRun> published = readPublishedServing(published_path);

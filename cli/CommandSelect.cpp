@@ -137,7 +137,7 @@ Runner addSelectCommand(CLI::App& app, const GlobalOptions& global) {
   app.add_flag("--explain", *explain,
                "show, for each stage's backend and each rejected one, the rule that decided and its source");
   return [&global, flags, explain]() {
-    const Catalog catalog = global.loadCatalog();
+    const Catalog& catalog = global.loadCatalog();
     const auto engines = splitList(flags->engines);
     const auto hardware = splitList(flags->hardware);
     const auto models = splitList(flags->models);

@@ -130,7 +130,8 @@ int runListStudy(const ScenarioFlags& f, const GlobalOptions& global, bool rank)
   // The study's store is also where its calibrations come from; a new store has none yet.
   ScenarioFlags calibrations = f;
   if (!std::filesystem::exists(f.db)) calibrations.db.clear();
-  Catalog catalog = calibrations.catalog(global);
+  const auto shared_catalog = calibrations.catalog(global);
+  const Catalog& catalog = *shared_catalog;
   if (rank && f.engines.empty()) {
     // rank over every engine, as the single-scenario rank does
     ScenarioFlags all = f;

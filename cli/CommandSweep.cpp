@@ -75,9 +75,8 @@ int runSweepCommand(const SweepFlags& f, const GlobalOptions& global) {
     return 0;
   }
   if (f.spec.empty()) throw UsageError("sweep: give a SPEC (built-in: " + join(builtinSweepNames(), ", ") + ")");
-  CatalogSource source = CatalogSource::embedded();
-  if (!global.catalog_dir.empty()) source.overlayDirectory(global.catalog_dir);
-  Catalog catalog = Catalog::load(source);
+  const CatalogSource source = global.catalogSource();
+  Catalog catalog = global.loadCatalog();  // a copy: the spec's calibration study may apply fits
   const SweepSpec spec = loadSweepSpec(f.spec, catalog);
   if (!spec.calibration_study.empty())
     applyStudyCalibrations(catalog, Store(spec.calibration_study, StoreAccess::ReadOnly));

@@ -19,9 +19,17 @@ int runProgram(int argc, char** argv) noexcept;
 struct GlobalOptions {
   std::string catalog_dir;
   bool json = false;
-  [[nodiscard]] Catalog loadCatalog() const;
+  // The catalog commands read: the process's one embedded catalog (Catalog::embedded(), parsed
+  // once however many command lines run), or with --catalog DIR the embedded files with DIR's
+  // overlay, loaded for this command line.
+  [[nodiscard]] std::shared_ptr<const Catalog> sharedCatalog() const;
+  [[nodiscard]] const Catalog& loadCatalog() const { return *sharedCatalog(); }
   // The files loadCatalog reads: the embedded catalog with --catalog's overlay.
   [[nodiscard]] CatalogSource catalogSource() const;
+
+ private:
+  mutable std::shared_ptr<const Catalog> loaded_;
+  mutable std::string loaded_dir_;
 };
 
 using Runner = std::function<int()>;
@@ -93,7 +101,7 @@ struct ScenarioFlags {
   // The scenario for one hardware, model and engine of the lists.
   [[nodiscard]] Scenario scenario(const std::string& hw, const std::string& model, const std::string& engine) const;
   // The catalog, with the study's calibrations when --db is given.
-  [[nodiscard]] Catalog catalog(const GlobalOptions& global) const;
+  [[nodiscard]] std::shared_ptr<const Catalog> catalog(const GlobalOptions& global) const;
 };
 // predict --gemm M,N,K [--gemm-dtype D] and predict --allreduce BYTES --tp G [--engine E]: one operator.
 struct OperatorFlags {

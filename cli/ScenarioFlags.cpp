@@ -32,7 +32,14 @@ CatalogSource GlobalOptions::catalogSource() const {
   return source;
 }
 
-Catalog GlobalOptions::loadCatalog() const { return Catalog::load(catalogSource()); }
+std::shared_ptr<const Catalog> GlobalOptions::sharedCatalog() const {
+  if (!loaded_ || loaded_dir_ != catalog_dir) {
+    loaded_ =
+        catalog_dir.empty() ? Catalog::embedded() : std::make_shared<const Catalog>(Catalog::load(catalogSource()));
+    loaded_dir_ = catalog_dir;
+  }
+  return loaded_;
+}
 
 void ScenarioFlags::addServing(CLI::App& cmd) {
   cmd.add_option("--kv-dtype", kv_dtype, "KV-cache dtype as the engine spells it (auto, fp8, fp8_e4m3, ...)");
@@ -164,10 +171,11 @@ Scenario ScenarioFlags::scenario(const std::string& hw, const std::string& model
   return s;
 }
 
-Catalog ScenarioFlags::catalog(const GlobalOptions& global) const {
-  Catalog c = global.loadCatalog();
-  if (!db.empty()) applyStudyCalibrations(c, Store(db, StoreAccess::ReadOnly));
-  return c;
+std::shared_ptr<const Catalog> ScenarioFlags::catalog(const GlobalOptions& global) const {
+  if (db.empty()) return global.sharedCatalog();
+  auto calibrated = std::make_shared<Catalog>(global.loadCatalog());
+  applyStudyCalibrations(*calibrated, Store(db, StoreAccess::ReadOnly));
+  return calibrated;
 }
 
 CLI::Validator positiveNumber() {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/Error.hpp"
+#include "simulator/GoodputTargets.hpp"
 
 namespace attnsim::cli {
 
@@ -16,21 +17,7 @@ namespace attnsim::cli {
 // good when it meets every target named; the unnamed are not checked), else --slo-ttft-ms / --slo-tpot-ms.
 ServeSlo sloOf(const ServeFlags& f) {
   if (f.goodput.empty()) return {f.slo_ttft_ms / 1e3, f.slo_tpot_ms / 1e3, std::numeric_limits<double>::infinity()};
-  const double none = std::numeric_limits<double>::infinity();
-  ServeSlo slo{none, none, none};
-  for (const auto& item : f.goodput) {
-    const auto colon = item.find(':');
-    const std::string key = item.substr(0, colon);
-    double ms = 0;
-    const bool number = colon != std::string::npos && CLI::detail::lexical_cast(item.substr(colon + 1), ms) &&
-                        std::isfinite(ms) && ms >= 0;
-    double* target = key == "ttft" ? &slo.ttft_s : key == "tpot" ? &slo.tpot_s : key == "e2el" ? &slo.e2e_s : nullptr;
-    if (!target || !number) {
-      throw UsageError(fmt::format("--goodput {}: expected KEY:MS with KEY ttft, tpot or e2el and MS >= 0", item));
-    }
-    *target = ms / 1e3;
-  }
-  return slo;
+  return goodputSlo(f.goodput, "--goodput");
 }
 
 CLI::Validator rateOrInf() {

@@ -62,8 +62,8 @@ namespace attnsim_py {
 py::object toPython(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
 
 const Catalog& defaultCatalog() {
-  static const Catalog catalog = Catalog::loadDefault();
-  return catalog;
+  static const std::shared_ptr<const Catalog> catalog = Catalog::embedded();
+  return *catalog;
 }
 
 namespace {

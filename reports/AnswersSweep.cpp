@@ -14,26 +14,27 @@ constexpr const char* kSweepAnswerSql = R"(
   SELECT g.hardware, g.model, g.engine, p.workload, p.phase, p.batch, p.context, p.valid, s.refusal, c.backend,
          c.variant, c.reason, c.engine_default, r.rank, r.step_us, r.attention_us, r.eager_us, r.graph_us, r.bound,
          r.graph_mode, r.band, r.provenance, r.tie_band, p.memory_fits, p.memory_reason, p.memory_need_mib,
-         p.memory_have_mib
+         p.memory_have_mib, r.memory_fits, r.memory_reason, r.memory_need_mib, r.memory_have_mib
   FROM points p JOIN sweep_groups g ON g.sweep = p.sweep AND g.id = p.grp
   JOIN selections s ON s.sweep = p.sweep AND s.grp = p.grp
   LEFT JOIN candidates c ON c.sweep = p.sweep AND c.grp = p.grp
   LEFT JOIN predictions r ON r.sweep = p.sweep AND r.point = p.id AND r.slot = c.slot
   WHERE p.sweep = ? ORDER BY p.id, g.engine, r.rank IS NULL, r.rank, c.slot)";
 
-// The point's memory verdict as the store keeps it (null: not assessed, e.g. no serving data).
-json sweepMemoryJson(const Statement& q) {
-  if (q.isNull(23)) return nullptr;
-  return {{"fits", q.integer(23) != 0},
-          {"reason", q.isNull(24) ? json() : json(q.text(24))},
-          {"need_mib", q.isNull(25) ? json() : json(q.real(25))},
-          {"have_mib", q.isNull(26) ? json() : json(q.real(26))}};
+// A memory verdict as the store keeps it from column `first` on (null: not assessed, e.g. no serving data).
+json sweepMemoryJson(const Statement& q, int first) {
+  if (q.isNull(first)) return nullptr;
+  return {{"fits", q.integer(first) != 0},
+          {"reason", q.isNull(first + 1) ? json() : json(q.text(first + 1))},
+          {"need_mib", q.isNull(first + 2) ? json() : json(q.real(first + 2))},
+          {"have_mib", q.isNull(first + 3) ? json() : json(q.real(first + 3))}};
 }
 
 // One row of the table: a prediction, or why there is none.
 json sweepRowJson(const Statement& q) {
-  json row{{"hardware", q.text(0)}, {"model", q.text(1)},    {"engine", q.text(2)},     {"workload", q.text(3)},
-           {"phase", q.text(4)},    {"batch", q.integer(5)}, {"context", q.integer(6)}, {"memory", sweepMemoryJson(q)}};
+  json row{
+      {"hardware", q.text(0)}, {"model", q.text(1)},    {"engine", q.text(2)},     {"workload", q.text(3)},
+      {"phase", q.text(4)},    {"batch", q.integer(5)}, {"context", q.integer(6)}, {"memory", sweepMemoryJson(q, 23)}};
   if (q.isNull(13)) {
     row["refusal"] = q.integer(7) ? q.text(11) : q.text(8);
     if (!q.isNull(9) && q.integer(7)) row["backend"] = q.text(9);
@@ -51,6 +52,9 @@ json sweepRowJson(const Statement& q) {
               {"band", q.real(20)},
               {"provenance", q.text(21)},
               {"engine_default", q.integer(12) != 0}});
+  // A predicted backend's own deployment (backends differ in page size, workspace and graph memory); a
+  // store written before schema 8 has only the engine's, kept as it was.
+  if (!q.isNull(27)) row["memory"] = sweepMemoryJson(q, 27);
   return row;
 }
 
@@ -108,8 +112,9 @@ std::string sweepAnswerText(const json& rows, bool rank) {
   if (rank) {
     out.append("≈: tied within uncertainty with the point's fastest (docs/COST_MODEL.md \"Uncertainty\")\n");
     out.append(
-        "fits: whether the engine's own deployment holds the point's batch (the store keeps one memory verdict per "
-        "point; `rank` of one scenario gives each backend's)\n");
+        "fits: whether this backend's deployment holds the point's batch (the engine sizes its KV pool with the "
+        "backend's page size, workspace and graph memory); W: the weights leave no KV pool, KV: the batch's KV "
+        "exceeds it\n");
   }
   return out;
 }

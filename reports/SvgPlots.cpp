@@ -110,6 +110,8 @@ std::string heatMapSvg(const HeatMap& map, const std::vector<LegendItem>& legend
   return heatMapGridSvg({map}, 1, legend);
 }
 
+double heatMapSvgWidth(const HeatMap& map) { return std::max(400.0, layoutOf(map).width + 10); }
+
 std::string heatMapGridSvg(const std::vector<HeatMap>& maps, int per_row, const std::vector<LegendItem>& legend) {
   double cell_width = 0, cell_height = 0;
   std::vector<Layout> layouts;

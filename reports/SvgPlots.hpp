@@ -27,6 +27,8 @@ struct LegendItem {
 
 // One heat map with its legend.
 std::string heatMapSvg(const HeatMap& map, const std::vector<LegendItem>& legend);
+// The width in pixels of heatMapSvg's drawing of `map`.
+double heatMapSvgWidth(const HeatMap& map);
 // Several heat maps of the same shape side by side, `per_row` to a row, one legend below.
 std::string heatMapGridSvg(const std::vector<HeatMap>& maps, int per_row, const std::vector<LegendItem>& legend);
 

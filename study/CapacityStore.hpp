@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "simulator/CapacitySearch.hpp"
+#include "simulator/ServeBenchmark.hpp"
 #include "study/Store.hpp"
 
 namespace attnsim {
@@ -77,5 +78,23 @@ std::int64_t requestsThatFit(const MemorySplit& split, std::int64_t context);
 
 // "poisson 1000 requests, prompt 1024 / output 128 fixed, seed 1" (rate left out: it varies).
 std::string describeArrivals(const ArrivalSpec& a);
+
+// How a lone serve-sim run came about (serve-sim --db, Python serve_sim(db=...)).
+struct ServeSimRecord {
+  bool forced_backend = false, cuda_graphs = true;
+  std::string trace;     // the trace file its requests came from; "" when generated from `arrivals`
+  ArrivalSpec arrivals;  // the generated requests' spec
+  std::int64_t max_concurrency = 0;
+  ServeSlo slo;
+};
+// Stores the run in `db` (created when missing) as a configuration of its own with its aggregates,
+// requests and timeline; returns the run's id (study/ServingRecords.cpp).
+std::int64_t storeServeSimRun(const std::string& db, const ServeBenchmarkRun& b,
+                              const std::vector<ServeRequest>& requests, const ServeSimRecord& r);
+// Stores one configuration's rate search (capacity search --db, Python capacity_search(db=...)).
+void storeCapacitySearch(CapacityStore& out, const CapacitySearchRow& row, const ArrivalSpec& arrivals,
+                         const ServeSlo& slo, double target_rate);
+// The requests as serve-sim --write-trace writes them: arrival_s,prompt_tokens,output_tokens.
+std::string requestsCsv(const std::vector<ServeRequest>& requests);
 
 }  // namespace attnsim

@@ -130,9 +130,10 @@ struct AddedColumn {
 };
 // Version 5 adds the measurement columns of converted kernel databases (window, query dtype, KV write,
 // engine, origin); version 6 the memory verdict of every sweep point (NULL: written before it, not assessed);
-// version 7 a sweep group's weight dtype (NULL: the model's own, as every group written before it); version 8
-// a moe measurement's active experts (0: balanced routing, as every row written before it).
-constexpr std::array<AddedColumn, 20> kAddedColumns{{
+// version 7 a sweep group's weight dtype (NULL: the model's own, as every group written before it);
+// version 8 the memory verdict of every prediction, its backend's own deployment (NULL: written before it),
+// and a moe measurement's active experts (0: balanced routing, as every row written before it).
+constexpr std::array<AddedColumn, 24> kAddedColumns{{
     {"calibrations", "heldout_mape", "REAL"},
     {"calibrations", "heldout_p90_abs_rel_error", "REAL"},
     {"calibrations", "heldout_points", "INTEGER"},
@@ -152,6 +153,10 @@ constexpr std::array<AddedColumn, 20> kAddedColumns{{
     {"points", "memory_need_mib", "REAL"},
     {"points", "memory_have_mib", "REAL"},
     {"sweep_groups", "weight_dtype", "TEXT"},
+    {"predictions", "memory_fits", "INTEGER"},
+    {"predictions", "memory_reason", "TEXT"},
+    {"predictions", "memory_need_mib", "REAL"},
+    {"predictions", "memory_have_mib", "REAL"},
     {"measurements", "active_experts", "INTEGER NOT NULL DEFAULT 0"},
 }};
 

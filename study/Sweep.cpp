@@ -24,6 +24,17 @@ constexpr std::size_t kChunkPoints = 256;
 
 double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// The batch of `w` against the pool of `split`: 1 fits, 0 does not (the reason: "weights" when the
+// weights leave no pool, "kv_cache" when the batch's KV exceeds it), and the KV MiB per GPU.
+void memoryVerdict(const MemorySplit& split, const Workload& w, std::int8_t& fits, const char*& reason, double& need,
+                   double& have) {
+  need = batchKvMib(split, w);
+  have = std::max(0.0, split.kv_pool_mib);
+  const bool weights = split.weightsFit();
+  fits = weights && need <= have ? 1 : 0;
+  reason = fits ? nullptr : weights ? "kv_cache" : "weights";
+}
+
 }  // namespace
 
 void evaluateSweepPoint(const SweepGroup& g, const SweepWorkload& w, PointRow& row, std::vector<PredictionRow>& out) {
@@ -43,19 +54,27 @@ void evaluateSweepPoint(const SweepGroup& g, const SweepWorkload& w, PointRow& r
   row.memory_fits = -1;
   row.memory_reason = nullptr;
   if (g.memory) {
-    row.memory_need_mib = batchKvMib(*g.memory, w.workload);
-    row.memory_have_mib = std::max(0.0, g.memory->kv_pool_mib);
-    const bool weights = g.memory->weightsFit();
-    row.memory_fits = weights && row.memory_need_mib <= row.memory_have_mib ? 1 : 0;
-    if (row.memory_fits == 0) row.memory_reason = weights ? "kv_cache" : "weights";
+    memoryVerdict(*g.memory, w.workload, row.memory_fits, row.memory_reason, row.memory_need_mib, row.memory_have_mib);
   }
   row.first = static_cast<std::uint32_t>(out.size());
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const StepPrediction& p = steps[i];
     const bool graphs = g.scenario.cuda_graphs;
-    out.push_back({slots[i], 0, p.attention_us, p.eager_us, p.graph_us, graphs ? p.graph_us : p.eager_us,
-                   boundName(p.bound), graphModeName(p.graph_mode), graphs ? p.graph_band : p.eager_band,
-                   graphs ? p.graph_tie_band : p.eager_tie_band, p.provenance});
+    PredictionRow& r = out.emplace_back();
+    r = {slots[i],
+         0,
+         p.attention_us,
+         p.eager_us,
+         p.graph_us,
+         graphs ? p.graph_us : p.eager_us,
+         boundName(p.bound),
+         graphModeName(p.graph_mode),
+         graphs ? p.graph_band : p.eager_band,
+         graphs ? p.graph_tie_band : p.eager_tie_band,
+         p.provenance};
+    if (const auto& split = g.candidates[static_cast<std::size_t>(slots[i])].memory) {
+      memoryVerdict(*split, w.workload, r.memory_fits, r.memory_reason, r.memory_need_mib, r.memory_have_mib);
+    }
   }
   row.count = static_cast<std::uint32_t>(out.size()) - row.first;
   const auto begin = out.begin() + row.first;

@@ -87,7 +87,9 @@ void runCandidates(const Catalog& c, SweepGroup& g, const std::vector<std::strin
     SweepCandidate cand{e.policy.engine, name, "", run.selection.refusal, std::nullopt, false};
     if (!run.selection.refusal) {
       cand.variant = run.choice->variant;
-      cand.predictor.emplace(c, predictionInputFor(c, hw, *g.model, e, run, s.cuda_graphs));
+      const PredictionInput input = predictionInputFor(c, hw, *g.model, e, run, s.cuda_graphs);
+      if (e.policy.serving) cand.memory = memorySplitFor(e, input, s.cuda_graphs);
+      cand.predictor.emplace(c, input);
       cand.engine_default = own.choice && name == own.choice->name;
       if (cand.engine_default) g.default_slot = static_cast<int>(g.candidates.size());
     }

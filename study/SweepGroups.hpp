@@ -22,6 +22,10 @@ struct SweepCandidate {
   std::optional<std::string> refusal;  // the engine's reasons when it refuses this backend
   std::optional<Predictor> predictor;  // set when valid
   bool engine_default = false;         // the backend the engine picks on its own
+  // The GPU as the engine splits it when it runs this backend (its page size, workspace, graph
+  // memory; simulator/Capacity memorySplitFor, as rank does): each point's batch is checked
+  // against its KV pool. Empty when refused or the engine has no serving: model.
+  std::optional<MemorySplit> memory{};
 };
 
 struct SweepGroup {

@@ -44,6 +44,10 @@ struct PredictionRow {
   double band = 0;      // relative band of step_us
   double tie_band = 0;  // the attention part's alone (PredictionUncertainty)
   Provenance provenance = Provenance::Default;
+  // This backend's own deployment (SweepCandidate::memory), as PointRow's verdict is the engine's.
+  std::int8_t memory_fits = -1;
+  const char* memory_reason = nullptr;
+  double memory_need_mib = 0, memory_have_mib = 0;
 };
 
 struct PointRow {

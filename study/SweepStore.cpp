@@ -168,7 +168,8 @@ SweepWriter::SweepWriter(Store& store, std::int64_t sweep, const SweepSpec& spec
              "memory_reason, memory_need_mib, memory_have_mib) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
       prediction_(store.handle(),
                   "INSERT OR IGNORE INTO predictions (sweep, point, slot, attention_us, eager_us, graph_us, step_us, "
-                  "bound, graph_mode, rank, band, tie_band, provenance) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)") {
+                  "bound, graph_mode, rank, band, tie_band, provenance, memory_fits, memory_reason, memory_need_mib, "
+                  "memory_have_mib) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)") {
   // WAL with NORMAL sync survives a killed process (kill -9); only an OS crash can lose the last commits.
   execSql(store.handle(), "PRAGMA synchronous=NORMAL; PRAGMA cache_size=-65536;", store.path());
 }
@@ -193,20 +194,22 @@ void bindSlot(Statement& s, int i, std::int32_t slot) {
   }
 }
 
-// Columns 18-21: the memory verdict (all NULL when not assessed).
-void bindMemory(Statement& s, const PointRow& p) {
+// Columns first..first+3: a memory verdict (all NULL when not assessed): the point's (the engine's
+// deployment, columns 18-21) or a prediction's (its backend's, columns 14-17).
+template <class Row>
+void bindMemory(Statement& s, const Row& p, int first) {
   if (p.memory_fits < 0) {
-    for (int i = 18; i <= 21; ++i) s.bind(i, std::optional<std::int64_t>{});
+    for (int i = first; i <= first + 3; ++i) s.bind(i, std::optional<std::int64_t>{});
     return;
   }
-  s.bind(18, static_cast<std::int64_t>(p.memory_fits));
+  s.bind(first, static_cast<std::int64_t>(p.memory_fits));
   if (p.memory_reason) {
-    s.bindStatic(19, p.memory_reason);
+    s.bindStatic(first + 1, p.memory_reason);
   } else {
-    s.bind(19, std::optional<std::int64_t>{});
+    s.bind(first + 1, std::optional<std::int64_t>{});
   }
-  s.bind(20, p.memory_need_mib);
-  s.bind(21, p.memory_have_mib);
+  s.bind(first + 2, p.memory_need_mib);
+  s.bind(first + 3, p.memory_have_mib);
 }
 
 }  // namespace
@@ -240,7 +243,7 @@ void SweepWriter::write(const SweepBatch& batch) {
       point_.bind(16, p.regret_us);
       point_.bind(17, static_cast<std::int64_t>(p.default_within_band));
     }
-    bindMemory(point_, p);
+    bindMemory(point_, p, 18);
     point_.run();
     for (std::uint32_t i = p.first; i < p.first + p.count; ++i) {
       const PredictionRow& r = batch.predictions[i];
@@ -257,6 +260,7 @@ void SweepWriter::write(const SweepBatch& batch) {
       prediction_.bind(11, r.band);
       prediction_.bind(12, r.tie_band);
       prediction_.bindStatic(13, provenanceName(r.provenance));
+      bindMemory(prediction_, r, 14);
       prediction_.run();
     }
   }

@@ -1,12 +1,15 @@
 // Infeasible deployments (issue 29): predict and rank lead with the memory verdict and carry it in
 // their JSON for every backend; sweeps store it per point, and the priorities report shows a point
 // whose deployment does not fit as not deployable, apart from a refusal, outside its regrets.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 #include "TestSupport.hpp"
@@ -73,6 +76,36 @@ TEST(MemoryVerdict, RankSaysForEachBackendWhetherItsDeploymentFits) {
   for (const auto& b : small["ranked"]) EXPECT_TRUE(b["memory"]["fits"].get<bool>()) << b["backend"];
 }
 
+// rank over a list answers per point what rank of each point answers: each backend's own deployment.
+TEST(MemoryVerdict, ListRankSaysForEachBackendWhetherItsDeploymentFits) {
+  const std::string scenario = "--engine sglang --hardware h100-sxm --model llama-3.1-8b --context 32768";
+  const json rows = jsonOf(runAttnsim("--json rank " + scenario + " --batch 8,16"));
+  ASSERT_FALSE(rows.empty());
+  std::map<std::int64_t, json> single;
+  std::set<double> pools;  // backends differ in page size, workspace and graph memory
+  int compared = 0;
+  for (const auto& row : rows) {
+    if (!row.contains("rank")) continue;
+    const std::int64_t batch = row["batch"].get<std::int64_t>();
+    if (!single.count(batch))
+      single[batch] = jsonOf(runAttnsim(fmt::format("--json rank {} --batch {}", scenario, batch)));
+    const json* own = nullptr;
+    for (const auto& b : single[batch]["ranked"]) {
+      if (b["backend"] == row["backend"]) own = &b;
+    }
+    ASSERT_NE(own, nullptr) << row.dump();
+    EXPECT_EQ(row["memory"]["fits"], (*own)["memory"]["fits"]) << row.dump();
+    EXPECT_NEAR(row["memory"]["have_mib"].get<double>(), (*own)["memory"]["have_mib"].get<double>(), 1e-6);
+    EXPECT_NEAR(row["memory"]["need_mib"].get<double>(), (*own)["memory"]["need_mib"].get<double>(), 1e-6);
+    pools.insert(row["memory"]["have_mib"].get<double>());
+    ++compared;
+  }
+  EXPECT_GT(compared, 2);
+  EXPECT_GT(pools.size(), 1U) << "each backend's own pool, not the engine's one";
+  const auto text = runAttnsim("rank " + scenario + " --batch 8,16");
+  EXPECT_NE(text.output.find("fits: whether this backend's deployment holds"), std::string::npos) << text.output;
+}
+
 // One H100 at TP 1: Llama-3.1-8B fits at batch 1, DeepSeek-V3's weights do not.
 constexpr const char* kSpec = R"(name: memory-verdict
 hardware: [h100-sxm]
@@ -124,6 +157,33 @@ TEST(StudyMemory, SweepStoresEveryPointsVerdictWithItsReasonAndShortfall) {
                   "SELECT count(*) FROM points WHERE key LIKE '%deepseek-v3%' AND memory_fits = 0 AND "
                   "memory_reason = 'weights' AND memory_have_mib = 0 AND memory_need_mib > 0"),
             1);
+}
+
+TEST(StudyMemory, SweepStoresEachPredictionsVerdictForItsOwnBackend) {
+  const fs::path db = sweptStore("per-backend.db");
+  EXPECT_GT(count(db, "SELECT count(*) FROM predictions"), 0);
+  EXPECT_EQ(count(db, "SELECT count(*) FROM predictions WHERE memory_fits IS NULL"), 0);
+  // DeepSeek-V3's weights leave no pool on one H100 whichever backend runs it.
+  EXPECT_EQ(count(db,
+                  "SELECT count(*) FROM predictions r JOIN points p ON p.sweep = r.sweep AND p.id = r.point "
+                  "WHERE p.key LIKE '%deepseek-v3%' AND NOT (r.memory_fits = 0 AND r.memory_reason = 'weights')"),
+            0);
+  EXPECT_EQ(count(db,
+                  "SELECT count(*) FROM predictions r JOIN points p ON p.sweep = r.sweep AND p.id = r.point "
+                  "WHERE p.key LIKE '%llama-3.1-8b%' AND (r.memory_fits != 1 OR r.memory_have_mib <= 0)"),
+            0);
+}
+
+TEST(StudyMemory, AVersionSevenStoreGainsThePredictionColumnsAndKeepsItsRows) {
+  const fs::path db = sweptStore("v7.db");
+  const long long predictions = count(db, "SELECT count(*) FROM predictions");
+  sql(db,
+      "ALTER TABLE predictions DROP COLUMN memory_fits; ALTER TABLE predictions DROP COLUMN memory_reason; "
+      "ALTER TABLE predictions DROP COLUMN memory_need_mib; ALTER TABLE predictions DROP COLUMN memory_have_mib; "
+      "UPDATE meta SET value = '7' WHERE key = 'schema_version';");
+  sweptStore("v7.db");
+  EXPECT_EQ(count(db, "SELECT value FROM meta WHERE key = 'schema_version'"), kStoreSchemaVersion);
+  EXPECT_EQ(count(db, "SELECT count(*) FROM predictions WHERE memory_fits IS NULL"), predictions);
 }
 
 TEST(StudyMemory, PrioritiesShowsAnUndeployablePointApartFromARefusalAndOutsideTheRegrets) {

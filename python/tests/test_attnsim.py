@@ -245,6 +245,76 @@ def test_serve_sim_refuses_a_bad_serving_keyword_by_name():
         attnsim.serve_sim(hardware="h100-sxm", model="llama-3.1-8b", engine="vllm", rates=1)
 
 
+def stored_rows(db, sql):
+    import sqlite3
+    with sqlite3.connect(db) as connection:
+        return connection.execute(sql).fetchall()
+
+
+def test_serve_sim_replays_a_trace_with_goodput_as_the_cli(tmp_path):
+    trace = tmp_path / "trace.csv"
+    trace.write_text("arrival_s,prompt_tokens,output_tokens\n0.0,512,16\n0.1,1024,32\n0.25,256,8\n0.4,2048,24\n")
+    answer = attnsim.serve_sim(hardware="h100-sxm", model="llama-3.1-8b", engine="vllm", trace=str(trace),
+                               goodput="ttft:200 tpot:30", write_trace=str(tmp_path / "py.csv"))
+    code, cli = cli_json("serve-sim", *SCENARIO, "--trace", str(trace), "--goodput", "ttft:200", "--goodput",
+                         "tpot:30", "--write-trace", str(tmp_path / "cli.csv"))
+    assert code == 0
+    assert without_timings(answer) == without_timings(cli)
+    assert answer["completed"] == 4
+    assert (tmp_path / "py.csv").read_text() == (tmp_path / "cli.csv").read_text()
+    with pytest.raises(attnsim.UsageError, match="goodput e2e:100"):
+        attnsim.serve_sim(hardware="h100-sxm", model="llama-3.1-8b", engine="vllm", goodput="e2e:100")
+
+
+def test_serve_sim_generates_the_shared_prefix_dataset_as_the_cli():
+    keywords = dict(dataset_name="generated-shared-prefix", gsp_num_groups=2, gsp_prompts_per_group=3,
+                    gsp_system_prompt_len=1024, gsp_question_len=64, gsp_output_len=16, gsp_range_ratio=0.5,
+                    gsp_ordered=True, rate=8)
+    answer = attnsim.serve_sim(hardware="h100-sxm", model="llama-3.1-8b", engine="sglang", **keywords)
+    code, cli = cli_json("serve-sim", "--hardware", "h100-sxm", "--model", "llama-3.1-8b", "--engine", "sglang",
+                         "--dataset-name", "generated-shared-prefix", "--gsp-num-groups", "2",
+                         "--gsp-prompts-per-group", "3", "--gsp-system-prompt-len", "1024", "--gsp-question-len",
+                         "64", "--gsp-output-len", "16", "--gsp-range-ratio", "0.5", "--gsp-ordered", "--rate", "8")
+    assert code == 0
+    assert without_timings(answer) == without_timings(cli)
+    assert answer["completed"] == 6
+    with pytest.raises(attnsim.UsageError, match="dataset_name excludes lengths"):
+        attnsim.serve_sim(hardware="h100-sxm", model="llama-3.1-8b", engine="vllm", dataset_name="random",
+                          lengths="fixed")
+
+
+def test_serve_sim_and_capacity_search_store_their_runs_as_the_cli(tmp_path):
+    py_db, cli_db = str(tmp_path / "py.db"), str(tmp_path / "cli.db")
+    attnsim.serve_sim(hardware="h100-sxm", model="llama-3.1-8b", engine="vllm", rate=4, requests=20,
+                      prompt_len=512, output_len=16, db=py_db)
+    code, _ = cli_json("serve-sim", *SCENARIO, "--rate", "4", "--requests", "20", "--prompt-len", "512",
+                       "--output-len", "16", "--db", cli_db)
+    assert code == 0
+    search = dict(hardware="h100-sxm", model="llama-3.1-8b", engine="vllm", requests=40, prompt_len=512,
+                  output_len=16)
+    attnsim.capacity_search(db=py_db, **search)
+    code, _ = cli_json("capacity", "search", *SCENARIO, "--requests", "40", "--prompt-len", "512", "--output-len",
+                       "16", "--db", cli_db)
+    assert code == 0
+    for sql in ["SELECT hardware, model, engine, backend, tp, max_rate_rps, kv_tokens FROM capacity_configs ORDER BY id",
+                "SELECT config, kind, arrivals, rate, meets_slo FROM serve_runs ORDER BY id",
+                "SELECT COUNT(*) FROM serve_requests", "SELECT COUNT(*) FROM serve_timeline"]:
+        assert stored_rows(py_db, sql) == stored_rows(cli_db, sql), sql
+    assert len(stored_rows(py_db, "SELECT id FROM serve_runs")) > 1
+
+
+def test_sweep_runs_one_shard_as_the_cli(tmp_path):
+    spec = os.path.join(SOURCE_DIR, "tests", "data", "reports", "axis.yaml")
+    answer = attnsim.sweep(spec, db=str(tmp_path / "py.db"), jobs=1, shard="2/3")
+    code, cli = cli_json("sweep", spec, "--db", str(tmp_path / "cli.db"), "--jobs", "1", "--shard", "2/3")
+    assert code == 0
+    assert without_timings(answer) == {**without_timings(cli), "db": str(tmp_path / "py.db")}
+    whole = attnsim.sweep(spec, db=str(tmp_path / "whole.db"), jobs=1)
+    assert 0 < answer["written"] < whole["written"]
+    with pytest.raises(attnsim.UsageError, match="shard"):
+        attnsim.sweep(spec, db=str(tmp_path / "bad.db"), shard="4/3")
+
+
 def test_capacity_memory_answers_as_the_cli():
     answer = attnsim.capacity_memory(hardware="h100-sxm", model="llama-3.1-8b", engine="vllm")
     code, cli = cli_json("capacity", "memory", *SCENARIO)
