@@ -185,6 +185,7 @@ KernelFamily parseKernelFamily(const YamlReader& r) {
   k.kv_dtypes_at = r.locateValue("kv_dtypes");
   parsePerformance(r.map("performance"), k);
   k.measured_as = r.get<std::vector<std::string>>("measured_as", {});
+  k.measured_proxy = r.get<std::string>("measured_proxy", "");
   r.finish();
   return k;
 }

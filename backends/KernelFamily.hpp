@@ -64,9 +64,12 @@ struct KernelFamily {
   // before its two batched products; "native": the activations' own precision.
   std::string working_precision = "native";
   std::vector<std::string> measured_as;  // implementation names in measurement files that run this family
-  int ctas_per_sm = 1;                   // resident work units per SM / CU
-  int max_splits = 32;                   // split-KV cap (vLLM caps FA3 at 32 for CUDA graphs)
-  bool split_spans_pool = false;         // a paged call's KV splits are cut over the whole page pool
+  // Where those rows time another engine's copy of the kernels: what they stand for (empty: the family
+  // itself). `attnsim calibrate` writes it into the fit's source, so a prediction says it is a proxy.
+  std::string measured_proxy;
+  int ctas_per_sm = 1;            // resident work units per SM / CU
+  int max_splits = 32;            // split-KV cap (vLLM caps FA3 at 32 for CUDA graphs)
+  bool split_spans_pool = false;  // a paged call's KV splits are cut over the whole page pool
   // Decode with more packed query rows than a tile (MLA's 128 heads): the row tiles of one request run
   // apart in the grid (vLLM's Triton MLA decode: batch is the fastest grid dimension), so each reads the
   // keys from DRAM; false: they run together and share them through L2 (FlashMLA's scheduler).

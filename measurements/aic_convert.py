@@ -29,7 +29,13 @@ from collections import defaultdict
 DATA_SUBDIR = os.path.join("aic-core", "src", "aiconfigurator_core", "systems", "data")
 TRAINING_GPUS = ["h100_sxm", "b200_sxm"]
 HELD_OUT_PREFIXES = ("h200", "gb200", "a100")
-DEFAULT_VERSIONS = {"vllm": "0.24.0", "sglang": "0.5.14"}
+DEFAULT_VERSIONS = {"vllm": "0.24.0", "sglang": "0.5.14", "trtllm": "1.3.0rc20"}
+# TensorRT-LLM's attention op stands for RTP-LLM's vendored TRT_V2 / XQA / MMHA kernels on the H100 only:
+# on SM100 the op runs trtllm-gen cubins (fmhaDispatcher, XqaDispatcher), which RTP-LLM never runs
+# (docs/engines/rtp-llm-trtllm-kernels.md). Its tables of other GPUs are not converted.
+TRTLLM_PROXY_GPUS = ("h100_sxm",)
+TRTLLM_XQA_MAX_GROUP = 32  # kernelUtils.cpp supportConfigQGMMA / HMMA: head_grp_size * beam_width <= 32
+RTP_LLM_XQA_MAX_GROUP = 16  # CudaXqa.cc supportXqa @ 44027b7e: group_size <= 16
 
 COLUMNS = ["device", "date", "torch", "triton", "cuda", "kind", "impl", "phase", "batch", "q_len", "kv_len",
            "heads", "kv_heads", "head_dim", "causal", "dtype", "median_us", "p20_us", "p80_us", "runs", "flops",
@@ -169,6 +175,56 @@ def query_dtype(engine, impl, context, compute, kv_dtype):
     return "fp8_e4m3" if compute == "fp8_e4m3" else "bf16"
 
 
+def trtllm_attention_row(r, engine, version, table, meta):
+    """One TensorRT-LLM attention op call (collector/trtllm/collect_attn.py: run_attention_torch) on the H100,
+    named by the kernel it runs there (docs/engines/rtp-llm-trtllm-kernels.md):
+
+    - context: FMHA v2's warp-specialized SM90 kernel over the paged KV cache (the pytorch backend forces
+      paged context FMHA on SM90, nvbug 5624818). With an FP8 cache it runs the e4m3 kernels whatever the
+      logged attn_dtype (bf16 with an FP8 cache times like fp8: 2.84 vs 3.00 ms at 1 x 16k, 32/8 heads,
+      bf16 cache 4.34 ms), so the query dtype is FP8 there, and only the attn_dtype=fp8 row of a shape is kept.
+    - generation, one K/V head per query head, or more than 32 query heads per K/V head: MMHA (XQA refuses
+      vanilla MHA at beam 1, and groups above 32). RTP-LLM runs MMHA for groups above 16 too.
+    - generation, GQA groups up to 16 with an FP8 cache: XQA's SM90 kernel (mha_sm90.cu, QGMMA), the kernel
+      RTP-LLM compiles for every XQA config (groups 1-16). Groups 17-32 (XQA in TensorRT-LLM, not in RTP-LLM)
+      and GQA with a bf16 cache (XQA's mha.cu or MMHA by grid size, neither RTP-LLM's XQA) are left out.
+    The call includes the QKV preprocessing (RoPE and the KV-cache write of the new tokens)."""
+    if r["kernel_source"] != "torch_flow":
+        fail(f"{meta['origin']}: kernel_source '{r['kernel_source']}' of trtllm is not the TRTLLM backend")
+    context = table.startswith("context")
+    heads, kv_heads, head_dim = int(r["num_heads"]), int(r["num_key_value_heads"]), int(r["head_dim"])
+    kv_dtype = DTYPES[r["kv_cache_dtype"]]
+    if context and kv_dtype == "fp8_e4m3" and r["attn_dtype"] != "fp8":
+        return None  # the same e4m3 kernel as the attn_dtype=fp8 row of the shape: one row per shape kept
+    group = heads // kv_heads
+    if context:
+        impl = "trtllm_fmha_v2"
+    elif group == 1 or group > TRTLLM_XQA_MAX_GROUP:
+        impl = "trtllm_mmha"
+    elif kv_dtype == "fp8_e4m3" and group <= RTP_LLM_XQA_MAX_GROUP:
+        impl = "trtllm_xqa"
+    else:
+        return None
+    batch, isl, step = int(r["batch_size"]), int(r["isl"]), int(r["step"])
+    q_len, kv_len = (isl, isl) if context else (1, isl + step)
+    window = int(r.get("window_size") or 0)
+    fp8_math = context and (DTYPES[r["attn_dtype"]] == "fp8_e4m3" or kv_dtype == "fp8_e4m3")
+    q_dtype = "fp8_e4m3" if fp8_math else "bf16"
+    kv_bytes = 1 if kv_dtype == "fp8_e4m3" else 2
+    flops, nbytes = attention_work(batch, q_len, kv_len, heads, kv_heads, head_dim, head_dim, window, kv_bytes,
+                                   1 if fp8_math else 2)
+    return {
+        "kind": "attention", "impl": impl, "phase": "prefill" if context else "decode", "batch": batch,
+        "q_len": q_len, "kv_len": kv_len, "heads": heads, "kv_heads": kv_heads, "head_dim": head_dim,
+        "causal": 1 if context else 0, "dtype": kv_dtype, "median_us": latency_us(r), "runs": 6,
+        "flops": f"{flops:.6g}", "bytes": f"{nbytes:.6g}", "page_size": 64, "window": window,
+        "q_dtype": q_dtype, "kv_write": 1, "l2_warm": 1,
+        "note": f"{table} kernel_source=torch_flow attn_dtype={r['attn_dtype']}; mean of 6 CUDA-graph replays, "
+                "no L2 flush; includes the QKV preprocessing (RoPE, writing the new tokens' K/V); proxy for "
+                "RTP-LLM's vendored copy",
+    }
+
+
 def latency_us(r):
     return f"{float(r['latency']) * 1000.0:.4f}"
 
@@ -303,6 +359,8 @@ TABLES = [  # (op folder, engine, table, converter)
     ("attention", "vllm", "generation_attention_perf", attention_row),
     ("attention", "sglang", "context_attention_perf", attention_row),
     ("attention", "sglang", "generation_attention_perf", attention_row),
+    ("attention", "trtllm", "context_attention_perf", trtllm_attention_row),
+    ("attention", "trtllm", "generation_attention_perf", trtllm_attention_row),
     ("mla", "sglang", "context_mla_perf", attention_row),
     ("mla", "sglang", "generation_mla_perf", attention_row),
     ("gemm", "vllm", "gemm_perf", gemm_row),
@@ -345,6 +403,9 @@ def sample(rows, per_class):
 # MLA (one latent KV head), DeepSeek's 128 heads at TP 1 and 16 at TP 8.
 ANCHOR_SEEDS = [(32, 8), (8, 1)]
 MLA_ANCHOR_SEEDS = [(128, 1), (16, 1)]
+# TensorRT-LLM's MMHA rows (one K/V head per query head, or groups above 32): Llama-2-7B's 32 at TP 1 and 8 at
+# TP 4, and a 64-head MQA for the groups MMHA serves when XQA refuses them.
+MHA_ANCHOR_SEEDS = [(32, 32), (8, 8), (64, 1)]
 
 
 def attention_anchor_rows(rows):
@@ -357,7 +418,9 @@ def attention_anchor_rows(rows):
     kept = []
     for members in slices.values():
         shapes = sorted(members)
-        seeds = MLA_ANCHOR_SEEDS if all(kv == 1 for _, kv in shapes) else ANCHOR_SEEDS
+        impl = next(iter(members.values()))[0]["impl"]
+        seeds = MHA_ANCHOR_SEEDS if impl == "trtllm_mmha" else \
+            MLA_ANCHOR_SEEDS if all(kv == 1 for _, kv in shapes) else ANCHOR_SEEDS
         chosen = []
         for sh, skv in seeds:
             free = [s for s in shapes if s not in chosen]
@@ -395,6 +458,8 @@ def gemm_sample(rows, engine, per_class):
 def convert_gpu(root, gpu, versions, commit, date, per_class):
     rows = []
     for op, engine, table, convert in TABLES:
+        if engine == "trtllm" and gpu not in TRTLLM_PROXY_GPUS:
+            continue  # the op runs trtllm-gen kernels there, no stand-in for RTP-LLM's (TRTLLM_PROXY_GPUS)
         rel = os.path.join(gpu, op, engine, versions[engine], table + ".parquet")
         path = os.path.join(root, rel)
         if not os.path.exists(path) and not os.path.exists(path[:-8] + ".csv"):
@@ -444,7 +509,7 @@ def main():
     ap.add_argument("--date", help="the commit's date, YYYY-MM-DD (read with git when --aic is a checkout)")
     ap.add_argument("--gpu", action="append", help=f"GPU folder to convert (default: {', '.join(TRAINING_GPUS)})")
     ap.add_argument("--version", action="append", default=[], metavar="ENGINE=VERSION",
-                    help="engine version folder (default: vllm=0.24.0, sglang=0.5.14)")
+                    help="engine version folder (default: vllm=0.24.0, sglang=0.5.14, trtllm=1.3.0rc20)")
     ap.add_argument("--per-class", type=int, default=120,
                     help="rows kept per shape class (0 keeps every row; default 120)")
     ap.add_argument("--include-held-out", action="store_true",
@@ -456,7 +521,7 @@ def main():
     for v in args.version:
         engine, _, version = v.partition("=")
         if engine not in versions or not version:
-            fail(f"--version {v}: expected vllm=X or sglang=X")
+            fail(f"--version {v}: expected vllm=X, sglang=X or trtllm=X")
         versions[engine] = version
     gpus = args.gpu or TRAINING_GPUS
     for gpu in gpus:

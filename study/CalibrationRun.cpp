@@ -128,8 +128,10 @@ std::vector<FamilyCalibration> calibrateFamilies(Store& store, const Catalog& c,
         todayIso(),
         c.contentHash()};
     store.insertCalibration(row);
+    const KernelFamily* family = c.findKernel(f.kernel);
     out.push_back({f, std::move(row), defaultTrainMape(c, f, rows, options.validation),
-                   heldOutStats(validation.held_out, f.hardware, f.kernel, f.phase)});
+                   heldOutStats(validation.held_out, f.hardware, f.kernel, f.phase),
+                   family ? family->measured_proxy : std::string{}});
   }
   return out;
 }
@@ -171,12 +173,14 @@ std::map<std::string, std::string> calibrationYaml(const std::vector<FamilyCalib
     const HeldOutStats& h = family.heldout;
     kernels[f.hardware][f.kernel] += fmt::format(
         "    {}: {{compute_efficiency: {:.4f}, memory_efficiency: {:.4f}, fixed_us: {:.3f}, key_ns: {:.4f}, "
-        "points: {}, fit_mape: {:.4f}{}}}\n",
+        "points: {}, fit_mape: {:.4f}{}{}}}\n",
         f.phase, f.fit.params.compute_efficiency, f.fit.params.memory_efficiency, f.fit.params.fixed_us,
         f.fit.params.key_ns, f.fit.points, f.fit.mape,
         h.points > 0 ? fmt::format(", heldout: {{mape: {:.4f}, p90_abs_rel_error: {:.4f}, points: {}}}", h.mape,
                                    h.p90_abs_rel_error, h.points)
-                     : std::string{});
+                     : std::string{},
+        // A proxy's entry names what its rows stand for, ahead of the file's source.
+        family.proxy.empty() ? std::string{} : fmt::format(", source: \"{}; {}\"", family.proxy, row.source));
   }
   for (const auto& o : overheads) {
     if (const auto it = header.find(o.hardware); it != header.end()) it->second += overheadsYaml(o);

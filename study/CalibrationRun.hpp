@@ -32,6 +32,7 @@ struct FamilyCalibration {
   CalibrationRow row;
   double train_mape_default = 0;  // the family's own figures on the same training points
   HeldOutStats heldout;
+  std::string proxy;  // the family's measured_proxy: written before the entry's source
 };
 
 // Held-out statistics of the (hardware, kernel, phase class) points among `points`.

@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 #include <fstream>
+#include <map>
 
 #include "cost/StepModel.hpp"
 #include "hardware/HardwareProfile.hpp"
@@ -63,9 +64,50 @@ TEST(KernelDatabase, TheCommittedRowsImportWithTheirOriginAndOnlyTheTrainingGpus
     }
     EXPECT_EQ(hardware.size(), 1U) << file;
     EXPECT_TRUE(*hardware.begin() == "h100-sxm" || *hardware.begin() == "b200") << *hardware.begin();
-    EXPECT_EQ(engines, (std::set<std::string>{"sglang 0.5.14", "vllm 0.24.0"}));
+    // TensorRT-LLM's op stands for RTP-LLM's kernels on the H100 only (on SM100 it runs trtllm-gen).
+    const bool h100 = *hardware.begin() == "h100-sxm";
+    std::set<std::string> expected{"sglang 0.5.14", "vllm 0.24.0"};
+    if (h100) expected.insert("trtllm 1.3.0rc20");
+    EXPECT_EQ(engines, expected);
     // The engines' own defaults are there: FA3 on Hopper, FlashInfer's trtllm-gen on Blackwell.
     EXPECT_TRUE(kernels.count(*hardware.begin() == "b200" ? "trtllm-gen" : "fa3")) << file;
+  }
+}
+
+// docs/engines/rtp-llm-trtllm-kernels.md: context rows run FMHA v2; decode rows run MMHA for one K/V head per
+// query head or groups above 32, and XQA's SM90 kernel for groups up to 16 over an FP8 cache; GQA over a bf16
+// cache, and groups 17-32, run kernels RTP-LLM does not there, so no such row is kept.
+TEST(KernelDatabase, TensorRtLlmRowsStandOnlyForTheRtpLlmKernelsTheyRun) {
+  std::map<std::string, int> counts;
+  for (const auto& r : readMeasurementCsv(kAicData + "h100_sxm.csv.gz", defaultCatalog())) {
+    if (r.engine != "trtllm") continue;
+    ++counts[r.kernel];
+    if (r.kernel == "trt-fmha-v2") {
+      EXPECT_EQ(r.phase, "prefill");
+      EXPECT_EQ(r.q_dtype == "fp8_e4m3", r.dtype == "fp8_e4m3") << "an FP8 cache runs the e4m3 FMHA kernel";
+    } else if (r.kernel == "mmha") {
+      EXPECT_TRUE(r.heads == r.kv_heads || r.heads / r.kv_heads > 32) << r.heads << "/" << r.kv_heads;
+    } else {
+      EXPECT_EQ(r.kernel, "xqa");
+      EXPECT_GT(r.heads / r.kv_heads, 1);
+      EXPECT_LE(r.heads / r.kv_heads, 16) << "RTP-LLM's XQA takes groups up to 16";
+      EXPECT_EQ(r.dtype, "fp8_e4m3") << r.heads << "/" << r.kv_heads;
+    }
+  }
+  for (const char* k : {"trt-fmha-v2", "mmha", "xqa"}) EXPECT_GT(counts[k], 1000) << k;
+}
+
+TEST(KernelDatabase, AProxyFamilysCalibrationSaysWhatItsRowsStandFor) {
+  const HardwareProfile& hw = defaultCatalog().hardware("h100-sxm");
+  for (const auto& [key, fit] : hw.calibrations) {
+    const KernelFamily& family = defaultCatalog().kernel(key.first);
+    if (family.measured_proxy.empty()) continue;
+    EXPECT_NE(fit.source.find(family.measured_proxy), std::string::npos) << key.first << ": " << fit.source;
+    EXPECT_NE(fit.source.find("RTP-LLM"), std::string::npos) << key.first;
+  }
+  for (const char* k : {"trt-fmha-v2", "mmha", "xqa"}) {
+    EXPECT_FALSE(defaultCatalog().kernel(k).measured_proxy.empty()) << k;
+    EXPECT_TRUE(hw.calibrations.count({k, std::string(k) == "trt-fmha-v2" ? "prefill" : "decode"})) << k;
   }
 }
 
