@@ -21,7 +21,8 @@ Runner addPredictCommand(CLI::App& app, const GlobalOptions& global) {
   app.add_option("--gemm", op->gemm, "one dense GEMM of M,N,K instead of a step (with --gemm-dtype)");
   app.add_option("--gemm-dtype", op->gemm_dtype, "the --gemm call's dtype: bf16, fp8, fp8_block, nvfp4");
   app.add_option("--allreduce", op->allreduce_bytes,
-                 "one TP all-reduce of this many bytes over --tp GPUs instead of a step")
+                 "one TP all-reduce of this many bytes over --tp GPUs instead of a step (--engine E: E's, "
+                 "NCCL's where E's custom all-reduce does not run; --engine nccl: NCCL's)")
       ->check(CLI::PositiveNumber);
   app.add_option("--moe", op->moe_tokens,
                  "one MoE layer call of this many tokens through --model's routed experts instead of a step "

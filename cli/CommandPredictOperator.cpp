@@ -83,10 +83,13 @@ OperatorAnswer allReduceAnswer(const HardwareProfile& hw, double bytes, int gpus
   a.what = fmt::format("{} · all-reduce of {:.0f} bytes over {} GPUs{}", hw.id, bytes, gpus,
                        engine.empty() ? std::string{} : " (" + engine + ")");
   a.us = allReduceUs(link, bytes, gpus, engine);
-  if (const AllReduceFit* f = link.allReduceFor(engine)) {
+  if (const AllReduceFit* f = allReduceFitFor(link, gpus, engine)) {
     a.provenance = provenanceLabel(Provenance::Measured);
-    a.source =
-        f->engine == engine || engine.empty() ? f->source : f->source + fmt::format(" ({} not measured)", engine);
+    a.source = f->engine == engine || engine.empty() ? f->source
+               : f->engine == kNcclAllReduce
+                   ? f->source + fmt::format(" ({}'s custom all-reduce does not run over {} GPUs of a {} link)", engine,
+                                             gpus, link.kind)
+                   : f->source + fmt::format(" ({} not measured)", engine);
     a.band = bandOf(*f);
   } else {
     a.provenance = provenanceLabel(Provenance::Default);

@@ -34,14 +34,20 @@ int runValidationReport(const GlobalOptions& global, const ReportFlags& f) {
   if (rows.empty()) throw UsageError("--db " + f.db + ": no attention measurements (run measurements import)");
   const Validation validation = runValidation(c, rows, {parseContexts(f.holdout)});
   const StepValidation steps = stepValidation(c, store.measurements("step"));
-  const std::string markdown =
-      validationMarkdown(validation, steps) + operatorValidationMarkdown(c, store.measurements());
+  // --published FILE: published kernel figures of GPUs without measurements, checked (study/PublishedKernels).
+  const std::vector<PublishedKernelPoint> published =
+      f.published.empty() ? std::vector<PublishedKernelPoint>{} : readPublishedKernels(c, f.published);
+  const std::vector<PublishedKernelCheck> checks = checkPublishedKernels(c, published);
+  std::string markdown = validationMarkdown(validation, steps) + operatorValidationMarkdown(c, store.measurements());
+  if (!checks.empty()) markdown.append("\n").append(publishedKernelsMarkdown(checks));
   std::filesystem::create_directories(f.out_dir);
   writeFileAtomically(std::filesystem::path(f.out_dir) / "validation.md", markdown);
   writeFileAtomically(std::filesystem::path(f.out_dir) / "scatter.svg", validationScatterSvg(validation));
   writeFileAtomically(std::filesystem::path(f.out_dir) / "heldout.csv", validationPointsCsv(validation));
   if (global.json) {
-    std::cout << validationSummaryJson(validation, f.out_dir + "/validation.md").dump(2) << "\n";
+    nlohmann::json summary = validationSummaryJson(validation, f.out_dir + "/validation.md");
+    if (!checks.empty()) summary["published_kernels"] = publishedKernelsJson(checks);
+    std::cout << summary.dump(2) << "\n";
   } else {
     std::cout << markdown;
   }
@@ -78,7 +84,8 @@ Runner addReportCommand(CLI::App& app, const GlobalOptions& global) {
       ->check(CLI::IsMember({"validation", "priorities", "whatif", "matrix", "capacity", "serving"}));
   app.add_option("--db", f->db, "study file (every kind but serving)");
   app.add_option("--published", f->published,
-                 "serving: the folder of published runs and their serve-sim setups (measurements/data/serving)");
+                 "serving: the folder of published runs and their serve-sim setups (measurements/data/serving); "
+                 "validation: a CSV of published kernel figures to check (measurements/data/amd/published.csv)");
   app.add_option("--out", f->out_dir, "folder for the report's files")->required();
   app.add_option("--holdout-contexts", f->holdout, "validation: context lengths kept out of the fit (comma list)");
   app.add_option("--sweep", f->sweep, "the sweep to report on (name or id; default: the store's only sweep)");
@@ -104,7 +111,9 @@ Runner addReportCommand(CLI::App& app, const GlobalOptions& global) {
       if (!f->db.empty()) throw UsageError("report serving reads --published, not --db");
       return runServingReport(global, f->published, f->out_dir);
     }
-    if (!f->published.empty()) throw UsageError("--published is for report serving; report " + f->what + " reads --db");
+    if (!f->published.empty() && f->what != "validation") {
+      throw UsageError("--published is for report serving and report validation; report " + f->what + " reads --db");
+    }
     if (f->db.empty()) throw UsageError("report " + f->what + " needs --db FILE");
     return f->what == "validation" ? runValidationReport(global, *f) : runStoreReport(global, *f);
   };

@@ -4,9 +4,19 @@
 
 namespace attnsim {
 
+bool customAllReduceRuns(const InterconnectLink& link, int ranks) {
+  const bool supported_size = ranks == 2 || ranks == 4 || ranks == 6 || ranks == 8;
+  return supported_size && (ranks == 2 || link.kind != "pcie");
+}
+
+const AllReduceFit* allReduceFitFor(const InterconnectLink& link, int ranks, std::string_view engine) {
+  if (engine == kNcclAllReduce || !customAllReduceRuns(link, ranks)) return link.ncclAllReduce();
+  return link.allReduceFor(engine);
+}
+
 double allReduceUs(const InterconnectLink& link, double bytes, int ranks, std::string_view engine) {
   if (ranks <= 1) return 0;
-  if (const AllReduceFit* fit = link.allReduceFor(engine)) return fit->us(bytes, ranks);
+  if (const AllReduceFit* fit = allReduceFitFor(link, ranks, engine)) return fit->us(bytes, ranks);
   const double n = ranks;
   const double bytes_per_us = link.bandwidth_gbps * 1e3;  // GB/s = 1e3 bytes per µs
   return link.latency_us + 2 * (n - 1) / n * bytes / bytes_per_us;

@@ -12,9 +12,22 @@ namespace attnsim {
 
 struct ModelSpec;
 
-// One all-reduce of `bytes` over `ranks` GPUs: the engines' custom all-reduce as measured over the
-// link (InterconnectLink::all_reduce) where it was, else a ring: latency + 2(n-1)/n · bytes / bandwidth.
-// `engine` picks that engine's measured all-reduce (InterconnectLink::allReduceFor).
+// Whether the engines' custom all-reduce runs over `ranks` GPUs of this link. vLLM and SGLang disable it
+// (and every all-reduce of the group goes to NCCL) for a world size outside 2, 4, 6 and 8, and for more
+// than two GPUs that are not fully connected (PCIe): vllm-project/vllm@0ad80649
+// vllm/distributed/device_communicators/custom_all_reduce.py CustomAllreduce.__init__ (_SUPPORTED_WORLD_SIZES,
+// fully_connected), sgl-project/sglang@004e6561 python/sglang/srt/distributed/device_communicators/
+// custom_all_reduce.py (the same checks, full_nvlink). A message above the custom kernel's size limit goes
+// to NCCL too, but inside the engine: the engines' measured fits already time those calls.
+bool customAllReduceRuns(const InterconnectLink& link, int ranks);
+
+// The measured all-reduce an engine runs over `ranks` GPUs of the link: NCCL's where the custom one does
+// not run (or `engine` is nccl), else the engine's own (InterconnectLink::allReduceFor); null: none
+// measured, the ring model applies.
+const AllReduceFit* allReduceFitFor(const InterconnectLink& link, int ranks, std::string_view engine);
+
+// One all-reduce of `bytes` over `ranks` GPUs: the measured all-reduce allReduceFitFor picks, else a
+// ring: latency + 2(n-1)/n · bytes / bandwidth.
 double allReduceUs(const InterconnectLink& link, double bytes, int ranks, std::string_view engine = {});
 
 // Two all-reduces per decoder layer (after the attention output projection and after the MLP or

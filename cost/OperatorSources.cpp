@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "catalog/Catalog.hpp"
+#include "cost/Collective.hpp"
 #include "cost/StepModel.hpp"
 #include "hardware/HardwareProfile.hpp"
 #include "model/ModelSpec.hpp"
@@ -33,8 +34,13 @@ std::vector<OperatorSource> stepOperatorSources(const Catalog& catalog, const Ha
   }
   if (tp <= 1 || !hw.interconnect_link) return out;
   const InterconnectLink& link = *hw.interconnect_link;
-  if (const AllReduceFit* f = link.allReduceFor(engine)) {
-    const std::string note = f->engine == engine ? std::string{} : fmt::format(" ({} not measured)", engine);
+  if (const AllReduceFit* f = allReduceFitFor(link, tp, engine)) {
+    const std::string note = f->engine == engine           ? std::string{}
+                             : f->engine == kNcclAllReduce ? fmt::format(
+                                                                 " ({}'s custom all-reduce does not run over {} GPUs "
+                                                                 "of a {} link)",
+                                                                 engine, tp, link.kind)
+                                                           : fmt::format(" ({} not measured)", engine);
     out.push_back({fmt::format("TP all-reduce ({})", f->engine), Provenance::Measured, f->source + note, bandOf(*f)});
   } else {
     out.push_back({"TP all-reduce",

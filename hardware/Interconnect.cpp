@@ -5,10 +5,19 @@ namespace attnsim {
 const std::vector<std::string> kInterconnectKinds = {"nvswitch", "nvlink", "xgmi", "pcie"};
 
 const AllReduceFit* InterconnectLink::allReduceFor(std::string_view engine) const {
+  const AllReduceFit* first = nullptr;
   for (const auto& f : all_reduces) {
     if (f.engine == engine) return &f;
+    if (!first && f.engine != kNcclAllReduce) first = &f;
   }
-  return all_reduces.empty() ? nullptr : all_reduces.data();
+  return first ? first : ncclAllReduce();
+}
+
+const AllReduceFit* InterconnectLink::ncclAllReduce() const {
+  for (const auto& f : all_reduces) {
+    if (f.engine == kNcclAllReduce) return &f;
+  }
+  return nullptr;
 }
 
 std::optional<InterconnectLink> parseInterconnectLink(const YamlReader& profile) {

@@ -146,8 +146,10 @@ double GemmSurface::us(double m, double n, double k) const {
 double AllReduceFit::us(double bytes, int ranks) const {
   if (ranks <= 1) return 0;
   const double n = ranks;
-  const double one_shot = one_shot_latency_us + (n - 1) / n * bytes / (one_shot_gbps * 1e3);
-  const double two_shot = two_shot_latency_us + 2 * (n - 1) / n * bytes / (two_shot_gbps * 1e3);
+  const double one_shot =
+      one_shot_latency_us + (n - 1) * one_shot_per_peer_us + (n - 1) / n * bytes / (one_shot_gbps * 1e3);
+  const double two_shot =
+      two_shot_latency_us + (n - 1) * two_shot_per_peer_us + 2 * (n - 1) / n * bytes / (two_shot_gbps * 1e3);
   return std::min(one_shot, two_shot);
 }
 
@@ -201,17 +203,21 @@ AllReduceFit parseAllReduceFit(const YamlReader& r, const std::string& engine, c
   const YamlReader one = r.map("one_shot");
   f.one_shot_latency_us = one.getNumber("latency_us", 0, 1e4);
   f.one_shot_gbps = one.getNumber("bandwidth_gbps", 0.1, 1e5);
+  f.one_shot_per_peer_us = one.findNumber("latency_per_peer_us", 0, 1e4).value_or(0);
   one.finish();
   const YamlReader two = r.map("two_shot");
   f.two_shot_latency_us = two.getNumber("latency_us", 0, 1e4);
   f.two_shot_gbps = two.getNumber("bandwidth_gbps", 0.1, 1e5);
+  f.two_shot_per_peer_us = two.findNumber("latency_per_peer_us", 0, 1e4).value_or(0);
   two.finish();
   f.points = static_cast<int>(r.getInt("points", 1, 1 << 30));
   f.fit_mape = r.getNumber("fit_mape", 0, 100);
   f.heldout = parseHeldOutResiduals(r);
   const auto own = r.find<std::string>("source");
-  f.source = fmt::format("{}'s custom all-reduce fitted on {} calls (fit MAPE {:.1f}%{}): {}", engine, f.points,
-                         100 * f.fit_mape, heldOutPhrase(f.heldout, "calls"), own ? *own : origin);
+  const std::string what = engine == kNcclAllReduce ? std::string("NCCL's all-reduce (nccl-tests)")
+                                                    : fmt::format("{}'s custom all-reduce", engine);
+  f.source = fmt::format("{} fitted on {} calls (fit MAPE {:.1f}%{}): {}", what, f.points, 100 * f.fit_mape,
+                         heldOutPhrase(f.heldout, "calls"), own ? *own : origin);
   r.finish();
   return f;
 }

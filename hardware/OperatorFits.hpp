@@ -59,10 +59,18 @@ struct GemmSurface {
 // The engine's custom all-reduce inside one node: the smaller of a one-shot regime (each GPU reads
 // every peer's whole buffer: latency + (n-1)/n · bytes / bandwidth) and a two-shot regime
 // (reduce-scatter then all-gather: latency + 2(n-1)/n · bytes / bandwidth), fitted to measured calls.
+// The key of NCCL's own all-reduce among a calibration's `allreduce:` entries (timed by nccl-tests,
+// not inside an engine): what an engine runs where its custom all-reduce cannot (cost/Collective.hpp).
+inline constexpr std::string_view kNcclAllReduce = "nccl";
+
+// NCCL's latency grows with the GPUs (its ring and tree take more steps): each regime may add
+// latency_per_peer_us for every GPU beyond the first (0 for the engines' custom kernels, whose one
+// shot reads every peer at once).
 struct AllReduceFit {
-  std::string engine;  // the engine whose all-reduce was timed (vllm, sglang)
+  std::string engine;  // the engine whose all-reduce was timed (vllm, sglang), or nccl
   double one_shot_latency_us = 0, one_shot_gbps = 0;
   double two_shot_latency_us = 0, two_shot_gbps = 0;
+  double one_shot_per_peer_us = 0, two_shot_per_peer_us = 0;
   int points = 0;
   double fit_mape = 0;
   std::string source;

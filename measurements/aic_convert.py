@@ -29,7 +29,7 @@ from collections import defaultdict
 DATA_SUBDIR = os.path.join("aic-core", "src", "aiconfigurator_core", "systems", "data")
 TRAINING_GPUS = ["h100_sxm", "b200_sxm"]
 HELD_OUT_PREFIXES = ("h200", "gb200", "a100")
-DEFAULT_VERSIONS = {"vllm": "0.24.0", "sglang": "0.5.14", "trtllm": "1.3.0rc20"}
+DEFAULT_VERSIONS = {"vllm": "0.24.0", "sglang": "0.5.14", "trtllm": "1.3.0rc20", "nccl": "2.29.2"}
 # TensorRT-LLM's attention op stands for RTP-LLM's vendored TRT_V2 / XQA / MMHA kernels on the H100 only:
 # on SM100 the op runs trtllm-gen cubins (fmhaDispatcher, XqaDispatcher), which RTP-LLM never runs
 # (docs/engines/rtp-llm-trtllm-kernels.md). Its tables of other GPUs are not converted.
@@ -263,6 +263,29 @@ def allreduce_row(r, engine, version, table, meta):
     }
 
 
+# NCCL's collectives (collector/collect_nccl.py): nccl-tests' <op>_perf binary, one process with a thread per GPU
+# (-t G), 40 warm-ups, then 100-1000 back-to-back calls in a stream without a CUDA graph (-n), the out-of-place
+# time averaged over ranks (-a 1); the collector divides the byte size by the element width, so message_size
+# counts elements (half: 2 bytes, int8: 1). For all-gather and reduce-scatter the size is the gathered (whole)
+# buffer. Kept: half (the engines' bf16 activations are as wide); int8 and alltoall (EP, not in the step model)
+# are left out.
+NCCL_OPS = {"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter": "reducescatter"}
+NCCL_KINDS_KEPT = ("all_reduce",)  # the measurement kinds attnsim imports today
+
+
+def nccl_row(r, engine, version, table, meta):
+    if r["nccl_dtype"] != "half" or r["op_name"] not in NCCL_KINDS_KEPT:
+        return None
+    elements = int(r["message_size"])
+    return {
+        "kind": NCCL_OPS[r["op_name"]], "impl": f"nccl_{r['op_name']}", "phase": "", "batch": int(r["num_gpus"]),
+        "q_len": elements, "dtype": "fp16", "median_us": latency_us(r), "runs": 100,
+        "bytes": f"{elements * 2:.6g}", "l2_warm": 1,
+        "note": f"{table} {r['op_name']} (nccl-tests, NCCL {version}); batch = GPUs, q_len = elements; "
+                "eager calls back to back, no CUDA graph; out-of-place time averaged over ranks",
+    }
+
+
 # MoE: the dtypes attnsim models (kGemmDtypes); AIConfigurator's names for them.
 MOE_DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4", "w4a16_mxfp4": "mxfp4"}
 # Timed runs per row: vLLM's collector replays its CUDA graph 6 times, SGLang's 10 (collect_moe.py).
@@ -367,6 +390,7 @@ TABLES = [  # (op folder, engine, table, converter)
     ("gemm", "sglang", "gemm_perf", gemm_row),
     ("comm", "vllm", "custom_allreduce_perf", allreduce_row),
     ("comm", "sglang", "custom_allreduce_perf", allreduce_row),
+    ("comm", "nccl", "nccl_perf", nccl_row),
     ("moe", "vllm", "moe_perf", moe_row),
     ("moe", "sglang", "moe_perf", moe_row),
 ]
@@ -509,7 +533,8 @@ def main():
     ap.add_argument("--date", help="the commit's date, YYYY-MM-DD (read with git when --aic is a checkout)")
     ap.add_argument("--gpu", action="append", help=f"GPU folder to convert (default: {', '.join(TRAINING_GPUS)})")
     ap.add_argument("--version", action="append", default=[], metavar="ENGINE=VERSION",
-                    help="engine version folder (default: vllm=0.24.0, sglang=0.5.14, trtllm=1.3.0rc20)")
+                    help="engine version folder (default: vllm=0.24.0, sglang=0.5.14, trtllm=1.3.0rc20, "
+                         "nccl=2.29.2)")
     ap.add_argument("--per-class", type=int, default=120,
                     help="rows kept per shape class (0 keeps every row; default 120)")
     ap.add_argument("--include-held-out", action="store_true",
@@ -521,7 +546,7 @@ def main():
     for v in args.version:
         engine, _, version = v.partition("=")
         if engine not in versions or not version:
-            fail(f"--version {v}: expected vllm=X, sglang=X or trtllm=X")
+            fail(f"--version {v}: expected vllm=X, sglang=X, trtllm=X or nccl=X")
         versions[engine] = version
     gpus = args.gpu or TRAINING_GPUS
     for gpu in gpus:

@@ -60,7 +60,7 @@ std::optional<std::pair<double, std::string>> catalogPrediction(const Catalog& c
     return std::pair{f->us(call), f->transferred_from.empty() ? "own fit" : "transferred from " + f->transferred_from};
   }
   if (r.kind != "allreduce" || !hw.interconnect_link || r.batch < 2) return std::nullopt;
-  const AllReduceFit* f = hw.interconnect_link->allReduceFor(r.engine);
+  const AllReduceFit* f = allReduceFitFor(*hw.interconnect_link, static_cast<int>(r.batch), r.engine);
   const std::string basis = !f                            ? "ring default"
                             : f->transferred_from.empty() ? "own fit"
                                                           : "transferred from " + f->transferred_from;

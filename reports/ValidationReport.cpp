@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
+#include <vector>
 
 #include "reports/StepValidation.hpp"
 
@@ -201,6 +203,62 @@ nlohmann::json validationSummaryJson(const Validation& validation, const std::st
           {"top1_agreement", validation.ranking.top1},
           {"mean_kendall_tau", validation.ranking.mean_kendall_tau},
           {"report", report_path}};
+}
+
+std::string publishedKernelsMarkdown(std::span<const PublishedKernelCheck> checks) {
+  std::string md =
+      "## Published kernel figures (GPUs without measurements)\n\n"
+      "Each call a source published (measurements/data/amd/README.md names the sources and setups) beside what "
+      "the catalog predicts for it today, with the provenance of the figures it uses. A check, not a fit: no "
+      "family has enough points over enough shapes to hold some out, so the band stays the provenance's.\n\n"
+      "| GPU | kernel family | phase | points | MAPE | mean signed error | worst | provenance |\n"
+      "|---|---|---|---|---|---|---|---|\n";
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<const PublishedKernelCheck*>> groups;
+  for (const auto& c : checks) groups[{c.point->row.hardware, c.point->row.kernel, c.point->row.phase}].push_back(&c);
+  for (const auto& [key, members] : groups) {
+    double abs_sum = 0, signed_sum = 0;
+    const PublishedKernelCheck* worst = members.front();
+    for (const auto* c : members) {
+      abs_sum += std::fabs(c->error());
+      signed_sum += c->error();
+      if (std::fabs(c->error()) > std::fabs(worst->error())) worst = c;
+    }
+    const auto n = static_cast<double>(members.size());
+    md.append(fmt::format("| {} | {} | {} | {} | {:.1f}% | {:+.1f}% | {:+.1f}% ({}) | {} (band ±{:.0f}%) |\n",
+                          std::get<0>(key), std::get<1>(key), std::get<2>(key), members.size(), 100 * abs_sum / n,
+                          100 * signed_sum / n, 100 * worst->error(), worst->point->id,
+                          provenanceLabel(worst->provenance), 100 * worst->band));
+  }
+  md.append(
+      "\n| id | GPU | kernel as published | shape | published µs | predicted µs | error | source |\n"
+      "|---|---|---|---|---|---|---|---|\n");
+  for (const auto& c : checks) {
+    const MeasurementRow& r = c.point->row;
+    md.append(fmt::format("| {} | {} | {} | {} b{} q{} kv{} h{}/{} d{} {}{}{} | {:.1f} | {:.1f} | {:+.1f}% | {} |\n",
+                          c.point->id, r.hardware, r.impl, r.phase, r.batch, r.q_len, r.kv_len, r.heads, r.kv_heads,
+                          r.head_dim, r.dtype, r.q_dtype.empty() ? std::string{} : " q " + r.q_dtype,
+                          r.page_size > 0 ? fmt::format(" page {}", r.page_size) : std::string{}, r.median_us,
+                          c.predicted_us, 100 * c.error(), c.point->source_url));
+  }
+  return md;
+}
+
+nlohmann::json publishedKernelsJson(std::span<const PublishedKernelCheck> checks) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& c : checks) {
+    const MeasurementRow& r = c.point->row;
+    out.push_back({{"id", c.point->id},
+                   {"gpu", r.hardware},
+                   {"kernel", r.kernel},
+                   {"phase", r.phase},
+                   {"published_us", r.median_us},
+                   {"predicted_us", c.predicted_us},
+                   {"error", c.error()},
+                   {"provenance", provenanceName(c.provenance)},
+                   {"band", c.band},
+                   {"source", c.point->source_url}});
+  }
+  return out;
 }
 
 }  // namespace attnsim

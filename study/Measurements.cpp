@@ -38,7 +38,7 @@ const std::vector<std::string> kDtypes{"fp32", "fp16", "bf16", "fp8", "fp8_e4m3"
 // the engines' quantized linear layers.
 const std::vector<std::string> kGemmDtypes{"fp32",  "fp16",  "bf16",    "fp8",     "fp8_e4m3", "fp8_block",
                                            "nvfp4", "mxfp4", "int4_wo", "int8_wo", "w4a8_awq"};
-const std::vector<std::string> kEngines{"vllm", "sglang", "rtp-llm", "trtllm"};
+const std::vector<std::string> kEngines{"vllm", "sglang", "rtp-llm", "trtllm", "nccl"};
 // Timed runs a row must average over: the harness takes at least 20, AIConfigurator's vLLM
 // collector 6 CUDA-graph replays.
 constexpr std::int64_t kMinRuns = 5;

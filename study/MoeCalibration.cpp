@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <span>
+#include <tuple>
 
 #include "catalog/Catalog.hpp"
 #include "core/Strings.hpp"
@@ -207,6 +208,36 @@ std::string moeCalibrationYaml(const OperatorCalibration& c, const std::string& 
     }
   }
   return text;
+}
+
+// The held-out errors of the operator fits (GEMM, all-reduce, MoE): here to keep OperatorCalibration.cpp short.
+std::vector<OperatorErrors> heldOutErrors(std::span<const OperatorPoint> points) {
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<const OperatorPoint*>> groups;
+  for (const auto& p : points) {
+    if (p.held_out) groups[{p.hardware, p.engine, p.op}].push_back(&p);
+  }
+  std::vector<OperatorErrors> out;
+  for (const auto& [key, members] : groups) {
+    OperatorErrors e;
+    std::tie(e.hardware, e.engine, e.op) = key;
+    std::vector<double> errors;
+    double worst = -1, default_sum = 0;
+    for (const auto* p : members) {
+      const double error = std::fabs(p->fitted_us / p->measured_us - 1);
+      errors.push_back(error);
+      default_sum += std::fabs(p->default_us / p->measured_us - 1);
+      if (error > worst) worst = error, e.worst = *p;
+    }
+    std::sort(errors.begin(), errors.end());
+    e.points = static_cast<int>(errors.size());
+    double sum = 0;
+    for (double x : errors) sum += x;
+    e.mape = sum / e.points;
+    e.default_mape = default_sum / e.points;
+    e.p90 = errors[std::max<std::size_t>(1, static_cast<std::size_t>(std::ceil(0.9 * e.points))) - 1];
+    out.push_back(std::move(e));
+  }
+  return out;
 }
 
 }  // namespace attnsim

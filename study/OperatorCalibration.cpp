@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <span>
 #include <tuple>
@@ -170,13 +172,42 @@ void fitGemm(const Catalog& c, const std::string& hardware, const std::string& d
   out.gemm.push_back({hardware, engine, std::move(s)});
 }
 
-// y = latency + slope · x on relative residuals, over the points of one regime; nullopt when the line
-// is not physical (fewer than two points, a negative latency or slope).
-std::optional<std::pair<double, double>> regimeLine(const std::vector<std::pair<double, double>>& xy) {
-  if (xy.size() < 2) return std::nullopt;
-  const LineFit f = fitLine(xy, true);
-  if (f.slope <= 0) return std::nullopt;
-  return std::make_pair(std::max(0.0, f.intercept), 1.0 / (f.slope * 1e3));
+// One regime's line: latency + per_peer · (GPUs − 1) + bytes moved / bandwidth.
+struct RegimeLine {
+  double latency_us = 0, per_peer_us = 0, gbps = 0;
+};
+
+// A regime's call: bytes moved (its share of the message), GPUs beyond the first, measured µs.
+struct RegimeCall {
+  double moved = 0, peers = 0, us = 0;
+};
+
+// The regime's line on relative residuals over its calls; the per-peer latency only when `per_peer`
+// (NCCL). nullopt when the line is not physical (too few calls, a non-positive slope); a negative
+// latency is held at 0.
+std::optional<RegimeLine> regimeLine(const std::vector<RegimeCall>& calls, bool per_peer) {
+  if (!per_peer) {
+    std::vector<std::pair<double, double>> xy;
+    xy.reserve(calls.size());
+    for (const auto& c : calls) xy.emplace_back(c.moved, c.us);
+    if (xy.size() < 2) return std::nullopt;
+    const LineFit f = fitLine(xy, true);
+    if (f.slope <= 0) return std::nullopt;
+    return RegimeLine{std::max(0.0, f.intercept), 0, 1.0 / (f.slope * 1e3)};
+  }
+  if (calls.size() < 3) return std::nullopt;
+  Eigen::MatrixXd a(static_cast<Eigen::Index>(calls.size()), 3);
+  Eigen::VectorXd y = Eigen::VectorXd::Ones(static_cast<Eigen::Index>(calls.size()));
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const auto row = static_cast<Eigen::Index>(i);
+    const double w = 1.0 / calls[i].us;  // relative residuals
+    a(row, 0) = w;
+    a(row, 1) = w * calls[i].moved;
+    a(row, 2) = w * calls[i].peers;
+  }
+  const Eigen::Vector3d beta = a.colPivHouseholderQr().solve(y);
+  if (beta(1) <= 0) return std::nullopt;
+  return RegimeLine{std::max(0.0, beta(0)), std::max(0.0, beta(2)), 1.0 / (beta(1) * 1e3)};
 }
 
 struct AllReduceRow {
@@ -187,26 +218,34 @@ struct AllReduceRow {
 
 // The two regimes by alternation: each training call goes to the regime that predicts it faster
 // (the engine picks the faster one), each regime's line is refitted on its calls, until no call moves.
-AllReduceFit fitRegimes(const std::vector<AllReduceRow>& train) {
+// `per_peer`: each regime's latency also grows with the GPUs (NCCL).
+AllReduceFit fitRegimes(const std::vector<AllReduceRow>& train, bool per_peer) {
   AllReduceFit f;
   f.one_shot_latency_us = 3, f.one_shot_gbps = 100, f.two_shot_latency_us = 15, f.two_shot_gbps = 400;
   std::vector<char> one(train.size(), 0);
   for (std::size_t i = 0; i < train.size(); ++i) one[i] = train[i].bytes <= 512 * 1024 ? 1 : 0;
   for (int iteration = 0; iteration < 50; ++iteration) {
-    std::vector<std::pair<double, double>> a, b;
+    std::vector<RegimeCall> a, b;
     for (std::size_t i = 0; i < train.size(); ++i) {
       const double share = (train[i].ranks - 1.0) / train[i].ranks * train[i].bytes;
-      (one[i] ? a : b).emplace_back(one[i] ? share : 2 * share, train[i].us);
+      (one[i] ? a : b).push_back({one[i] ? share : 2 * share, train[i].ranks - 1.0, train[i].us});
     }
-    if (auto line = regimeLine(a)) std::tie(f.one_shot_latency_us, f.one_shot_gbps) = *line;
-    if (auto line = regimeLine(b)) std::tie(f.two_shot_latency_us, f.two_shot_gbps) = *line;
+    if (auto line = regimeLine(a, per_peer)) {
+      f.one_shot_latency_us = line->latency_us, f.one_shot_per_peer_us = line->per_peer_us;
+      f.one_shot_gbps = line->gbps;
+    }
+    if (auto line = regimeLine(b, per_peer)) {
+      f.two_shot_latency_us = line->latency_us, f.two_shot_per_peer_us = line->per_peer_us;
+      f.two_shot_gbps = line->gbps;
+    }
     bool moved = false;
     for (std::size_t i = 0; i < train.size(); ++i) {
       const double n = train[i].ranks, share = (n - 1) / n * train[i].bytes;
-      const char next = f.one_shot_latency_us + share / (f.one_shot_gbps * 1e3) <=
-                                f.two_shot_latency_us + 2 * share / (f.two_shot_gbps * 1e3)
-                            ? 1
-                            : 0;
+      const char next =
+          f.one_shot_latency_us + (n - 1) * f.one_shot_per_peer_us + share / (f.one_shot_gbps * 1e3) <=
+                  f.two_shot_latency_us + (n - 1) * f.two_shot_per_peer_us + 2 * share / (f.two_shot_gbps * 1e3)
+              ? 1
+              : 0;
       moved = moved || next != one[i];
       one[i] = next;
     }
@@ -229,7 +268,7 @@ void fitAllReduce(const Catalog& c, const std::string& hardware, const std::stri
   for (const auto* r : rows) {
     if (!allReduceHeldOut(*r)) train.push_back({r->bytes, static_cast<int>(r->batch), r->median_us});
   }
-  AllReduceFit f = fitRegimes(train);
+  AllReduceFit f = fitRegimes(train, engine == kNcclAllReduce);
   f.engine = engine;
   f.source = originsOf(rows, engine);
   f.points = static_cast<int>(train.size());
@@ -253,35 +292,6 @@ void fitAllReduce(const Catalog& c, const std::string& hardware, const std::stri
 }  // namespace
 
 std::vector<OperatorErrors> OperatorCalibration::heldOutErrors() const { return attnsim::heldOutErrors(points); }
-
-std::vector<OperatorErrors> heldOutErrors(std::span<const OperatorPoint> points) {
-  std::map<std::tuple<std::string, std::string, std::string>, std::vector<const OperatorPoint*>> groups;
-  for (const auto& p : points) {
-    if (p.held_out) groups[{p.hardware, p.engine, p.op}].push_back(&p);
-  }
-  std::vector<OperatorErrors> out;
-  for (const auto& [key, members] : groups) {
-    OperatorErrors e;
-    std::tie(e.hardware, e.engine, e.op) = key;
-    std::vector<double> errors;
-    double worst = -1, default_sum = 0;
-    for (const auto* p : members) {
-      const double error = std::fabs(p->fitted_us / p->measured_us - 1);
-      errors.push_back(error);
-      default_sum += std::fabs(p->default_us / p->measured_us - 1);
-      if (error > worst) worst = error, e.worst = *p;
-    }
-    std::sort(errors.begin(), errors.end());
-    e.points = static_cast<int>(errors.size());
-    double sum = 0;
-    for (double x : errors) sum += x;
-    e.mape = sum / e.points;
-    e.default_mape = default_sum / e.points;
-    e.p90 = errors[std::max<std::size_t>(1, static_cast<std::size_t>(std::ceil(0.9 * e.points))) - 1];
-    out.push_back(std::move(e));
-  }
-  return out;
-}
 
 OperatorCalibration calibrateOperators(const Catalog& c, const std::vector<MeasurementRow>& rows,
                                        const std::string& hardware) {
@@ -336,10 +346,12 @@ std::string operatorCalibrationYaml(const OperatorCalibration& c, const std::str
     if (a.hardware != hardware) continue;
     if (first) text += "allreduce:\n", first = false;
     const AllReduceFit& f = a.fit;
+    auto per_peer = [](double us) { return us > 0 ? fmt::format(", latency_per_peer_us: {:.3f}", us) : std::string{}; };
     text += fmt::format(
-        "  {}: {{one_shot: {{latency_us: {:.3f}, bandwidth_gbps: {:.1f}}}, two_shot: {{latency_us: {:.3f}, "
-        "bandwidth_gbps: {:.1f}}}, points: {}, fit_mape: {:.4f}{}, source: \"{}\"}}\n",
-        f.engine, f.one_shot_latency_us, f.one_shot_gbps, f.two_shot_latency_us, f.two_shot_gbps, f.points, f.fit_mape,
+        "  {}: {{one_shot: {{latency_us: {:.3f}, bandwidth_gbps: {:.1f}{}}}, two_shot: {{latency_us: {:.3f}, "
+        "bandwidth_gbps: {:.1f}{}}}, points: {}, fit_mape: {:.4f}{}, source: \"{}\"}}\n",
+        f.engine, f.one_shot_latency_us, f.one_shot_gbps, per_peer(f.one_shot_per_peer_us), f.two_shot_latency_us,
+        f.two_shot_gbps, per_peer(f.two_shot_per_peer_us), f.points, f.fit_mape,
         f.heldout ? ", heldout: " + heldout(f.heldout) : std::string{}, f.source);
   }
   if (text.empty()) return text;

@@ -64,9 +64,10 @@ TEST(KernelDatabase, TheCommittedRowsImportWithTheirOriginAndOnlyTheTrainingGpus
     }
     EXPECT_EQ(hardware.size(), 1U) << file;
     EXPECT_TRUE(*hardware.begin() == "h100-sxm" || *hardware.begin() == "b200") << *hardware.begin();
-    // TensorRT-LLM's op stands for RTP-LLM's kernels on the H100 only (on SM100 it runs trtllm-gen).
+    // The engines' tables and NCCL's own (nccl-tests: the all-reduce an engine falls back to); TensorRT-LLM's op
+    // stands for RTP-LLM's kernels on the H100 only (on SM100 it runs trtllm-gen).
     const bool h100 = *hardware.begin() == "h100-sxm";
-    std::set<std::string> expected{"sglang 0.5.14", "vllm 0.24.0"};
+    std::set<std::string> expected{"nccl 2.29.2", "sglang 0.5.14", "vllm 0.24.0"};
     if (h100) expected.insert("trtllm 1.3.0rc20");
     EXPECT_EQ(engines, expected);
     // The engines' own defaults are there: FA3 on Hopper, FlashInfer's trtllm-gen on Blackwell.

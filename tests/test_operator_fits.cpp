@@ -83,11 +83,16 @@ TEST(OperatorFits, TheH100AndB200CarryMeasuredSurfacesAndSameArchitectureDevices
 TEST(OperatorFits, AnAllReduceTransfersOnlyOverTheSameLink) {
   const Catalog& c = defaultCatalog();
   const auto& h100 = *c.hardware("h100-sxm").interconnect_link;
-  ASSERT_EQ(h100.all_reduces.size(), 2U);
+  ASSERT_EQ(h100.all_reduces.size(), 3U);  // vLLM's and SGLang's custom all-reduces and NCCL's
   EXPECT_EQ(h100.allReduceFor("sglang")->engine, "sglang");
   EXPECT_EQ(h100.allReduceFor("vllm")->engine, "vllm");
-  EXPECT_EQ(h100.allReduceFor("rtp-llm"), h100.all_reduces.data());  // unmeasured engine: the first
+  // An unmeasured engine: the first engine's custom all-reduce, not NCCL's (whatever the file's order).
+  ASSERT_NE(h100.allReduceFor("rtp-llm"), nullptr);
+  EXPECT_NE(h100.allReduceFor("rtp-llm")->engine, kNcclAllReduce);
+  ASSERT_NE(h100.ncclAllReduce(), nullptr);
+  EXPECT_EQ(h100.ncclAllReduce()->engine, kNcclAllReduce);
   EXPECT_EQ(c.hardware("h200").interconnect_link->allReduceFor("vllm")->transferred_from, "h100-sxm");
+  EXPECT_EQ(c.hardware("h200").interconnect_link->ncclAllReduce()->transferred_from, "h100-sxm");
   // The H100 PCIe's link is not the SXM's NVSwitch: the ring model on its own figures.
   ASSERT_TRUE(c.hardware("h100-pcie").interconnect_link);
   EXPECT_TRUE(c.hardware("h100-pcie").interconnect_link->all_reduces.empty());
@@ -95,6 +100,54 @@ TEST(OperatorFits, AnAllReduceTransfersOnlyOverTheSameLink) {
   const AllReduceFit& f = *h100.allReduceFor("vllm");
   EXPECT_NEAR(allReduceUs(h100, 256, 8, "vllm"), f.one_shot_latency_us, 0.1);
   EXPECT_NEAR(allReduceUs(h100, 1e9, 8, "vllm"), f.two_shot_latency_us + 1.75e9 / (f.two_shot_gbps * 1e3), 1e-6);
+}
+
+// A link with one engine's all-reduce and NCCL's, each a single regime: vLLM 5 µs + 100 GB/s, NCCL 20 µs + 50.
+InterconnectLink linkWithNccl(const std::string& kind) {
+  InterconnectLink l;
+  l.kind = kind;
+  l.bandwidth_gbps = 400;
+  l.latency_us = 10;
+  l.max_gpus = 8;
+  for (const auto& [engine, latency, gbps] : {std::tuple{"vllm", 5.0, 100.0}, std::tuple{"nccl", 20.0, 50.0}}) {
+    AllReduceFit f;
+    f.engine = engine;
+    f.one_shot_latency_us = f.two_shot_latency_us = latency;
+    f.one_shot_gbps = gbps;
+    f.two_shot_gbps = 2 * gbps;  // the two regimes tie: one line
+    l.all_reduces.push_back(f);
+  }
+  return l;
+}
+
+TEST(AllReduceRouting, TheEnginesCustomAllReduceRunsOnlyOverTheWorldSizesAndLinksItSupports) {
+  const InterconnectLink nvswitch = linkWithNccl("nvswitch");
+  const double bytes = 1e6;
+  const auto vllm = [&](int n) { return 5 + (n - 1.0) / n * bytes / 100e3; };
+  const auto nccl = [&](int n) { return 20 + (n - 1.0) / n * bytes / 50e3; };
+  for (int n : {2, 4, 6, 8}) EXPECT_DOUBLE_EQ(allReduceUs(nvswitch, bytes, n, "vllm"), vllm(n)) << n;
+  // vLLM and SGLang support world sizes 2, 4, 6 and 8 only: any other goes to NCCL.
+  for (int n : {3, 5, 7}) EXPECT_DOUBLE_EQ(allReduceUs(nvswitch, bytes, n, "vllm"), nccl(n)) << n;
+  // Asked for NCCL by name: NCCL's at any size.
+  EXPECT_DOUBLE_EQ(allReduceUs(nvswitch, bytes, 8, "nccl"), nccl(8));
+  EXPECT_EQ(allReduceFitFor(nvswitch, 8, "nccl"), nvswitch.ncclAllReduce());
+  // PCIe is not fully connected: the custom kernel runs over two GPUs only.
+  const InterconnectLink pcie = linkWithNccl("pcie");
+  EXPECT_DOUBLE_EQ(allReduceUs(pcie, bytes, 2, "vllm"), vllm(2));
+  EXPECT_DOUBLE_EQ(allReduceUs(pcie, bytes, 4, "vllm"), nccl(4));
+  // Without a measured NCCL, a call the custom kernel cannot take is the ring model on the link's figures.
+  InterconnectLink engine_only = nvswitch;
+  engine_only.all_reduces.pop_back();
+  EXPECT_DOUBLE_EQ(allReduceUs(engine_only, bytes, 3, "vllm"), 10 + 2 * (2.0 / 3) * bytes / 400e3);
+  EXPECT_EQ(allReduceFitFor(engine_only, 3, "vllm"), nullptr);
+}
+
+TEST(AllReduceRouting, AnUnmeasuredEngineTakesAnEnginesFitBeforeNcclsAndNcclsOnlyWhenAlone) {
+  InterconnectLink l = linkWithNccl("nvswitch");
+  std::swap(l.all_reduces[0], l.all_reduces[1]);  // NCCL first, as the calibration file's order has it
+  EXPECT_EQ(l.allReduceFor("rtp-llm")->engine, "vllm");
+  l.all_reduces.pop_back();
+  EXPECT_EQ(l.allReduceFor("rtp-llm")->engine, "nccl");
 }
 
 TEST(OperatorFits, TheFitsBeatTheRooflineDefaultsOnHeldOutCalls) {
@@ -105,13 +158,13 @@ TEST(OperatorFits, TheFitsBeatTheRooflineDefaultsOnHeldOutCalls) {
   const OperatorCalibration ops = calibrateOperators(defaultCatalog(), Store(db).measurements(), "h100-sxm");
   int checked = 0;
   for (const auto& e : ops.heldOutErrors()) {
-    // The fitted grid's engine (vLLM's fp8_block rows are eager); MoE has tests of its own.
-    if (e.engine != "sglang" || e.op.rfind("moe:", 0) == 0) continue;
+    // The fitted grid's engine (vLLM's fp8_block rows are eager) and NCCL's all-reduce; MoE has tests of its own.
+    if ((e.engine != "sglang" && e.engine != "nccl") || e.op.rfind("moe:", 0) == 0) continue;
     EXPECT_GE(e.points, 20) << e.op;
     EXPECT_LT(e.mape, e.default_mape) << e.op;
     ++checked;
   }
-  EXPECT_EQ(checked, 4);  // bf16, fp8, fp8_block GEMMs and the all-reduce
+  EXPECT_EQ(checked, 5);  // bf16, fp8, fp8_block GEMMs, SGLang's all-reduce and NCCL's
 }
 
 TEST(OperatorFits, ADeepSeekStepRunsItsProjectionsOnTheBlockScaledFp8Surface) {
@@ -177,6 +230,15 @@ TEST(PredictOperator, OneGemmAndOneAllReduceWithTheirProvenance) {
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_EQ(runAttnsim("predict --hardware h100-sxm --gemm 8,8,8 --gemm-dtype nvfp4").exit_code, 2);
   EXPECT_EQ(runAttnsim("predict --hardware h100-sxm --allreduce 1024").exit_code, 2);  // --tp 1
+  // Three GPUs: vLLM's custom all-reduce does not run, NCCL's measured all-reduce answers and says why.
+  const CommandResult tp3 = runAttnsim("predict --hardware h100-sxm --allreduce 1048576 --tp 3 --engine vllm");
+  ASSERT_EQ(tp3.exit_code, 0) << tp3.output;
+  EXPECT_NE(tp3.output.find("NCCL's all-reduce"), std::string::npos) << tp3.output;
+  EXPECT_NE(tp3.output.find("does not run over 3 GPUs"), std::string::npos) << tp3.output;
+  const CommandResult nccl = runAttnsim("--json predict --hardware b200 --allreduce 1048576 --tp 8 --engine nccl");
+  ASSERT_EQ(nccl.exit_code, 0) << nccl.output;
+  EXPECT_NE(nccl.output.find("NCCL's all-reduce"), std::string::npos) << nccl.output;
+  EXPECT_NE(nccl.output.find("\"band_basis\": \"heldout\""), std::string::npos) << nccl.output;
 }
 
 }  // namespace
