@@ -85,8 +85,8 @@ TEST(PublishedAmdKernels, ReportValidationChecksAPublishedFileAndAnswersItInJson
   const std::string root = ATTNSIM_SOURCE_DIR;
   ASSERT_EQ(runAttnsim("measurements import " + root + "/measurements/data/h100/measurements.csv --db " + db).exit_code,
             0);
-  const CommandResult r = runAttnsim("--json report validation --db " + db + " --out " +
-                                     (dir.path() / "out").string() + " --published " + kPublishedAmd);
+  const CommandResult r = runAttnsim("--json report validation --db " + db + " --out " + (dir.path() / "out").string() +
+                                     " --published " + kPublishedAmd);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("\"published_kernels\""), std::string::npos) << r.output;
   const CommandResult bad = runAttnsim("report validation --db " + db + " --out " + (dir.path() / "out").string() +

@@ -48,9 +48,8 @@ TEST(ServeHost, AnOverlappedStepIsNeverShorterThanItsGpuOrItsHostTime) {
 }
 
 TEST(ServeHost, WithoutOverlapTheHostAndGpuTimesAdd) {
-  for (const auto& [engine, option] :
-       {std::pair<std::string, std::string>{"vllm", "async_scheduling=false"},
-        {"sglang", "disable_overlap_schedule=true"}}) {
+  for (const auto& [engine, option] : {std::pair<std::string, std::string>{"vllm", "async_scheduling=false"},
+                                       {"sglang", "disable_overlap_schedule=true"}}) {
     ServeSession session = hostSession(engine, option);
     for (const Workload& w : hostLawBatches()) {
       const StepTime t = session.stepTime(w);

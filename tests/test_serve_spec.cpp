@@ -154,13 +154,12 @@ TEST(ServeSpec, EnginesSpeculativeFlagsAreReadAsTheirServersTakeThem) {
 
 TEST(ServeSpec, MalformedSpeculativeSettingsAreUsageErrorsNamingWhatIsAccepted) {
   for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
-           {"--engine vllm --speculative-config '{\"method\":\"eagle\",\"num_speculative_tokens\":3}'",
+           {R"(--engine vllm --speculative-config '{"method":"eagle","num_speculative_tokens":3}')",
             "give --spec-accept-length"},
            {"--engine vllm --speculative-config '{\"method\":\"eagle\",\"num_speculative_tokens\":3}' "
             "--spec-accept-length 4.5",
             "in [1, 4]"},
-           {"--engine vllm --speculative-config '{\"method\":\"eagle\",\"prompt_lookup_max\":3}' --spec-accept-length "
-            "2",
+           {R"(--engine vllm --speculative-config '{"method":"eagle","prompt_lookup_max":3}' --spec-accept-length 2)",
             "key 'prompt_lookup_max'"},
            {"--engine vllm --speculative-config '{\"method\":\"ngram\",\"num_speculative_tokens\":3}' "
             "--spec-accept-length 2",
