@@ -11,6 +11,20 @@
 namespace attnsim {
 namespace {
 
+// Times serve-sim over the requests (selection and the step-model setup included) and reports the
+// requests per second and the steps it took.
+void timeServeSim(benchmark::State& state, const Catalog& c, const Scenario& s,
+                  const std::vector<ServeRequest>& requests, const ServeClient& client = {}) {
+  std::int64_t steps = 0;
+  for (auto _ : state) {
+    const ServeRun run = serveScenario(c, s, requests, {}, client);
+    steps = run.result.steps;
+    benchmark::DoNotOptimize(run.result.ttft.p99);
+  }
+  state.counters["steps"] = static_cast<double>(steps);
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(requests.size()));
+}
+
 void BM_ServeSim10kRequests(benchmark::State& state) {
   const Catalog c = Catalog::loadDefault();
   Scenario s;
@@ -24,14 +38,7 @@ void BM_ServeSim10kRequests(benchmark::State& state) {
   a.prompt_tokens = 1024;
   a.output_tokens = 256;
   const std::vector<ServeRequest> requests = generateRequests(a);
-  std::int64_t steps = 0;
-  for (auto _ : state) {
-    const ServeRun run = serveScenario(c, s, requests, {});  // includes selection and the step-model setup
-    steps = run.result.steps;
-    benchmark::DoNotOptimize(run.result.ttft.p99);
-  }
-  state.counters["steps"] = static_cast<double>(steps);
-  state.SetItemsProcessed(state.iterations() * a.requests);
+  timeServeSim(state, c, s, requests);
 }
 BENCHMARK(BM_ServeSim10kRequests)->Args({10, 0})->Args({40, 0})->Args({40, 1})->Unit(benchmark::kMillisecond);
 
@@ -51,14 +58,7 @@ void BM_ServeSim10kClosedLoop(benchmark::State& state) {
   a.prompt_tokens = 1024;
   a.output_tokens = 256;
   const std::vector<ServeRequest> requests = generateRequests(a);
-  std::int64_t steps = 0;
-  for (auto _ : state) {
-    const ServeRun run = serveScenario(c, s, requests, {}, {state.range(0)});
-    steps = run.result.steps;
-    benchmark::DoNotOptimize(run.result.ttft.p99);
-  }
-  state.counters["steps"] = static_cast<double>(steps);
-  state.SetItemsProcessed(state.iterations() * a.requests);
+  timeServeSim(state, c, s, requests, {state.range(0)});
 }
 BENCHMARK(BM_ServeSim10kClosedLoop)->Arg(64)->Arg(256)->Unit(benchmark::kMillisecond);
 
@@ -77,14 +77,7 @@ void BM_ServeSim10kSharedPrefix(benchmark::State& state) {
   a.lengths = "generated-shared-prefix";
   a.gsp_prompts_per_group = 160;
   const std::vector<ServeRequest> requests = generateRequests(a);
-  std::int64_t steps = 0;
-  for (auto _ : state) {
-    const ServeRun run = serveScenario(c, s, requests, {});
-    steps = run.result.steps;
-    benchmark::DoNotOptimize(run.result.ttft.p99);
-  }
-  state.counters["steps"] = static_cast<double>(steps);
-  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(requests.size()));
+  timeServeSim(state, c, s, requests);
 }
 BENCHMARK(BM_ServeSim10kSharedPrefix)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
 
@@ -106,14 +99,7 @@ void BM_ServeSim10kSpecDecode(benchmark::State& state) {
   a.prompt_tokens = 1024;
   a.output_tokens = 256;
   const std::vector<ServeRequest> requests = generateRequests(a);
-  std::int64_t steps = 0;
-  for (auto _ : state) {
-    const ServeRun run = serveScenario(c, s, requests, {});
-    steps = run.result.steps;
-    benchmark::DoNotOptimize(run.result.ttft.p99);
-  }
-  state.counters["steps"] = static_cast<double>(steps);
-  state.SetItemsProcessed(state.iterations() * a.requests);
+  timeServeSim(state, c, s, requests);
 }
 BENCHMARK(BM_ServeSim10kSpecDecode)->Unit(benchmark::kMillisecond);
 
