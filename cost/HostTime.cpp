@@ -5,12 +5,7 @@
 namespace attnsim {
 
 double HostStepCost::hostUs(const Workload& w) const {
-  double requests = 0, tokens = 0;
-  for (const auto& g : w.groups) {
-    requests += static_cast<double>(g.count);
-    tokens += static_cast<double>(g.count) * static_cast<double>(g.q_len);
-  }
-  return fixed_us + per_request_us * requests + per_token_us * tokens;
+  return fixed_us + per_request_us * static_cast<double>(w.requests()) + per_token_us * static_cast<double>(w.tokens());
 }
 
 HostStepCost hostStepCost(const ServingHost& host, bool overlap) {
