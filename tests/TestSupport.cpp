@@ -7,10 +7,13 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <random>
 #include <sstream>
 #include <stdexcept>
+
+#include "cli/Commands.hpp"
 
 namespace attnsim::test {
 
@@ -187,6 +190,59 @@ CommandResult runShell(const std::string& command) {
 
 CommandResult runAttnsim(const std::string& arguments) {
   return runShell(std::string(ATTNSIM_BINARY) + " " + arguments);
+}
+
+namespace {
+
+// Points file descriptor `fd` at `file` until the object goes away; both C stdio and iostreams are
+// flushed first, so what was written before lands where it belonged.
+class RedirectedDescriptor {
+ public:
+  RedirectedDescriptor(int fd, const std::filesystem::path& file) : fd_(fd) {
+    std::fflush(nullptr);
+    saved_ = ::dup(fd);
+    FILE* target = std::fopen(file.c_str(), "wb");
+    if (saved_ < 0 || target == nullptr) throw std::runtime_error("cannot redirect output to " + file.string());
+    ::dup2(::fileno(target), fd);
+    std::fclose(target);
+  }
+  ~RedirectedDescriptor() {
+    std::fflush(nullptr);
+    ::dup2(saved_, fd_);
+    ::close(saved_);
+  }
+  RedirectedDescriptor(const RedirectedDescriptor&) = delete;
+  RedirectedDescriptor& operator=(const RedirectedDescriptor&) = delete;
+
+ private:
+  int fd_;
+  int saved_ = -1;
+};
+
+}  // namespace
+
+InProcessResult runAttnsimInProcess(std::vector<std::string> arguments, const std::filesystem::path& scratch) {
+  arguments.insert(arguments.begin(), "attnsim");
+  std::vector<char*> argv;
+  argv.reserve(arguments.size() + 1);
+  for (auto& a : arguments) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const std::filesystem::path out_file = scratch / "in-process-stdout.txt";
+  const std::filesystem::path err_file = scratch / "in-process-stderr.txt";
+  InProcessResult result;
+  {
+    const RedirectedDescriptor out(STDOUT_FILENO, out_file);
+    const RedirectedDescriptor err(STDERR_FILENO, err_file);
+    std::cout.flush();
+    result.exit_code = cli::runProgram(static_cast<int>(arguments.size()), argv.data());
+    std::cout.flush();
+    std::cerr.flush();
+  }
+  result.out = readFile(out_file);
+  result.err = readFile(err_file);
+  std::filesystem::remove(out_file);
+  std::filesystem::remove(err_file);
+  return result;
 }
 
 }  // namespace attnsim::test

@@ -44,26 +44,33 @@ std::vector<BadInput> readTargets() {
   return out;
 }
 
-// One argument per line, each shell-quoted (the files hold no quote characters).
-std::string argumentsOf(const fs::path& file) {
+// One argument per line, as they are (the program is called in this process: no shell between).
+std::vector<std::string> argumentLines(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
-  std::string arguments;
-  for (std::string arg; std::getline(in, arg);) arguments += " '" + arg + "'";
+  std::vector<std::string> arguments;
+  for (std::string arg; std::getline(in, arg);) arguments.push_back(arg);
   return arguments;
 }
 
-// Runs attnsim on one case the way a user would meet it; `store` is where a study would appear.
-CommandResult runCase(const BadInput& c, const OverlayDir& dir, const fs::path& store) {
-  const fs::path input = kDir / c.file;
-  if (c.target == "csv") return runAttnsim("--json measurements import " + input.string() + " --db " + store.string());
-  if (c.target == "sweep") return runAttnsim("--json sweep " + input.string() + " --db " + store.string());
-  if (c.target == "trace") {
-    return runAttnsim("--json serve-sim --engine vllm --hardware h100-sxm --model llama-3.1-8b --trace " +
-                      input.string());
+// Runs attnsim on one case as a user would meet it, in this process (the embedded catalog is parsed
+// once for all cases); `store` is where a study would appear.
+InProcessResult runCase(const BadInput& c, const OverlayDir& dir, const fs::path& store) {
+  const std::string input = (kDir / c.file).string();
+  std::vector<std::string> args;
+  if (c.target == "csv") {
+    args = {"measurements", "import", input, "--db", store.string()};
+  } else if (c.target == "sweep") {
+    args = {"sweep", input, "--db", store.string()};
+  } else if (c.target == "trace") {
+    args = {"serve-sim", "--engine", "vllm", "--hardware", "h100-sxm", "--model", "llama-3.1-8b", "--trace", input};
+  } else if (c.target == "args") {
+    args = argumentLines(kDir / c.file);
+  } else {
+    dir.write(c.target, readFile(kDir / c.file));
+    args = {"list", "hardware", "--catalog", dir.path().string()};
   }
-  if (c.target == "args") return runAttnsim("--json" + argumentsOf(input));
-  dir.write(c.target, readFile(input));
-  return runAttnsim("--json list hardware --catalog " + dir.path().string());
+  args.insert(args.begin(), "--json");
+  return runAttnsimInProcess(args, suiteScratchDir("bad-inputs"));
 }
 
 TEST(BadInputs, EachIsRefusedWithExitTwoAndItsLocation) {
@@ -72,10 +79,10 @@ TEST(BadInputs, EachIsRefusedWithExitTwoAndItsLocation) {
   for (const auto& c : cases) {
     OverlayDir dir;
     const fs::path store = dir.path() / "s.db";
-    const CommandResult r = runCase(c, dir, store);
-    ASSERT_EQ(r.exit_code, 2) << c.file << "\n" << r.output;
+    const InProcessResult r = runCase(c, dir, store);
+    ASSERT_EQ(r.exit_code, 2) << c.file << "\n" << r.out << r.err;
     EXPECT_FALSE(fs::exists(store)) << c.file << ": a bad input must leave no study behind";
-    const auto error = nlohmann::json::parse(r.output).at("error");
+    const auto error = nlohmann::json::parse(r.out).at("error");
     EXPECT_NE(error.at("message").get<std::string>().find(c.fragment), std::string::npos) << c.file << ": " << error;
     if (c.line == 0) {
       EXPECT_TRUE(error.at("kind") == "usage" || error.at("kind") == "input") << c.file << ": " << error;
@@ -112,10 +119,18 @@ TEST(BadInputs, AMeasuredDeviceClaimedByTwoProfilesIsRefused) {
   EXPECT_FALSE(fs::exists(store));
 }
 
-// Command lines the fuzzer (fuzz_cli) found answered with exit 3: one argument per line.
+// Each argument in single quotes, for the shell (the files hold no quote characters).
+std::string shellQuoted(const std::vector<std::string>& arguments) {
+  std::string line;
+  for (const auto& arg : arguments) line.append(" '").append(arg).append("'");
+  return line;
+}
+
+// Command lines the fuzzer (fuzz_cli) found answered with exit 3, run as the installed program is: one
+// argument per line.
 TEST(BadInputs, FuzzedCommandLinesAreUsageErrors) {
   for (const char* name : {"cli_invalid_utf8.args"}) {
-    const auto r = runAttnsim(argumentsOf(kDir / name));
+    const auto r = runAttnsim(shellQuoted(argumentLines(kDir / name)));
     EXPECT_EQ(r.exit_code, 2) << name << "\n" << r.output;
     const auto error = nlohmann::json::parse(r.output).at("error");  // --json is among the arguments
     EXPECT_EQ(error.at("kind"), "usage") << name;

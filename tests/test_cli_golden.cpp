@@ -4,12 +4,12 @@
 // the diff. JSON answers are compared field by field, numbers to a relative 1e-9; text exactly.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -72,24 +72,16 @@ std::string today() {
   return buf.data();
 }
 
-struct Outcome {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-Outcome run(const std::string& arguments, const fs::path& tmp) {
-  const fs::path err_file = tmp / "stderr.txt";
-  const std::string command = std::string(ATTNSIM_BINARY) + " " + arguments + " 2>" + err_file.string();
-  Outcome o;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return o;
-  std::array<char, 4096> buffer{};
-  std::size_t n = 0;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) o.out.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  o.err = readFile(err_file);
-  return o;
+// One case's command line, run in this process (runAttnsimInProcess): the cases hold no shell quoting,
+// so its arguments are its words.
+InProcessResult run(const std::string& arguments, const fs::path& tmp) {
+  std::vector<std::string> words;
+  std::istringstream in(arguments);
+  for (std::string word; in >> word;) {
+    EXPECT_EQ(word.find_first_of("'\"\\$|;&<>`"), std::string::npos) << "a golden case is plain words: " << arguments;
+    words.push_back(word);
+  }
+  return runAttnsimInProcess(words, tmp);
 }
 
 // Output with the run's folders and date replaced by placeholders, JSON parsed when it is JSON.
@@ -154,7 +146,7 @@ std::map<std::string, json> recordedAnswers() {
 
 json answerOf(const Case& c, const fs::path& tmp) {
   const std::string args = replaceAll(replaceAll(c.arguments, "{src}", ATTNSIM_SOURCE_DIR), "{tmp}", tmp.string());
-  const Outcome o = run(args, tmp);
+  const InProcessResult o = run(args, tmp);
   json got = {{"arguments", c.arguments},
               {"exit_code", o.exit_code},
               {"stdout", recorded(o.out, tmp)},

@@ -6,24 +6,14 @@
 #include <vector>
 
 #include "catalog/Catalog.hpp"
-#include "cli/Commands.hpp"
+#include "tests/TestSupport.hpp"
 
 namespace attnsim::test {
 namespace {
 
-// Runs the program in this process, as the fuzzer does; its output is captured and dropped.
-int runInProcess(std::vector<std::string> args) {
-  args.insert(args.begin(), "attnsim");
-  std::vector<char*> argv;
-  argv.reserve(args.size() + 1);
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  testing::internal::CaptureStdout();
-  testing::internal::CaptureStderr();
-  const int code = cli::runProgram(static_cast<int>(args.size()), argv.data());
-  testing::internal::GetCapturedStdout();
-  testing::internal::GetCapturedStderr();
-  return code;
+// Runs the program in this process, as the fuzzer does; only its exit code matters here.
+int runInProcess(const std::vector<std::string>& args) {
+  return runAttnsimInProcess(args, suiteScratchDir("shared-catalog")).exit_code;
 }
 
 TEST(SharedCatalog, EmbeddedCatalogIsParsedOnceHoweverManyCommandsRun) {
