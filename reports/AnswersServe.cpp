@@ -60,6 +60,16 @@ void appendServeLatencies(std::string& out, const ServeResult& r) {
   row("queue (ms)", r.queueing, 1e3);
 }
 
+// The speculative decoding the run used: null when off.
+json serveSpecJson(const std::optional<SpecDecodeConfig>& spec) {
+  if (!spec) return nullptr;
+  return {{"algorithm", spec->algorithm},
+          {"num_steps", spec->num_steps},
+          {"topk", spec->topk},
+          {"draft_tokens", spec->draft_tokens},
+          {"accept_length", spec->accept_length}};
+}
+
 }  // namespace
 
 json serveBenchmarkJson(const ServeBenchmarkRun& b) {
@@ -106,6 +116,7 @@ json serveBenchmarkJson(const ServeBenchmarkRun& b) {
             {"per_token_us", h.per_token_us},
             {"overlap", h.overlap},
             {"host_bound_steps", r.host_bound_steps}}},
+          {"speculative", serveSpecJson(s.spec)},
           {"simulation_wall_s", b.wall_s},
           {"max_concurrency", b.max_concurrency > 0 ? json(b.max_concurrency) : json()},
           {"warmup_requests", b.warmup_requests},
@@ -142,6 +153,12 @@ std::string serveBenchmarkText(const ServeBenchmarkRun& b) {
           "engine CPU work per step {:.0f} us + {:.2f} us per request + {:.2f} us per token, {}; {} steps host-bound\n",
           h.fixed_us, h.per_request_us, h.per_token_us, h.overlap ? "under the GPU's" : "added to the GPU's",
           r.host_bound_steps);
+  if (s.spec) {
+    appendf(out,
+            "speculative decoding: {}, {} draft steps (topk {}), {} tokens verified and {:.2f} emitted per request "
+            "per verify step\n",
+            s.spec->algorithm, s.spec->num_steps, s.spec->topk, s.spec->draft_tokens, s.spec->accept_length);
+  }
   appendf(out, "SLO (p99 TTFT and TPOT, nothing rejected): {}\n", b.meets_slo ? "met" : "not met");
   appendf(out, "simulated {:.1f} s of serving in {:.3f} s\n", r.makespan_s, b.wall_s);
   if (b.warmup_requests > 0) {

@@ -46,6 +46,7 @@ enum class Preemption { Recompute, Retract };
 // (the bonus token included; docs/CAPACITY.md "Speculative decoding"). The step time's drafter part
 // is the timer's (simulator/ServeRun); here: the tokens a step schedules, holds in the pool and emits.
 struct SpecDecodeConfig {
+  std::string algorithm;          // eagle, eagle3 or mtp (servedSpecAlgorithms)
   std::int64_t num_steps = 1;     // draft forwards per step (vLLM num_speculative_tokens)
   std::int64_t topk = 1;          // draft tree branching; 1: a chain
   std::int64_t draft_tokens = 2;  // tokens verified per request (SGLang num_draft_tokens; vLLM k + 1)

@@ -32,6 +32,7 @@ std::optional<SpecDecodeConfig> specDecodeOf(const Scenario& s) {
         "'{\"num_speculative_tokens\": N}' (N >= 1)");
   }
   SpecDecodeConfig c;
+  c.algorithm = algorithm;
   c.num_steps = *d.num_steps;
   c.topk = d.topk.value_or(1);
   if (c.topk < 1) throw UsageError(fmt::format("--speculative-eagle-topk {}: expected 1 or more", c.topk));

@@ -4,12 +4,12 @@
 // the diff. JSON answers are compared field by field, numbers to a relative 1e-9; text exactly.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>

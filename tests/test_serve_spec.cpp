@@ -150,6 +150,24 @@ TEST(ServeSpec, EnginesSpeculativeFlagsAreReadAsTheirServersTakeThem) {
   const auto plain = test::runAttnsim(kSpecServe + "--engine vllm");
   ASSERT_EQ(plain.exit_code, 0) << plain.output;
   EXPECT_NE(json::parse(vllm.output), json::parse(plain.output)) << "the speculative run differs";
+  // Both engines' spellings come to the same settings, and the answer says which it ran.
+  const json vllm_spec = json::parse(vllm.output).at("speculative");
+  EXPECT_EQ(vllm_spec, json::parse(sglang.output).at("speculative"));
+  EXPECT_EQ(vllm_spec.at("algorithm"), "eagle3");
+  EXPECT_EQ(vllm_spec.at("num_steps"), 3);
+  EXPECT_EQ(vllm_spec.at("draft_tokens"), 4);
+  EXPECT_DOUBLE_EQ(vllm_spec.at("accept_length").get<double>(), 2.8);
+  EXPECT_TRUE(json::parse(plain.output).at("speculative").is_null());
+}
+
+TEST(ServeSpec, TheTextAnswerSaysWhichSpeculationItRan) {
+  const auto r = test::runAttnsim(
+      "serve-sim --hardware h200 --model deepseek-v3 --tp 8 --requests 20 --rate 2 --prompt-len 500 --output-len 50 "
+      "--engine sglang --speculative-algorithm NEXTN --speculative-num-steps 2 --spec-accept-length 1.9");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("speculative decoding: mtp, 2 draft steps (topk 1), 3 tokens verified and 1.90 emitted"),
+            std::string::npos)
+      << r.output;
 }
 
 TEST(ServeSpec, MalformedSpeculativeSettingsAreUsageErrorsNamingWhatIsAccepted) {
