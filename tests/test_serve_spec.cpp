@@ -121,6 +121,27 @@ TEST(ServeSpec, AHigherAcceptanceLowersTpot) {
   EXPECT_LT(last, off.tpot.mean);
 }
 
+// SGLang's ServerArgs._handle_speculative_decoding: with EAGLE-style speculation and no
+// --max-running-requests, at most 48 requests run, and the overlap scheduler is off.
+TEST(ServeSpec, SglangRunsAtMost48RequestsWithoutOverlapWhenSpeculating) {
+  Scenario plain = test::engineScenario("sglang", "h100-sxm", "llama-3.1-8b");
+  const ServeSetup off = serveSetup(test::defaultCatalog(), plain);
+  Scenario spec = plain;
+  spec.spec.algorithm = "eagle3";
+  spec.spec.num_steps = 3;
+  spec.spec.accept_length = 2.5;
+  const ServeSetup on = serveSetup(test::defaultCatalog(), spec);
+  EXPECT_GT(off.scheduler.max_running_requests, 48);
+  EXPECT_TRUE(off.host.overlap);
+  EXPECT_EQ(on.scheduler.max_running_requests, 48);
+  EXPECT_FALSE(on.host.overlap);
+  spec.engine_options["max_running_requests"] = "100";
+  EXPECT_EQ(serveSetup(test::defaultCatalog(), spec).scheduler.max_running_requests, 100) << "a given limit stays";
+  Scenario vllm = test::engineScenario("vllm", "h100-sxm", "llama-3.1-8b");
+  vllm.spec = spec.spec;
+  EXPECT_GT(serveSetup(test::defaultCatalog(), vllm).scheduler.max_running_requests, 48) << "vLLM has no such reset";
+}
+
 TEST(ServeSpec, TheDraftModelIsOneLayerOfTheTargetsWidth) {
   const ModelSpec& v3 = test::defaultCatalog().model("deepseek-v3");
   const ModelSpec eagle = draftModelOf(v3, "eagle"), mtp = draftModelOf(v3, "mtp");
