@@ -77,6 +77,8 @@ ServingPolicy parseServingPolicy(const YamlReader& r, const std::vector<std::str
   p.scheduler.policy = sched.getOneOf("policy", {"decode-first", "prefill-first"});
   p.scheduler.preemption = sched.findOneOf("preemption", {"recompute", "retract"}).value_or("recompute");
   p.scheduler.prefix_caching = sched.findExpr("prefix_caching", checkAgainst(names));
+  p.scheduler.keep_preempted_pages = sched.get<bool>("keep_preempted_pages", false);
+  p.scheduler.admit_after_preemption = sched.get<bool>("admit_after_preemption", true);
   if (auto ratio = sched.findMap("new_token_ratio")) {
     NewTokenRatioPolicy n;
     n.init = ratio->getNumber("init", 1e-6, 1);

@@ -50,6 +50,10 @@ struct ServingScheduler {
   // Whether computed prompt prefixes stay in the pool for later requests (vLLM enable_prefix_caching,
   // SGLang's radix cache); absent: never.
   std::optional<Expr> prefix_caching;
+  // Whether a preempted request's computed pages stay in the prefix cache for its recompute, and
+  // whether a step that preempted still admits waiting requests (vLLM: kept; not admitted).
+  bool keep_preempted_pages = false;
+  bool admit_after_preemption = true;
   std::string source;
 };
 

@@ -73,6 +73,16 @@ const std::vector<std::string>& ropeStyles() {
   return styles;
 }
 
+namespace {
+
+// Parameters of the routed experts: gate, up and down of every expert in every MoE layer.
+double routedExpertParameterCount(const ModelSpec& m) {
+  const double per_expert = 3.0 * m.hidden_size * m.moe->expert_intermediate_size;
+  return per_expert * m.moe->num_experts * std::max(0, m.num_layers - m.moe->first_dense_layers);
+}
+
+}  // namespace
+
 double ModelSpec::parameterBytes() const {
   double bits = 16;
   if (weight_dtype == "fp32") bits = 32;
@@ -80,7 +90,15 @@ double ModelSpec::parameterBytes() const {
   if (weight_dtype == "mxfp4") bits = 4.25;                            // 4-bit values + one 8-bit scale per 32
   if (weight_dtype == "nvfp4") bits = 4.5;                             // 4-bit values + one 8-bit scale per 16
   if (weight_dtype == "int4") bits = 4;
-  return parameters_b * 1e9 * bits / 8.0;
+  const double all = parameters_b * 1e9;
+  if (weight_dtype == "mxfp4" && moe) {
+    // MXFP4 checkpoints (gpt-oss) quantize the routed experts only; attention, router and embeddings
+    // stay bf16 (huggingface.co/openai/gpt-oss-120b model card and config.json quantization_config:
+    // MXFP4 for the MoE weights), as the step model reads them (cost/StepModel weightBytesPerElement).
+    const double routed = std::min(all, routedExpertParameterCount(*this));
+    return routed * bits / 8.0 + (all - routed) * 2.0;
+  }
+  return all * bits / 8.0;
 }
 
 int AttentionLayerSpec::validatedHeadSize() const {

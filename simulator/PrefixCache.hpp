@@ -1,8 +1,11 @@
 #pragma once
 // Shared prompt prefixes kept in the KV pool, as vLLM's automatic prefix caching and SGLang's radix
 // cache keep them: a group's prefix is held once, in whole pages, whoever uses it; a later request
-// of the group skips its prefill. An unused prefix stays until the pool needs its pages (least
-// recently used first). serve-sim's requests name their group and prefix length (ServeRequest).
+// of the group skips its prefill. An unused prefix stays until the pool needs its pages: the least
+// recently used one gives them up from its tail, a page at a time (vLLM frees a request's blocks
+// tail first into its free queue and evicts from the queue's front: SingleTypeKVCacheManager.free,
+// BlockPool.get_new_blocks). serve-sim's requests name their group and prefix length (ServeRequest);
+// a request vLLM preempted keeps its computed pages under a key of its own (ServeEngine).
 #include <algorithm>
 #include <cstdint>
 #include <unordered_map>
@@ -37,8 +40,30 @@ class PrefixCache {
   // The request that computed the prefix hands its pages to the cache, and goes on using them.
   void insert(std::int64_t group, std::int64_t pages) { entries_[group] = Entry{pages, 1, 0}; }
 
-  // Frees unused prefixes, least recently used first, until `need` pages are freed or none is left;
-  // returns the pages freed.
+  // Pages `key` holds from now on, used by no request (an entry it was using is replaced): a
+  // preempted request's computed pages, evictable from `tick` on. 0 pages: the entry is dropped.
+  void keep(std::int64_t key, std::int64_t pages, std::int64_t tick) {
+    const auto it = entries_.find(key);
+    if (it != entries_.end()) {
+      if (it->second.refs == 0) evictable_ -= it->second.pages;
+      entries_.erase(it);
+    }
+    if (pages <= 0) return;
+    entries_[key] = Entry{pages, 0, tick};
+    evictable_ += pages;
+  }
+  // Drops an unused entry; returns the pages it held (0 when absent or in use).
+  std::int64_t drop(std::int64_t key) {
+    const auto it = entries_.find(key);
+    if (it == entries_.end() || it->second.refs > 0) return 0;
+    const std::int64_t pages = it->second.pages;
+    evictable_ -= pages;
+    entries_.erase(it);
+    return pages;
+  }
+
+  // Frees pages of unused entries, least recently used first and from each one's tail, until `need`
+  // pages are freed or none is left; returns the pages freed.
   std::int64_t evict(std::int64_t need) {
     std::int64_t freed = 0;
     while (freed < need && evictable_ > 0) {
@@ -48,9 +73,11 @@ class PrefixCache {
           victim = it;
         }
       }
-      freed += victim->second.pages;
-      evictable_ -= victim->second.pages;
-      entries_.erase(victim);
+      const std::int64_t take = std::min(need - freed, victim->second.pages);
+      freed += take;
+      evictable_ -= take;
+      victim->second.pages -= take;
+      if (victim->second.pages == 0) entries_.erase(victim);
     }
     return freed;
   }

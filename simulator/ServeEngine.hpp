@@ -19,6 +19,7 @@ struct Live {
   std::int64_t generated = 0;
   std::int64_t pages = 0;         // pages it uses, its prefix's shared ones included
   std::int64_t shared_pages = 0;  // of those, the prefix cache's
+  std::int64_t cache_key = -1;    // the cache entry they belong to: its group's, or its own (ownKey)
   double last_token_s = 0;
   double accept_credit = 0;  // speculative decoding: the fraction of a token carried to its next verify
 };
@@ -49,10 +50,12 @@ class ServeEngine {
 
  private:
   std::int64_t pagesFor(std::int64_t tokens) const { return (tokens + c_.page_size - 1) / c_.page_size; }
+  // Pages for `tokens` of the request, taking cached pages no request uses only when that makes it
+  // fit (vLLM's allocate_slots refuses before evicting when free plus cached-free blocks are short).
   bool reserve(Live& l, std::int64_t tokens) {
     const std::int64_t need = pagesFor(tokens) - l.pages;
-    if (need > free_pages_ && c_.prefix_caching) free_pages_ += cache_.evict(need - free_pages_);
-    if (need > free_pages_) return false;
+    if (need > availablePages()) return false;
+    if (need > free_pages_) free_pages_ += cache_.evict(need - free_pages_);
     if (need > 0) {
       free_pages_ -= need;
       l.pages += need;
@@ -61,14 +64,21 @@ class ServeEngine {
   }
   void release(Live& l) {
     free_pages_ += l.pages - l.shared_pages;
-    if (l.shared_pages > 0) cache_.release(req_[l.index].prefix_group, out_.steps);
+    if (l.shared_pages > 0) cache_.release(l.cache_key, out_.steps);
     l.pages = 0;
     l.shared_pages = 0;
   }
   // Pages the pool can give: free, and (prefix caching) held by prefixes no request uses.
   [[nodiscard]] std::int64_t availablePages() const { return free_pages_ + cache_.evictable(); }
-  [[nodiscard]] std::int64_t prefixHitPages(const Live& l) const;
-  void usePrefix(Live& l, std::int64_t pages);
+  // The cache key of a request's own pages (kept over a preemption): negative, apart from the groups'.
+  [[nodiscard]] static std::int64_t ownKey(std::size_t index) { return -2 - static_cast<std::int64_t>(index); }
+  struct PrefixHit {
+    std::int64_t key = -1, pages = 0;
+  };
+  [[nodiscard]] PrefixHit prefixHit(const Live& l) const;
+  void usePrefix(Live& l, const PrefixHit& hit);
+  // vLLM: a preempted request's full pages of computed tokens stay cached under its own key.
+  void keepForRecompute(Live& l);
   void donatePrefix(Live& l);
   void admitArrivals();
   // Tokens of a prefill to run now: a chunk of the budget, or (chunking off) the whole rest when it
@@ -117,6 +127,7 @@ class ServeEngine {
   bool limited_ = false;      // the client holds at most max_concurrency requests in flight
   std::deque<double> slots_;  // the client's free slots, by the time each freed (oldest first)
   double ratio_ = 0;          // SGLang's new-token ratio
+  bool preempted_ = false;    // this step's batch forming preempted a running request
   PrefixCache cache_;
 };
 

@@ -154,6 +154,8 @@ ServeSetup serveSetup(const Catalog& c, const Scenario& s) {
   }
   out.scheduler.chunked_prefill = m.chunked_prefill;
   out.scheduler.prefix_caching = m.prefix_caching;
+  out.scheduler.keep_preempted_pages = sched.keep_preempted_pages;
+  out.scheduler.admit_after_preemption = sched.admit_after_preemption;
   out.scheduler.spec = specDecodeOf(s);
   if (out.scheduler.spec) {
     // The draft layer's KV shares the pool: each token holds one more layer's worth.

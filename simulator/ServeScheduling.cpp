@@ -69,21 +69,41 @@ void ServeEngine::retractForDecode() {
   running_.resize(kept);
 }
 
-// The whole pages of its group's prefix the cache holds for a request that has computed nothing
-// yet, leaving at least one prompt token to compute (vLLM: num_tokens - 1; SGLang: input_len - 1).
-std::int64_t ServeEngine::prefixHitPages(const Live& l) const {
+// The whole pages the cache holds for a request that has computed nothing yet: those it kept when it
+// was preempted, else its group's prefix; leaving at least one token to compute (vLLM: num_tokens - 1;
+// SGLang: input_len - 1).
+ServeEngine::PrefixHit ServeEngine::prefixHit(const Live& l) const {
   const ServeRequest& r = req_[l.index];
-  if (!c_.prefix_caching || l.cached > 0 || r.prefix_group < 0) return 0;
-  return std::min(cache_.pages(r.prefix_group), (r.prompt_tokens - 1) / c_.page_size);
+  if (!c_.prefix_caching || l.cached > 0) return {};
+  const std::int64_t most = (l.prefill_left - 1) / c_.page_size;
+  const std::int64_t own = cache_.pages(ownKey(l.index));
+  if (own > 0) return {ownKey(l.index), std::min(own, most)};
+  if (r.prefix_group < 0) return {};
+  return {r.prefix_group, std::min(cache_.pages(r.prefix_group), most)};
 }
 
 // The request starts with the cached pages as its own first tokens (undone by release()).
-void ServeEngine::usePrefix(Live& l, std::int64_t pages) {
-  cache_.acquire(req_[l.index].prefix_group);
-  l.cached = pages * c_.page_size;
+void ServeEngine::usePrefix(Live& l, const PrefixHit& hit) {
+  cache_.acquire(hit.key);
+  l.cache_key = hit.key;
+  l.cached = hit.pages * c_.page_size;
   l.prefill_left -= l.cached;
-  l.pages = pages;
-  l.shared_pages = pages;
+  l.pages = hit.pages;
+  l.shared_pages = hit.pages;
+}
+
+// vLLM's automatic prefix caching hashes every full block a request computes and, when the scheduler
+// preempts it, frees its blocks tail first into the free queue with their hashes: its recompute
+// finds them cached unless other requests' allocations evicted them (vllm/v1/core/
+// single_type_kv_cache_manager.py SingleTypeKVCacheManager.free, vllm/v1/core/block_pool.py
+// BlockPool.free_blocks and get_new_blocks @ 002f3491). The partial last page is freed.
+void ServeEngine::keepForRecompute(Live& l) {
+  const std::int64_t full = std::min(l.cached / c_.page_size, l.pages);
+  free_pages_ += l.pages - full;
+  cache_.keep(ownKey(l.index), full, out_.steps);  // replaces the own entry it was using, if any
+  l.pages = 0;
+  l.shared_pages = 0;
+  l.cache_key = -1;
 }
 
 // A request that has computed its group's whole prefix pages, none of them cached, hands them to
@@ -95,6 +115,7 @@ void ServeEngine::donatePrefix(Live& l) {
   if (full == 0 || l.cached < full * c_.page_size || cache_.pages(r.prefix_group) > 0) return;
   cache_.insert(r.prefix_group, full);
   l.shared_pages = full;
+  l.cache_key = r.prefix_group;
 }
 
 }  // namespace attnsim::servesim

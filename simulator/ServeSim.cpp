@@ -33,7 +33,12 @@ void ServeEngine::admitArrivals() {
 
 // Recompute preemption: the newest running request gives its pages back and waits in front.
 void ServeEngine::giveBackForRecompute(Live& l) {
-  release(l);
+  const bool own = l.shared_pages == 0 || l.cache_key == ownKey(l.index);  // not pages of a group's prefix
+  if (c_.keep_preempted_pages && c_.prefix_caching && own) {
+    keepForRecompute(l);
+  } else {
+    release(l);
+  }
   l.prefill_left = req_[l.index].prompt_tokens + l.generated;
   l.cached = 0;
   ++out_.requests[l.index].preemptions;
@@ -43,6 +48,7 @@ void ServeEngine::giveBackForRecompute(Live& l) {
 void ServeEngine::preemptNewest() {
   Live l = running_.back();
   running_.pop_back();
+  preempted_ = true;
   giveBackForRecompute(l);
   waiting_.push_front(l);
 }
@@ -75,16 +81,16 @@ void ServeEngine::scheduleWaiting(std::int64_t& budget) {
   double held = by_ratio ? admissionReserve() : 0;  // pool kept back for running requests' outputs
   while (!waiting_.empty() && budget > 0 && static_cast<std::int64_t>(running_.size()) < c_.max_running_requests) {
     Live& l = waiting_.front();
-    const std::int64_t hit = prefixHitPages(l);
+    const PrefixHit found = prefixHit(l);
+    const std::int64_t hit = found.pages;
     if (by_ratio && !running_.empty()) {  // an idle engine admits what fits the pool (no livelock)
       // The prefix it matches is pinned: not evictable for it (PrefillAdder._lock_node).
-      const std::int64_t group = req_[l.index].prefix_group;
-      const std::int64_t pinned = hit > 0 && !cache_.inUse(group) ? cache_.pages(group) : 0;
+      const std::int64_t pinned = hit > 0 && !cache_.inUse(found.key) ? cache_.pages(found.key) : 0;
       const double room = static_cast<double>((availablePages() - pinned) * c_.page_size) - held;
       const std::int64_t extend = l.prefill_left - hit * c_.page_size;
       if (static_cast<double>(extend + clippedLeft(l) + c_.page_size) >= room) break;
     }
-    if (hit > 0) usePrefix(l, hit);
+    if (hit > 0) usePrefix(l, found);
     const std::int64_t tokens = prefillTokens(l.prefill_left, budget);
     if (tokens == 0 || !reserve(l, l.cached + tokens)) {
       if (hit > 0) {  // not admitted: it gives the prefix back and waits as it was
@@ -108,9 +114,10 @@ void ServeEngine::formBatch() {
   prefills_.clear();
   decodes_.clear();
   std::int64_t budget = c_.max_batched_tokens;
+  preempted_ = false;
   if (c_.mixed_batches) {  // running requests keep their place; new prefills fill the rest of the budget
     scheduleRunning(budget);
-    scheduleWaiting(budget);
+    if (!preempted_ || c_.admit_after_preemption) scheduleWaiting(budget);
     return;
   }
   // Separate prefill and decode steps: a prefill step whenever a prefill can start or continue.
@@ -174,6 +181,7 @@ void ServeEngine::complete(std::size_t slot, double end_s, std::int64_t tokens) 
   if (l.generated >= o.output_tokens) {
     o.finish_s = end_s;
     release(l);
+    free_pages_ += cache_.drop(ownKey(l.index));  // its own pages kept over a preemption: no one else's
     done_[slot] = true;
     if (limited_) slots_.push_back(end_s);
   }

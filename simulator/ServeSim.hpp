@@ -73,6 +73,11 @@ struct SchedulerConfig {
   // Shared prefixes stay in the pool once computed (vLLM automatic prefix caching, SGLang radix cache):
   // a request of the group skips the whole pages of its prefix (simulator/PrefixCache.hpp).
   bool prefix_caching = false;
+  // vLLM: a preempted request's computed full pages stay cached (with prefix caching) for its
+  // recompute, and a step that preempted admits no waiting request (Scheduler.schedule, `if not
+  // preempted_reqs`). Off: the pages are freed and admission goes on (SGLang, RTP-LLM).
+  bool keep_preempted_pages = false;
+  bool admit_after_preemption = true;
   std::optional<NewTokenRatioAdmission> new_token_ratio;  // absent: admission by free pages only
   std::optional<SpecDecodeConfig> spec;                   // absent: one token per decode step
 };

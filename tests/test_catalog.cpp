@@ -51,6 +51,14 @@ TEST(Catalog, ModelGeometryIsRead) {
   EXPECT_DOUBLE_EQ(c.model("deepseek-v3").parameterBytes(), 671e9);
 }
 
+TEST(Catalog, Mxfp4CoversTheRoutedExpertsOnlyTheRestIsBf16) {
+  const ModelSpec& m = defaultCatalog().model("gpt-oss-120b");
+  // 128 experts x (gate, up, down) of 2880 x 2880 in 36 layers; the other 2.13 B parameters in bf16.
+  const double experts = 128.0 * 3 * 2880 * 2880 * 36;
+  EXPECT_NEAR(m.parameterBytes(), experts * 4.25 / 8 + (116.8e9 - experts) * 2, 1e3);
+  EXPECT_GT(m.parameterBytes(), 116.8e9 * 4.25 / 8);  // more than if all of it were MXFP4
+}
+
 TEST(Catalog, EveryEngineHasItsSeedBackends) {
   const Catalog& c = defaultCatalog();
   EXPECT_EQ(backendNames(c.engine("rtp-llm")).size(), 13U);  // the seed's 11, NONE (unfused fallback), ROCmTorchMLA

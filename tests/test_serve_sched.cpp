@@ -7,6 +7,7 @@
 
 #include "TestSupport.hpp"
 #include "core/Error.hpp"
+#include "simulator/PrefixCache.hpp"
 #include "simulator/ServeRun.hpp"
 #include "simulator/Traces.hpp"
 
@@ -289,4 +290,91 @@ TEST(PrefixCaching, ServeSimTakesTheSharedPrefixDatasetFlags) {
 }
 
 }  // namespace
+TEST(PrefixCacheEviction, TheLeastRecentEntryGivesUpPagesFromItsTailOneAtATime) {
+  PrefixCache cache;
+  cache.keep(-2, 10, /*tick=*/1);  // older
+  cache.keep(-3, 6, /*tick=*/5);
+  EXPECT_EQ(cache.evictable(), 16);
+  EXPECT_EQ(cache.evict(4), 4);  // four pages off the older entry's tail, the rest stays cached
+  EXPECT_EQ(cache.pages(-2), 6);
+  EXPECT_EQ(cache.pages(-3), 6);
+  EXPECT_EQ(cache.evict(8), 8);  // the older one's last six, then two of the newer
+  EXPECT_EQ(cache.pages(-2), 0);
+  EXPECT_EQ(cache.pages(-3), 4);
+  cache.acquire(-3);  // in use: not evictable
+  EXPECT_EQ(cache.evict(4), 0);
+  cache.release(-3, 9);
+  EXPECT_EQ(cache.drop(-3), 4);
+  EXPECT_EQ(cache.evictable(), 0);
+}
+
+// Long prompts whose chunks overrun a pool that holds one of them and part of the next: the next is
+// preempted while it prefills, as on one GPU serving 32k-token prompts.
+std::vector<ServeRequest> longPrompts() { return {{0, 800, 40}, {0, 800, 40}, {0, 800, 40}}; }
+
+SchedulerConfig tightVllm(bool keep) {
+  SchedulerConfig c = vllmLike(1000, true);
+  c.max_batched_tokens = 128;
+  c.keep_preempted_pages = keep;
+  c.admit_after_preemption = false;  // vLLM's: only the kept pages differ
+  return c;
+}
+
+std::int64_t computedTokens(const ServeResult& r) {
+  std::int64_t n = 0;
+  for (const auto& p : r.timeline) n += p.batch_tokens;
+  return n;
+}
+
+TEST(VllmPreemption, ARecomputeStartsFromThePagesItKeptCachedSoLessIsComputedAgain) {
+  const ServeResult kept = simulateServing(longPrompts(), tightVllm(true), schedStep, {});
+  const ServeResult lost = simulateServing(longPrompts(), tightVllm(false), schedStep, {});
+  for (const ServeResult* r : {&kept, &lost}) {
+    EXPECT_EQ(r->completed, 3);
+    EXPECT_EQ(r->total_output_tokens, 120);
+    EXPECT_GT(r->preemptions, 0);
+  }
+  // Every prompt once and every decode once, plus what preemptions threw away.
+  const std::int64_t once = 3 * 800 + 3 * 39;
+  EXPECT_GE(computedTokens(lost), once);
+  EXPECT_GE(computedTokens(kept), once);
+  EXPECT_LT(computedTokens(kept) - once, computedTokens(lost) - once);
+  EXPECT_LT(kept.makespan_s, lost.makespan_s);
+  // Nothing but the cache of finished requests' prefixes is left: own pages go with their request.
+  EXPECT_EQ(kept.timeline.back().kv_used_tokens, lost.timeline.back().kv_used_tokens);
+}
+
+TEST(VllmPreemption, AStepThatPreemptedAdmitsNoWaitingRequest) {
+  // Admitting in the step that preempted hands the preempted request its chunk straight back: more
+  // wasted prefill than waiting a step, as vLLM does.
+  SchedulerConfig hold = tightVllm(false);
+  SchedulerConfig admit = tightVllm(false);
+  admit.admit_after_preemption = true;
+  const ServeResult held = simulateServing(longPrompts(), hold, schedStep, {});
+  const ServeResult admitted = simulateServing(longPrompts(), admit, schedStep, {});
+  EXPECT_EQ(held.completed, 3);
+  EXPECT_EQ(admitted.completed, 3);
+  EXPECT_GT(admitted.preemptions, held.preemptions);
+}
+
+TEST(VllmPreemption, WithoutPrefixCachingNothingIsKept) {
+  SchedulerConfig off = tightVllm(true);
+  off.prefix_caching = false;
+  SchedulerConfig plain = tightVllm(false);
+  plain.prefix_caching = false;
+  const ServeResult a = simulateServing(longPrompts(), off, schedStep, {});
+  const ServeResult b = simulateServing(longPrompts(), plain, schedStep, {});
+  EXPECT_EQ(computedTokens(a), computedTokens(b));
+  EXPECT_EQ(a.steps, b.steps);
+}
+
+TEST(VllmPreemption, EngineDataKeepsPreemptedPagesAndHoldsAdmissionForVllmOnly) {
+  const ServeSetup v = serveSetup(test::defaultCatalog(), test::engineScenario("vllm", "h100-sxm", "llama-3.1-8b"));
+  EXPECT_TRUE(v.scheduler.keep_preempted_pages);
+  EXPECT_FALSE(v.scheduler.admit_after_preemption);
+  const ServeSetup s = serveSetup(test::defaultCatalog(), test::engineScenario("sglang", "h100-sxm", "llama-3.1-8b"));
+  EXPECT_FALSE(s.scheduler.keep_preempted_pages);
+  EXPECT_TRUE(s.scheduler.admit_after_preemption);
+}
+
 }  // namespace attnsim
