@@ -15,32 +15,40 @@ namespace attnsim {
 
 // One MoE layer call on one GPU: the rank's slice of every expert it holds. `assignments` is the
 // (token, expert) pairs routed to this rank's experts (tokens · top-k without expert parallelism);
-// `active` the rank's experts that receive at least one (< 0: balanced routing, min(experts, assignments)).
+// `active` the rank's experts that receive at least one (< 0: balanced routing, min(experts, assignments));
+// `matrices` an expert's weight matrices: 3 gated (gate, up, down), 2 without a gate (Nemotron-H's relu²).
 struct MoeCall {
   double tokens = 0, hidden = 0;
   double inter = 0;    // an expert's intermediate width on this rank (inter_size / TP)
   double experts = 0;  // experts on this rank
   double assignments = 0;
   double active = -1;
+  double matrices = 3;
   [[nodiscard]] double activeExperts() const;
   [[nodiscard]] double tokensPerExpert() const { return assignments / activeExperts(); }
 };
 
-// The roofline of a call's expert GEMMs: gate-up (2·inter) and down over every assignment,
-// 6 · assignments · hidden · inter FLOPs at the dtype's peak; each active expert's weights read once
-// at the dtype's width and the assignments' activations (hidden in and out, the 2·inter gate-up
-// output and the inter activation) in bf16, at the DRAM bandwidth.
+// The roofline of a call's expert GEMMs: gate-up (2·inter; up alone, inter, without a gate) and down over
+// every assignment, 2 · matrices · assignments · hidden · inter FLOPs at the dtype's peak; each active
+// expert's matrices · hidden · inter weights read once at the dtype's width and the assignments'
+// activations (hidden in and out, the gate-up output and the inter activation) in bf16, at the DRAM bandwidth.
 double moeRooflineUs(const GemmRoofline& rates, const MoeCall& call);
 
-// The fitted call: fixed_us + roofline / efficiency(tokens per active expert, inter), the log of the
-// efficiency interpolated bilinearly over log2 of both on a grid and held at its edges beyond it.
+// The weights the call reads, MiB: each active expert's matrices · hidden · inter at the dtype's width.
+double moeWeightMib(const GemmRoofline& rates, const MoeCall& call);
+
+// The fitted call: fixed_us + roofline / efficiency(tokens per active expert, weights read, inter), the log
+// of the efficiency interpolated trilinearly over log2 of the three on a grid and held at its edges beyond
+// it. Tokens per expert set the expert GEMMs' arithmetic intensity; the weights read the call's size (how
+// far it fills the GPU: a few small experts leave the DRAM and the SMs idle); the width the GEMMs' tiles.
 struct MoeFit {
   std::string engine;  // whose fused-MoE call was timed (vllm, sglang)
-  std::string dtype;   // the experts' weights: bf16, fp8, fp8_block, nvfp4
+  std::string dtype;   // the experts' weights: bf16, fp8, fp8_block, nvfp4, mxfp4
   std::string kernel;  // the engine's kernel as the database names it
   double fixed_us = 0;
   std::vector<double> log2_tokens_per_expert, log2_inter;  // ascending
-  std::vector<double> log_efficiency;                      // [tokens per expert][inter], inter fastest
+  std::vector<double> log2_weights_mib{0.0};               // ascending; one node: no weights axis
+  std::vector<double> log_efficiency;                      // [tokens per expert][weights][inter], inter fastest
   int points = 0;
   std::string source;
   std::optional<HeldOutResiduals> heldout;
@@ -49,14 +57,16 @@ struct MoeFit {
 
   // The call's time on the resolved device, µs. Allocation-free.
   [[nodiscard]] double us(const MoeCall& call) const;
-  [[nodiscard]] std::size_t index(std::size_t it, std::size_t ii) const { return it * log2_inter.size() + ii; }
+  [[nodiscard]] std::size_t index(std::size_t it, std::size_t iw, std::size_t ii) const {
+    return (it * log2_weights_mib.size() + iw) * log2_inter.size() + ii;
+  }
 };
 
 // The held-out p90 of the fit, else the non-attention default; at least that default when transferred.
 UncertaintyBand bandOf(const MoeFit& f);
 
-// `moe: {<engine>: {<dtype>: {kernel, fixed_us, tokens_per_expert, inter, efficiency, points, heldout,
-// source}}}` of a calibration file.
+// `moe: {<engine>: {<dtype>: {kernel, fixed_us, tokens_per_expert, weights_mib, inter, efficiency, points,
+// heldout, source}}}` of a calibration file (weights_mib absent: one node, the grid over the other two).
 std::vector<MoeFit> parseMoeFits(const YamlReader& moe, const std::string& origin);
 
 }  // namespace attnsim

@@ -41,8 +41,8 @@ std::vector<double> numberList(const YamlReader& r, std::string_view key, double
   return out;
 }
 
-std::vector<double> log2Axis(const YamlReader& r, std::string_view key) {
-  std::vector<double> axis = numberList(r, key, 1, 1e9);
+std::vector<double> log2Axis(const YamlReader& r, std::string_view key, double min = 1) {
+  std::vector<double> axis = numberList(r, key, min, 1e9);
   for (std::size_t i = 1; i < axis.size(); ++i) {
     if (axis[i] <= axis[i - 1]) r.fail(key, "the grid's sizes must ascend");
   }
@@ -237,21 +237,27 @@ double MoeCall::activeExperts() const {
 }
 
 double moeRooflineUs(const GemmRoofline& rates, const MoeCall& call) {
-  const double a = call.assignments, h = call.hidden, i = call.inter;
-  const double bytes = call.activeExperts() * 3 * h * i * rates.b_bytes + a * (2 * h + 3 * i) * 2;
-  return std::max(6 * a * h * i / rates.flops_per_us, bytes / rates.bytes_per_us);
+  const double a = call.assignments, h = call.hidden, i = call.inter, m = call.matrices;
+  const double bytes = call.activeExperts() * m * h * i * rates.b_bytes + a * (2 * h + m * i) * 2;
+  return std::max(2 * m * a * h * i / rates.flops_per_us, bytes / rates.bytes_per_us);
+}
+
+double moeWeightMib(const GemmRoofline& rates, const MoeCall& call) {
+  return call.activeExperts() * call.matrices * call.hidden * call.inter * rates.b_bytes / (1024.0 * 1024.0);
 }
 
 double MoeFit::us(const MoeCall& call) const {
-  const double tpe = std::max(1.0, call.tokensPerExpert());
-  const AxisPosition bt = positionOn(log2_tokens_per_expert, std::log2(tpe));
+  const AxisPosition bt = positionOn(log2_tokens_per_expert, std::log2(std::max(1.0, call.tokensPerExpert())));
+  const AxisPosition bw = positionOn(log2_weights_mib, std::log2(std::max(1e-9, moeWeightMib(roofline, call))));
   const AxisPosition bi = positionOn(log2_inter, std::log2(std::max(1.0, call.inter)));
   const std::size_t ut = std::min(bt.lo + 1, log2_tokens_per_expert.size() - 1);
+  const std::size_t uw = std::min(bw.lo + 1, log2_weights_mib.size() - 1);
   const std::size_t ui = std::min(bi.lo + 1, log2_inter.size() - 1);
-  auto along_inter = [&](std::size_t it) {
-    return (1 - bi.t) * log_efficiency[index(it, bi.lo)] + bi.t * log_efficiency[index(it, ui)];
+  auto along_inter = [&](std::size_t it, std::size_t iw) {
+    return (1 - bi.t) * log_efficiency[index(it, iw, bi.lo)] + bi.t * log_efficiency[index(it, iw, ui)];
   };
-  const double log_eff = (1 - bt.t) * along_inter(bt.lo) + bt.t * along_inter(ut);
+  auto along_weights = [&](std::size_t it) { return (1 - bw.t) * along_inter(it, bw.lo) + bw.t * along_inter(it, uw); };
+  const double log_eff = (1 - bt.t) * along_weights(bt.lo) + bt.t * along_weights(ut);
   return fixed_us + moeRooflineUs(roofline, call) / std::exp(log_eff);
 }
 
@@ -267,12 +273,14 @@ MoeFit parseMoeFit(const YamlReader& r, const std::string& engine, const std::st
   f.kernel = r.get<std::string>("kernel");
   f.fixed_us = r.getNumber("fixed_us", 0, 1e5);
   f.log2_tokens_per_expert = log2Axis(r, "tokens_per_expert");
+  f.log2_weights_mib = r.has("weights_mib") ? log2Axis(r, "weights_mib", 1.0 / 1024) : std::vector<double>{0.0};
   f.log2_inter = log2Axis(r, "inter");
   f.log_efficiency = numberList(r, "efficiency", 1e-6, 100);
-  const std::size_t nodes = f.log2_tokens_per_expert.size() * f.log2_inter.size();
+  const std::size_t nodes = f.log2_tokens_per_expert.size() * f.log2_weights_mib.size() * f.log2_inter.size();
   if (f.log_efficiency.size() != nodes) {
-    r.fail("efficiency", fmt::format("{} values for a grid of {} × {} = {} nodes", f.log_efficiency.size(),
-                                     f.log2_tokens_per_expert.size(), f.log2_inter.size(), nodes));
+    r.fail("efficiency",
+           fmt::format("{} values for a grid of {} × {} × {} = {} nodes", f.log_efficiency.size(),
+                       f.log2_tokens_per_expert.size(), f.log2_weights_mib.size(), f.log2_inter.size(), nodes));
   }
   for (double& e : f.log_efficiency) e = std::log(e);
   f.points = static_cast<int>(r.getInt("points", 1, 1 << 30));

@@ -40,7 +40,7 @@ RTP_LLM_XQA_MAX_GROUP = 16  # CudaXqa.cc supportXqa @ 44027b7e: group_size <= 16
 COLUMNS = ["device", "date", "torch", "triton", "cuda", "kind", "impl", "phase", "batch", "q_len", "kv_len",
            "heads", "kv_heads", "head_dim", "causal", "dtype", "median_us", "p20_us", "p80_us", "runs", "flops",
            "bytes", "page_size", "note", "engine_commit", "engine", "engine_version", "window", "q_dtype",
-           "kv_write", "l2_warm", "origin", "active_experts"]
+           "kv_write", "l2_warm", "origin", "active_experts", "expert_matrices"]
 
 # (engine, AIConfigurator kernel_source) -> attnsim impl (a kernel family's measured_as), KV page size
 # in tokens, CUDA-graph replays per timing. vLLM's collector uses 64-token blocks for every backend;
@@ -299,6 +299,14 @@ MOE_MAX_TP = 8  # one node's GPUs
 # shape: no other model of the collectors' cases has it. Cases with one group (GLM-5, Kimi-K2) route as
 # ungrouped.
 GROUPED_ROUTING = {(7168, 256, 8): (8, 4)}
+# Experts without a gate: Nemotron-H's (relu², an up and a down projection, two matrices instead of three).
+# The collectors' cases mark them (collector/cases/models/NemotronHForCausalLM_cases.yaml: sglang_moe_is_gated
+# false; collector/vllm/collect_moe.py runs nemotron_h's activation as "<act>_no_mul") and time the rank's
+# inter_size of each (collect_moe.py: expert_intermediate_size = shard_intermediate_size // (2 if is_gated
+# else 1)). (hidden, experts, top-k) names the shape: Nemotron-3 Nano (2688, 128, 6), Super and Ultra (their
+# latent widths 1024 and 2048, and 4096 and 8192, with 512 experts, top-22); no other model of the collectors'
+# cases has these shapes.
+NON_GATED_EXPERTS = {(2688, 128, 6), (1024, 512, 22), (2048, 512, 22), (4096, 512, 22), (8192, 512, 22)}
 
 
 def balanced_choice(token, tokens, experts, topk):
@@ -361,6 +369,7 @@ def moe_row(r, engine, version, table, meta):
         "heads": experts, "kv_heads": topk, "head_dim": tp, "dtype": MOE_DTYPES[r["moe_dtype"]],
         "median_us": latency_us(r), "runs": MOE_RUNS[engine], "l2_warm": 1,
         "note": "moe_perf balanced EP1", "active_experts": active_experts(tokens, hidden, experts, topk),
+        "expert_matrices": 2 if (hidden, experts, topk) in NON_GATED_EXPERTS else "",
     }
 
 

@@ -34,17 +34,14 @@ const std::vector<std::string> kKinds{"attention",     "copy",         "gemm",  
 const std::vector<std::string> kPhases{"prefill", "extend", "decode", "verify", "mixed"};
 constexpr const char* kColumnsReference = "; the columns: docs/KEYS.md#measurement_csv";
 const std::vector<std::string> kDtypes{"fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2"};
-// A GEMM's operand format: the attention dtypes, and the block-scaled and weight-only formats of
-// the engines' quantized linear layers.
+// A GEMM's operand format: the attention dtypes, and the engines' block-scaled and weight-only formats.
 const std::vector<std::string> kGemmDtypes{"fp32",  "fp16",  "bf16",    "fp8",     "fp8_e4m3", "fp8_block",
                                            "nvfp4", "mxfp4", "int4_wo", "int8_wo", "w4a8_awq"};
 const std::vector<std::string> kEngines{"vllm", "sglang", "rtp-llm", "trtllm", "nccl"};
-// Timed runs a row must average over: the harness takes at least 20, AIConfigurator's vLLM
-// collector 6 CUDA-graph replays.
+// Timed runs a row must average over: the harness takes at least 20, AIConfigurator's vLLM collector 6.
 constexpr std::int64_t kMinRuns = 5;
 
-// What the catalog calls the harness's names: device name -> hardware profile, measured
-// implementation -> kernel family.
+// What the catalog calls the harness's names: device -> hardware profile, implementation -> kernel family.
 struct CatalogNames {
   std::map<std::string, std::string> device_to_hw, impl_to_kernel, ambiguous_devices;
   std::vector<std::string> impls;
@@ -237,6 +234,9 @@ void numberFields(MeasurementRow& r, RowCells& cells) {
   if (r.active_experts < 0 || (r.active_experts > 0 && r.kind != "moe"))
     cells.fail("active_experts",
                fmt::format("{} on a {} row: a positive count, moe rows only", r.active_experts, r.kind));
+  r.expert_matrices = cells.integer("expert_matrices", false);  // optional: absent or empty is 3 (gated)
+  if (r.expert_matrices != 0 && (r.kind != "moe" || (r.expert_matrices != 2 && r.expert_matrices != 3)))
+    cells.fail("expert_matrices", fmt::format("{} on a {} row: 2 or 3, moe rows only", r.expert_matrices, r.kind));
   if (!r.engine.empty() && std::find(kEngines.begin(), kEngines.end(), r.engine) == kEngines.end()) {
     cells.fail("engine",
                fmt::format("'{}' is not one of: {}{}", r.engine, join(kEngines, ", "), didYouMean(r.engine, kEngines)));

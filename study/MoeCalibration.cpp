@@ -1,8 +1,9 @@
 // `attnsim calibrate` for the fused-MoE call: a fixed time and an efficiency grid over (tokens per
-// active expert, expert intermediate width) per (device, engine, dtype), from `moe` rows.
+// active expert, weights read, expert intermediate width) per (device, engine, dtype), from `moe` rows.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -14,6 +15,7 @@
 #include "core/Strings.hpp"
 #include "cost/AttentionCost.hpp"
 #include "cost/StepModel.hpp"
+#include "hardware/AxisPosition.hpp"
 #include "study/OperatorCalibration.hpp"
 
 namespace attnsim {
@@ -29,14 +31,16 @@ constexpr int kMoeTokensPerExpertNodes = 15;
 // A moe row as one call: batch = tokens, q_len = hidden, kv_len = inter / TP, heads = experts,
 // kv_heads = top-k (measurements/aic_convert.py), without expert parallelism; the experts the row's routing
 // reached where the converter counted them (DeepSeek-V3's grouped router leaves half of them idle), else
-// balanced routing's min(experts, tokens · top-k).
+// balanced routing's min(experts, tokens · top-k); an expert's weight matrices where the converter wrote them
+// (2: Nemotron-H's experts have no gate), else 3.
 MoeCall moeCallOf(const MeasurementRow& r) {
   return {static_cast<double>(r.batch),
           static_cast<double>(r.q_len),
           static_cast<double>(r.kv_len),
           static_cast<double>(r.heads),
           static_cast<double>(r.batch * r.kv_heads),
-          r.active_experts > 0 ? static_cast<double>(r.active_experts) : -1.0};
+          r.active_experts > 0 ? static_cast<double>(r.active_experts) : -1.0,
+          r.expert_matrices > 0 ? static_cast<double>(r.expert_matrices) : 3.0};
 }
 
 bool moeHeldOut(const MeasurementRow& r) {
@@ -57,38 +61,56 @@ std::string mainKernel(const std::vector<const MeasurementRow*>& rows) {
   return best;
 }
 
+// A call's position on the grid's three axes, log2 of: tokens per active expert, weights read (MiB), inter.
+std::array<double, 3> moeGridPoint(const MoeFit& f, const MoeCall& call) {
+  return {std::log2(std::max(1.0, call.tokensPerExpert())), std::log2(moeWeightMib(f.roofline, call)),
+          std::log2(call.inter)};
+}
+
 // Each node the hat-weighted mean of log(roofline / (measured − fixed)) of the calls around it; a node
 // no call reaches takes its nearest reached node's value (by grid steps).
 void fitGrid(MoeFit& f, const std::vector<const MeasurementRow*>& train) {
-  const std::size_t nt = f.log2_tokens_per_expert.size(), ni = f.log2_inter.size();
-  std::vector<double> sum(nt * ni, 0.0), weight(nt * ni, 0.0);
+  const std::array<const std::vector<double>*, 3> axes{&f.log2_tokens_per_expert, &f.log2_weights_mib, &f.log2_inter};
+  const std::size_t nt = axes[0]->size(), nw = axes[1]->size(), ni = axes[2]->size();
+  std::vector<double> sum(nt * nw * ni, 0.0), weight(nt * nw * ni, 0.0);
   for (const auto* r : train) {
     const MoeCall call = moeCallOf(*r);
     const double y = std::log(moeRooflineUs(f.roofline, call) / (r->median_us - f.fixed_us));
-    const double x = std::clamp(std::log2(call.tokensPerExpert()), f.log2_tokens_per_expert.front(),
-                                f.log2_tokens_per_expert.back()) -
-                     f.log2_tokens_per_expert.front();
-    const double z =
-        std::clamp(std::log2(call.inter), f.log2_inter.front(), f.log2_inter.back()) - f.log2_inter.front();
-    const auto xl = std::min(static_cast<std::size_t>(x), nt - 2), zl = std::min(static_cast<std::size_t>(z), ni - 2);
-    const double tx = x - static_cast<double>(xl), tz = z - static_cast<double>(zl);
-    for (std::size_t a = 0; a < 2; ++a) {
-      for (std::size_t b = 0; b < 2; ++b) {
-        const double w = (a ? tx : 1 - tx) * (b ? tz : 1 - tz);
-        sum[f.index(xl + a, zl + b)] += w * y;
-        weight[f.index(xl + a, zl + b)] += w;
+    const auto x = moeGridPoint(f, call);
+    std::array<AxisPosition, 3> at{};
+    std::array<std::size_t, 3> up{};
+    for (std::size_t d = 0; d < 3; ++d) {
+      at[d] = positionOn(*axes[d], x[d]);
+      up[d] = std::min(at[d].lo + 1, axes[d]->size() - 1);
+    }
+    for (int corner = 0; corner < 8; ++corner) {
+      double w = 1;
+      std::array<std::size_t, 3> node{};
+      for (std::size_t d = 0; d < 3; ++d) {
+        const bool high = (corner >> d) & 1;
+        w *= high ? at[d].t : 1 - at[d].t;
+        node[d] = high ? up[d] : at[d].lo;
       }
+      sum[f.index(node[0], node[1], node[2])] += w * y;
+      weight[f.index(node[0], node[1], node[2])] += w;
     }
   }
-  f.log_efficiency.assign(nt * ni, 0.0);
-  for (std::size_t i = 0; i < nt * ni; ++i) {
+  std::vector<std::size_t> reached;
+  for (std::size_t j = 0; j < weight.size(); ++j) {
+    if (weight[j] > 1e-9) reached.push_back(j);
+  }
+  auto steps = [&](std::size_t a, std::size_t b) {
+    const auto d = [](std::size_t u, std::size_t v) { return u > v ? u - v : v - u; };
+    return d(a / (nw * ni), b / (nw * ni)) + d(a / ni % nw, b / ni % nw) + d(a % ni, b % ni);
+  };
+  f.log_efficiency.assign(sum.size(), 0.0);
+  for (std::size_t i = 0; i < sum.size(); ++i) {
     std::size_t best = i;
-    std::size_t distance = nt + ni;
-    for (std::size_t j = 0; j < nt * ni; ++j) {
-      if (weight[j] < 1e-9) continue;
-      const auto d = static_cast<std::size_t>(std::abs(static_cast<long>(j / ni) - static_cast<long>(i / ni)) +
-                                              std::abs(static_cast<long>(j % ni) - static_cast<long>(i % ni)));
-      if (d < distance) best = j, distance = d;
+    if (weight[i] <= 1e-9) {
+      std::size_t distance = nt + nw + ni;
+      for (std::size_t j : reached) {
+        if (steps(i, j) < distance) best = j, distance = steps(i, j);
+      }
     }
     f.log_efficiency[i] = sum[best] / weight[best];
   }
@@ -141,13 +163,16 @@ void calibrateMoe(const Catalog& c, const std::vector<const MeasurementRow*>& ro
                                          hardware, engine, dtype, train.size(), f.kernel, dtype));
     return;
   }
-  double min_inter = 1e18, max_inter = 0, min_us = 1e18;
+  double min_inter = 1e18, max_inter = 0, min_mib = 1e18, max_mib = 0, min_us = 1e18;
   for (const auto* r : train) {
     min_inter = std::min(min_inter, static_cast<double>(r->kv_len));
     max_inter = std::max(max_inter, static_cast<double>(r->kv_len));
+    min_mib = std::min(min_mib, moeWeightMib(f.roofline, moeCallOf(*r)));
+    max_mib = std::max(max_mib, moeWeightMib(f.roofline, moeCallOf(*r)));
     min_us = std::min(min_us, r->median_us);
   }
   f.log2_inter = powerOfTwoAxis(min_inter, max_inter);
+  f.log2_weights_mib = powerOfTwoAxis(std::max(min_mib, 1.0 / 1024), max_mib);
   for (int i = 0; i < kMoeTokensPerExpertNodes; ++i) f.log2_tokens_per_expert.push_back(i);
   MoeFit best;
   double best_error = 1e18;
@@ -187,13 +212,14 @@ std::string moeCalibrationYaml(const OperatorCalibration& c, const std::string& 
     auto sizes = [](const std::vector<double>& log2) {
       std::vector<std::string> v;
       v.reserve(log2.size());
-      for (double x : log2) v.push_back(fmt::format("{:.0f}", std::exp2(x)));
+      for (double x : log2) v.push_back(fmt::format("{:.6g}", std::exp2(x)));
       return fmt::format("[{}]", fmt::join(v, ", "));
     };
     text += fmt::format(
-        "    {}:  # efficiency = roofline / (measured - fixed_us), [tokens_per_expert][inter]\n"
-        "      kernel: {}\n      fixed_us: {}\n      tokens_per_expert: {}\n      inter: {}\n      efficiency: [\n",
-        f.dtype, f.kernel, f.fixed_us, sizes(f.log2_tokens_per_expert), sizes(f.log2_inter));
+        "    {}:  # efficiency = roofline / (measured - fixed_us), [tokens_per_expert][weights_mib][inter]\n"
+        "      kernel: {}\n      fixed_us: {}\n      tokens_per_expert: {}\n      weights_mib: {}\n      inter: {}\n"
+        "      efficiency: [\n",
+        f.dtype, f.kernel, f.fixed_us, sizes(f.log2_tokens_per_expert), sizes(f.log2_weights_mib), sizes(f.log2_inter));
     const std::size_t ni = f.log2_inter.size();
     for (std::size_t i = 0; i < f.log_efficiency.size(); i += ni) {
       std::vector<std::string> row;

@@ -116,7 +116,8 @@ void Store::insertMeasurements(const std::vector<MeasurementRow>& rows) {
     Statement s(db_, R"(INSERT OR REPLACE INTO measurements (source, line, device, hardware, date, torch, triton, cuda,
         kind, impl, kernel, phase, batch, q_len, kv_len, heads, kv_heads, head_dim, causal, dtype, median_us, p20_us,
         p80_us, runs, flops, bytes, note, page_size, window, q_dtype, kv_write, l2_warm, engine, engine_version,
-        origin, active_experts) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?))");
+        origin, active_experts, expert_matrices) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,
+        ?,?))");
     for (const auto& r : rows) {
       int i = 1;
       s.bind(i++, r.source);
@@ -140,6 +141,7 @@ void Store::insertMeasurements(const std::vector<MeasurementRow>& rows) {
       s.bind(i++, static_cast<std::int64_t>(r.l2_warm));
       for (const auto* t : {&r.engine, &r.engine_version, &r.origin}) s.bind(i++, *t);
       s.bind(i++, r.active_experts);
+      s.bind(i++, r.expert_matrices);
       s.step();
       s.reset();
     }
@@ -156,7 +158,7 @@ std::vector<MeasurementRow> Store::measurements(const std::string& kind) const {
   Statement s(db_,
               R"(SELECT source, line, device, hardware, date, torch, triton, cuda, kind, impl, kernel, phase, batch,
       q_len, kv_len, heads, kv_heads, head_dim, causal, dtype, median_us, p20_us, p80_us, runs, flops, bytes, note,
-      page_size, window, q_dtype, kv_write, l2_warm, engine, engine_version, origin, active_experts FROM measurements WHERE (?1 = '' OR kind = ?1) ORDER BY source, line)");
+      page_size, window, q_dtype, kv_write, l2_warm, engine, engine_version, origin, active_experts, expert_matrices FROM measurements WHERE (?1 = '' OR kind = ?1) ORDER BY source, line)");
   s.bind(1, kind);
   std::vector<MeasurementRow> out;
   while (s.step()) {
@@ -185,6 +187,7 @@ std::vector<MeasurementRow> Store::measurements(const std::string& kind) const {
     r.l2_warm = s.integer(i++) != 0;
     for (auto* t : {&r.engine, &r.engine_version, &r.origin}) *t = s.text(i++);
     r.active_experts = s.integer(i++);
+    r.expert_matrices = s.integer(i++);
     out.push_back(std::move(r));
   }
   return out;

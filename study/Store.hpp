@@ -28,6 +28,8 @@ struct MeasurementRow {
   std::string origin;                  // repository@commit:path of the table the row came from
   // Schema 8: of a moe row, the distinct experts its routing reached (0: balanced, min(experts, tokens · top-k)).
   std::int64_t active_experts = 0;
+  // Schema 9: of a moe row, an expert's weight matrices (0: 3, gated; 2: no gate, as Nemotron-H's).
+  std::int64_t expert_matrices = 0;
 };
 
 struct CalibrationRow {
@@ -53,7 +55,7 @@ struct OverheadRow {
 };
 
 // The schema version this attnsim writes (docs/STORE.md lists each version's changes).
-constexpr int kStoreSchemaVersion = 8;
+constexpr int kStoreSchemaVersion = 9;
 // Creates every table, or migrates a store of an older version; a newer or unknown one is a
 // UsageError naming both versions.
 void createOrMigrateSchema(sqlite3* db, const std::string& path);

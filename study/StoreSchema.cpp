@@ -132,8 +132,9 @@ struct AddedColumn {
 // engine, origin); version 6 the memory verdict of every sweep point (NULL: written before it, not assessed);
 // version 7 a sweep group's weight dtype (NULL: the model's own, as every group written before it);
 // version 8 the memory verdict of every prediction, its backend's own deployment (NULL: written before it),
-// and a moe measurement's active experts (0: balanced routing, as every row written before it).
-constexpr std::array<AddedColumn, 24> kAddedColumns{{
+// and a moe measurement's active experts (0: balanced routing, as every row written before it); version 9 a
+// moe measurement's weight matrices per expert (0: three, gated, as every row written before it).
+constexpr std::array<AddedColumn, 25> kAddedColumns{{
     {"calibrations", "heldout_mape", "REAL"},
     {"calibrations", "heldout_p90_abs_rel_error", "REAL"},
     {"calibrations", "heldout_points", "INTEGER"},
@@ -158,6 +159,7 @@ constexpr std::array<AddedColumn, 24> kAddedColumns{{
     {"predictions", "memory_need_mib", "REAL"},
     {"predictions", "memory_have_mib", "REAL"},
     {"measurements", "active_experts", "INTEGER NOT NULL DEFAULT 0"},
+    {"measurements", "expert_matrices", "INTEGER NOT NULL DEFAULT 0"},
 }};
 
 void addMissingColumns(sqlite3* db, const std::string& path) {

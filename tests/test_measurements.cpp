@@ -98,6 +98,29 @@ TEST(Measurements, ActiveExpertsIsAPositiveCountOfMoeRowsOnly) {
   }
 }
 
+// expert_matrices is an expert's weight matrices, 2 (no gate) or 3 (gated), of moe rows only: any other
+// count, or one on an attention row, is refused with the column named.
+TEST(Measurements, ExpertMatricesIsTwoOrThreeOfMoeRowsOnly) {
+  const std::string header =
+      "device,date,torch,triton,cuda,kind,impl,phase,batch,q_len,kv_len,heads,kv_heads,head_dim,causal,dtype,"
+      "median_us,p20_us,p80_us,runs,flops,bytes,note,expert_matrices\n";
+  const std::string moe = "NVIDIA H100 80GB HBM3,2026-11-22,,,,moe,k,,16,2688,1856,128,6,1,,bf16,90,,,10,,,,";
+  const std::string attention =
+      "NVIDIA H100 80GB HBM3,2026-11-22,2.11,3.6,13.0,attention,sdpa_flash,decode,1,1,512,32,"
+      "32,128,0,bf16,16.5,16,17,100,1,1,,2\n";
+  EXPECT_EQ(parseMeasurementCsv(header + moe + "2\n", "experts.csv", defaultCatalog()).front().expert_matrices, 2);
+  EXPECT_EQ(parseMeasurementCsv(header + moe + "\n", "experts.csv", defaultCatalog()).front().expert_matrices, 0);
+  for (const std::string& text : {header + moe + "4\n", header + attention}) {
+    try {
+      (void)parseMeasurementCsv(text, "experts.csv", defaultCatalog());
+      FAIL() << "expected expert_matrices to be refused: " << text;
+    } catch (const LocatedInputError& e) {
+      EXPECT_EQ(e.key(), "expert_matrices");
+      EXPECT_NE(std::string(e.what()).find("2 or 3, moe rows only"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Measurements, CsvQuotingFollowsRfc4180) {
   EXPECT_EQ(splitCsvLine(R"(a,"b, c","say ""hi""",)"), (std::vector<std::string>{"a", "b, c", "say \"hi\"", ""}));
 }

@@ -40,6 +40,22 @@ TEST(MoeFit, BalancedRoutingTouchesTheSmallerOfTheExpertsAndTheAssignments) {
   EXPECT_DOUBLE_EQ((MoeCall{64, 1024, 1024, 256, 512, 100}.activeExperts()), 100);  // the step's own routing
 }
 
+// An expert without a gate (Nemotron-H's relu²) has two weight matrices, not three: two thirds of the
+// FLOPs and of the weights a call reads.
+TEST(MoeFit, AnExpertWithoutAGateHasTwoThirdsOfTheRoofline) {
+  const GemmRoofline rates{.flops_per_us = 1e6, .bytes_per_us = 1e5, .a_bytes = 2, .b_bytes = 2};
+  MoeCall compute{16384, 4096, 1024, 8, 32768};
+  MoeCall memory{1, 4096, 1024, 8, 2};
+  const double gated_compute = moeRooflineUs(rates, compute);
+  EXPECT_DOUBLE_EQ(gated_compute, 6 * 32768.0 * 4096 * 1024 / 1e6);
+  compute.matrices = 2;
+  EXPECT_DOUBLE_EQ(moeRooflineUs(rates, compute), gated_compute * 2 / 3);
+  const double gated_memory = moeRooflineUs(rates, memory);
+  memory.matrices = 2;
+  // Two experts' third matrix in bf16 less, and the two assignments' third inter-wide activation.
+  EXPECT_DOUBLE_EQ(gated_memory - moeRooflineUs(rates, memory), (2 * 4096.0 * 1024 * 2 + 2 * 1024.0 * 2) / 1e5);
+}
+
 TEST(MoeFit, TheTimeIsTheFixedTimePlusTheRooflineOverTheEfficiencyAtItsTokensPerExpert) {
   const MoeFit f = twoNodeFit();
   const MoeCall one{8, 1024, 1024, 8, 8};  // one token per expert: efficiency 0.25
@@ -260,6 +276,32 @@ TEST(MoeFits, DeepSeekRowsCountTheExpertsItsGroupedRouterReachesAndNoneBeatsTheD
     EXPECT_GT(deepseek, 100) << gpu;
     EXPECT_GT(balanced_would_beat_dram, 20) << gpu;
   }
+}
+
+// Nemotron-H's experts have no gate (relu², an up and a down projection; the collectors' cases say
+// sglang_moe_is_gated: false), and the converter writes expert_matrices 2 on its shapes only. Read as
+// gated, about half of SGLang's Nemotron rows on the B200 would read their experts' weights faster than
+// the DRAM allows; read as two matrices, none does.
+TEST(MoeFits, NemotronRowsReadTwoMatricesPerExpertAndNoneBeatsTheDram) {
+  const std::string root = ATTNSIM_SOURCE_DIR;
+  const std::map<std::string, double> weight_bytes{{"bf16", 2}, {"nvfp4", 4.5 / 8}};
+  const auto rows = readMeasurementCsv(root + "/measurements/data/aic/b200_sxm.csv.gz", defaultCatalog());
+  const double bytes_per_us = defaultCatalog().hardware("b200").memory_bandwidth_gbps * 1e3;
+  int nemotron = 0, gated_would_beat_dram = 0;
+  for (const auto& r : rows) {
+    if (r.kind != "moe") continue;
+    const bool shape = (r.q_len == 2688 && r.heads == 128 && r.kv_heads == 6) || (r.heads == 512 && r.kv_heads == 22);
+    EXPECT_EQ(r.expert_matrices, shape ? 2 : 0) << r.q_len << " " << r.heads << " " << r.kv_heads;
+    if (!shape || r.engine != "sglang") continue;
+    ++nemotron;
+    const auto active = static_cast<double>(std::min<std::int64_t>(r.heads, r.batch * r.kv_heads));
+    const double per_matrix_us =
+        active * static_cast<double>(r.q_len * r.kv_len) * weight_bytes.at(r.dtype) / bytes_per_us;
+    EXPECT_GE(r.median_us, 2 * per_matrix_us) << r.dtype << " tokens=" << r.batch << " inter=" << r.kv_len;
+    gated_would_beat_dram += r.median_us < 3 * per_matrix_us;
+  }
+  EXPECT_GT(nemotron, 500);
+  EXPECT_GT(gated_would_beat_dram, 200);
 }
 
 }  // namespace
