@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 
 #include "hardware/AxisPosition.hpp"
@@ -50,6 +51,30 @@ std::vector<double> log2Axis(const YamlReader& r, std::string_view key, double m
   return axis;
 }
 
+// `engines: {<engine>: {floor_us, extra_us, per_row_us, kernel_scale (5 each), points, heldout}}`.
+std::vector<GemmEngineTiming> parseGemmEngineTimings(const YamlReader& engines) {
+  std::vector<GemmEngineTiming> out;
+  for (const auto& engine : engines.keysOf()) {
+    const YamlReader r = engines.map(engine);
+    GemmEngineTiming t;
+    t.engine = engine;
+    for (const auto& [key, into] :
+         {std::pair{"floor_us", &t.floor_us}, std::pair{"extra_us", &t.extra_us},
+          std::pair{"per_row_us", &t.per_row_us}, std::pair{"kernel_scale", &t.kernel_scale}}) {
+      const std::vector<double> values = numberList(r, key, 0, 1e6);
+      if (values.size() != kGemmShapeClasses)
+        r.fail(key, fmt::format("{} values for {} shape classes", values.size(), kGemmShapeClasses));
+      std::copy(values.begin(), values.end(), into->begin());
+    }
+    t.points = static_cast<int>(r.getInt("points", 1, 1 << 30));
+    t.heldout = parseHeldOutResiduals(r);
+    r.finish();
+    out.push_back(std::move(t));
+  }
+  engines.finish();
+  return out;
+}
+
 GemmSurface parseGemmSurface(const YamlReader& r, const std::string& dtype, const std::string& origin) {
   GemmSurface s;
   s.dtype = dtype;
@@ -63,6 +88,7 @@ GemmSurface parseGemmSurface(const YamlReader& r, const std::string& dtype, cons
                                      s.log2_m.size(), s.log2_n.size(), s.log2_k.size(), nodes));
   }
   for (double& e : s.log_efficiency) e = std::log(e);
+  if (const auto engines = r.findMap("engines")) s.engines = parseGemmEngineTimings(*engines);
   s.points = static_cast<int>(r.getInt("points", 1, 1 << 30));
   s.heldout = parseHeldOutResiduals(r);
   const auto own = r.find<std::string>("source");
@@ -143,9 +169,29 @@ double GemmSurface::us(double m, double n, double k) const {
   return inside * roofline.us(m, n, k) / roofline.us(cm, cn, ck);
 }
 
+std::size_t gemmShapeClass(double m, double n, double k) {
+  if (std::fmod(n, 64) != 0 || std::fmod(k, 128) != 0) return 0;
+  const bool unaligned = std::fmod(m, 4) != 0 && k > 128;
+  return (m < 32 ? 1 : 3) + (unaligned ? 1 : 0);
+}
+
+double GemmSurface::engineUs(std::string_view engine, double m, double n, double k) const {
+  const double kernel = us(m, n, k);
+  for (const auto& e : engines) {
+    if (e.engine == engine) return e.us(kernel, m, n, k);
+  }
+  return kernel;
+}
+
 double AllReduceFit::us(double bytes, int ranks) const {
   if (ranks <= 1) return 0;
   const double n = ranks;
+  for (const auto& r : per_ranks) {
+    if (r.ranks != ranks) continue;
+    const double share = (n - 1) / n * bytes;
+    return std::min(r.one_shot_latency_us + share / (r.one_shot_gbps * 1e3),
+                    r.two_shot_latency_us + 2 * share / (r.two_shot_gbps * 1e3));
+  }
   const double one_shot =
       one_shot_latency_us + (n - 1) * one_shot_per_peer_us + (n - 1) / n * bytes / (one_shot_gbps * 1e3);
   const double two_shot =
@@ -197,6 +243,32 @@ std::vector<GemmSurface> parseGemmSurfaces(const YamlReader& gemm, const std::st
 
 namespace {
 
+// `ranks: {<GPUs>: {one_shot: {latency_us, bandwidth_gbps}, two_shot: {…}}}`, ascending.
+std::vector<AllReduceRegimes> parseAllReduceRegimes(const YamlReader& ranks) {
+  std::vector<AllReduceRegimes> out;
+  for (const auto& key : ranks.keysOf()) {
+    AllReduceRegimes g;
+    const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), g.ranks);
+    if (ec != std::errc{} || end != key.data() + key.size() || g.ranks < 2 || g.ranks > 1024) {
+      ranks.fail(key, "expected a GPU count from 2 to 1024");
+    }
+    const YamlReader at = ranks.map(key);
+    const YamlReader one = at.map("one_shot");
+    g.one_shot_latency_us = one.getNumber("latency_us", 0, 1e4);
+    g.one_shot_gbps = one.getNumber("bandwidth_gbps", 0.1, 1e5);
+    one.finish();
+    const YamlReader two = at.map("two_shot");
+    g.two_shot_latency_us = two.getNumber("latency_us", 0, 1e4);
+    g.two_shot_gbps = two.getNumber("bandwidth_gbps", 0.1, 1e5);
+    two.finish();
+    at.finish();
+    if (!out.empty() && out.back().ranks >= g.ranks) ranks.fail(key, "the GPU counts must ascend");
+    out.push_back(g);
+  }
+  ranks.finish();
+  return out;
+}
+
 AllReduceFit parseAllReduceFit(const YamlReader& r, const std::string& engine, const std::string& origin) {
   AllReduceFit f;
   f.engine = engine;
@@ -210,6 +282,7 @@ AllReduceFit parseAllReduceFit(const YamlReader& r, const std::string& engine, c
   f.two_shot_gbps = two.getNumber("bandwidth_gbps", 0.1, 1e5);
   f.two_shot_per_peer_us = two.findNumber("latency_per_peer_us", 0, 1e4).value_or(0);
   two.finish();
+  if (const auto ranks = r.findMap("ranks")) f.per_ranks = parseAllReduceRegimes(*ranks);
   f.points = static_cast<int>(r.getInt("points", 1, 1 << 30));
   f.fit_mape = r.getNumber("fit_mape", 0, 100);
   f.heldout = parseHeldOutResiduals(r);

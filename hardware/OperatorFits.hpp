@@ -2,6 +2,8 @@
 // What a device's measurements say about the operators of a step beside attention (a calibration's
 // `gemm:` and `allreduce:` entries, hardware/calibrations/<id>.yaml): the dense GEMM's achieved
 // fraction of its roofline over a grid of shapes, and the TP all-reduce's two regimes.
+#include <algorithm>
+#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,6 +34,38 @@ struct GemmRoofline {
 struct PeakThroughput;
 GemmRoofline gemmRoofline(const PeakThroughput& peak, double bandwidth_gbps, std::string_view dtype);
 
+// What another engine's timed GEMM call holds beside the kernel of a surface (AIConfigurator's
+// collectors time each engine's own linear layer, collector/vllm/collect_gemm.py and
+// collector/sglang/collect_gemm.py@095f58a): vLLM's block-FP8 call runs eagerly, so the host's issue
+// time of its Python dispatch, activation quantization and kernel launches bounds it from below;
+// vLLM's per-tensor FP8 call adds its own activation quantization kernels. Per shape class, a floor
+// (the host issue time: an eager call back to back takes at least that) and a time added to the
+// kernel's, fixed and per row of A (vLLM's dynamic per-tensor FP8 quantization reduces the absolute
+// maximum with one block per token, each block an atomic max on the one scale: csrc/quantization/w8a8/
+// fp8/common.cu dynamic_scaled_fp8_quant), and the kernel's time scaled where the engine's own kernel
+// or timing differs (vLLM times one weight copy per graph for nvfp4, L2-warm, where SGLang's rows cycle
+// six): time = max(floor, scale · kernel + extra + per_row · M). The classes follow where vLLM 0.24's block-FP8
+// dispatch changes path: DeepGEMM takes N % 64 == 0 and K % 128 == 0 only (vllm/utils/deep_gemm.py
+// should_use_deepgemm_for_fp8_linear; CUTLASS otherwise), FlashInfer's swap-AB kernel takes M < 32 on
+// the GPUs with the dynamic kernel (vllm/model_executor/kernels/linear/scaled_mm/flashinfer.py), and an
+// M that is not a multiple of 4 leaves the per-token-group scales off TMA's 16-byte alignment, which
+// costs an extra layout pass when K spans more than one 128-wide group.
+inline constexpr std::size_t kGemmShapeClasses = 5;
+// 0: N % 64 or K % 128 off (no DeepGEMM); 1: M < 32, scales aligned; 2: M < 32, not; 3: M >= 32,
+// aligned; 4: M >= 32, not.
+std::size_t gemmShapeClass(double m, double n, double k);
+struct GemmEngineTiming {
+  std::string engine;
+  std::array<double, kGemmShapeClasses> floor_us{}, extra_us{}, per_row_us{};
+  std::array<double, kGemmShapeClasses> kernel_scale{1, 1, 1, 1, 1};
+  int points = 0;
+  std::optional<HeldOutResiduals> heldout;
+  [[nodiscard]] double us(double kernel_us, double m, double n, double k) const {
+    const std::size_t c = gemmShapeClass(m, n, k);
+    return std::max(floor_us[c], kernel_scale[c] * kernel_us + extra_us[c] + per_row_us[c] * m);
+  }
+};
+
 // A dense GEMM's efficiency over (M, N, K): at each node of a grid of powers of two, the roofline
 // time over the measured time. On a device (resolve) each node's time is its roofline there over the
 // node's efficiency, made non-decreasing along M, N and K (more work never takes less time: what is
@@ -44,13 +78,16 @@ struct GemmSurface {
   int points = 0;                              // nodes measured (the rest filled from their neighbours)
   std::string source;
   std::optional<HeldOutResiduals> heldout;
-  std::string transferred_from;  // empty: this device's own measurements
-  GemmRoofline roofline;         // the device's (resolve)
-  std::vector<double> log_time;  // per node on the device (resolve)
+  std::string transferred_from;           // empty: this device's own measurements
+  std::vector<GemmEngineTiming> engines;  // the other engines' timed calls over this kernel
+  GemmRoofline roofline;                  // the device's (resolve)
+  std::vector<double> log_time;           // per node on the device (resolve)
 
   void resolve(const GemmRoofline& device);
   // The GEMM's time on the resolved device, µs. Allocation-free.
   [[nodiscard]] double us(double m, double n, double k) const;
+  // One engine's timed call of the shape (GemmEngineTiming), the kernel's time for any other engine.
+  [[nodiscard]] double engineUs(std::string_view engine, double m, double n, double k) const;
   [[nodiscard]] std::size_t index(std::size_t im, std::size_t in, std::size_t ik) const {
     return (im * log2_n.size() + in) * log2_k.size() + ik;
   }
@@ -66,11 +103,24 @@ inline constexpr std::string_view kNcclAllReduce = "nccl";
 // NCCL's latency grows with the GPUs (its ring and tree take more steps): each regime may add
 // latency_per_peer_us for every GPU beyond the first (0 for the engines' custom kernels, whose one
 // shot reads every peer at once).
+// An engine's custom all-reduce changes with the GPU count: its kernel runs one-shot at 2 GPUs and
+// switches to two-shot at a size that falls with the GPUs, and above a size that also depends on the
+// GPU count the engine leaves it for another all-reduce (vLLM: csrc/custom_all_reduce.cuh, the
+// per-world-size limits of vllm/distributed/device_communicators/all_reduce_utils.py; SGLang's copy in
+// sgl-kernel). So each measured GPU count has regimes of its own (`ranks:`), and the shared regimes
+// stand for the GPU counts not measured.
+struct AllReduceRegimes {
+  int ranks = 0;
+  double one_shot_latency_us = 0, one_shot_gbps = 0;
+  double two_shot_latency_us = 0, two_shot_gbps = 0;
+};
+
 struct AllReduceFit {
   std::string engine;  // the engine whose all-reduce was timed (vllm, sglang), or nccl
   double one_shot_latency_us = 0, one_shot_gbps = 0;
   double two_shot_latency_us = 0, two_shot_gbps = 0;
   double one_shot_per_peer_us = 0, two_shot_per_peer_us = 0;
+  std::vector<AllReduceRegimes> per_ranks;  // ascending ranks; empty: the shared regimes everywhere
   int points = 0;
   double fit_mape = 0;
   std::string source;

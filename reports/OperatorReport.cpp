@@ -49,7 +49,8 @@ std::optional<std::pair<double, std::string>> catalogPrediction(const Catalog& c
   if (r.kind == "gemm") {
     const GemmSurface* s = hw.gemmSurface(r.dtype);
     if (!s) return std::nullopt;
-    return std::pair{s->us(static_cast<double>(r.batch), static_cast<double>(r.q_len), static_cast<double>(r.kv_len)),
+    return std::pair{s->engineUs(r.engine, static_cast<double>(r.batch), static_cast<double>(r.q_len),
+                                 static_cast<double>(r.kv_len)),
                      s->transferred_from.empty() ? "own fit" : "transferred from " + s->transferred_from};
   }
   if (r.kind == "moe") {  // batch = tokens, q_len = hidden, kv_len = inter / TP, heads = experts, kv_heads = top-k

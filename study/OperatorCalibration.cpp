@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -15,16 +14,12 @@
 #include "catalog/Catalog.hpp"
 #include "core/Error.hpp"
 #include "core/Strings.hpp"
-#include "cost/Collective.hpp"
 #include "cost/StepModel.hpp"
 #include "study/Calibration.hpp"
 
 namespace attnsim {
 
-namespace {
-
-// Where rows came from: the tables they were converted from (origin), else their files' names.
-std::string originsOf(const std::vector<const MeasurementRow*>& rows, const std::string& engine) {
+std::string operatorRowOrigins(const std::vector<const MeasurementRow*>& rows, const std::string& engine) {
   std::vector<std::string> out;
   for (const auto* r : rows) {
     if (r->engine != engine) continue;
@@ -33,6 +28,8 @@ std::string originsOf(const std::vector<const MeasurementRow*>& rows, const std:
   }
   return join(out, ", ");
 }
+
+namespace {
 
 // A gemm row's M, N and K (batch, q_len, kv_len).
 struct GemmShape {
@@ -139,7 +136,7 @@ void fitGemm(const Catalog& c, const std::string& hardware, const std::string& d
   }
   GemmSurface s;
   s.dtype = dtype;
-  s.source = originsOf(rows, engine);
+  s.source = operatorRowOrigins(rows, engine);
   s.log2_m = log2Axis(ms), s.log2_n = log2Axis(ns), s.log2_k = log2Axis(ks);
   std::vector<double> sum(s.log2_m.size() * s.log2_n.size() * s.log2_k.size(), 0.0);
   std::vector<int> count(sum.size(), 0);
@@ -157,136 +154,27 @@ void fitGemm(const Catalog& c, const std::string& hardware, const std::string& d
   }
   fillMissing(s);
   s.resolve(rates);
-  std::vector<double> errors;
+  std::set<std::string> others;
+  for (const auto* r : rows) {
+    if (r->engine != engine) others.insert(r->engine);
+  }
+  for (const auto& other : others) s.engines.push_back(fitGemmEngineTiming(s, other, rows));
   const std::size_t first = out.points.size();
   for (const auto* r : rows) {
     const auto [m, n, k] = shapeOf(*r);
-    const bool held_out = r->engine != engine || !onGemmGrid(*r);
+    const bool held_out = r->engine != engine ? gemmEngineRowHeldOut(*r) : !onGemmGrid(*r);
     out.points.push_back({hardware, r->engine, "gemm:" + dtype,
-                          fmt::format("m={} n={} k={}", r->batch, r->q_len, r->kv_len), r->median_us, s.us(m, n, k),
-                          defaultGemmUs(c, hw, rates, *r), held_out});
+                          fmt::format("m={} n={} k={}", r->batch, r->q_len, r->kv_len), r->median_us,
+                          s.engineUs(r->engine, m, n, k), defaultGemmUs(c, hw, rates, *r), held_out});
   }
   for (const auto& e : heldOutErrors(std::span(out.points).subspan(first))) {
-    if (e.engine == engine) s.heldout = HeldOutResiduals{e.mape, e.p90, e.points};
+    const HeldOutResiduals h{e.mape, e.p90, e.points};
+    if (e.engine == engine) s.heldout = h;
+    for (auto& t : s.engines) {
+      if (t.engine == e.engine) t.heldout = h;
+    }
   }
   out.gemm.push_back({hardware, engine, std::move(s)});
-}
-
-// One regime's line: latency + per_peer · (GPUs − 1) + bytes moved / bandwidth.
-struct RegimeLine {
-  double latency_us = 0, per_peer_us = 0, gbps = 0;
-};
-
-// A regime's call: bytes moved (its share of the message), GPUs beyond the first, measured µs.
-struct RegimeCall {
-  double moved = 0, peers = 0, us = 0;
-};
-
-// The regime's line on relative residuals over its calls; the per-peer latency only when `per_peer`
-// (NCCL). nullopt when the line is not physical (too few calls, a non-positive slope); a negative
-// latency is held at 0.
-std::optional<RegimeLine> regimeLine(const std::vector<RegimeCall>& calls, bool per_peer) {
-  if (!per_peer) {
-    std::vector<std::pair<double, double>> xy;
-    xy.reserve(calls.size());
-    for (const auto& c : calls) xy.emplace_back(c.moved, c.us);
-    if (xy.size() < 2) return std::nullopt;
-    const LineFit f = fitLine(xy, true);
-    if (f.slope <= 0) return std::nullopt;
-    return RegimeLine{std::max(0.0, f.intercept), 0, 1.0 / (f.slope * 1e3)};
-  }
-  if (calls.size() < 3) return std::nullopt;
-  Eigen::MatrixXd a(static_cast<Eigen::Index>(calls.size()), 3);
-  Eigen::VectorXd y = Eigen::VectorXd::Ones(static_cast<Eigen::Index>(calls.size()));
-  for (std::size_t i = 0; i < calls.size(); ++i) {
-    const auto row = static_cast<Eigen::Index>(i);
-    const double w = 1.0 / calls[i].us;  // relative residuals
-    a(row, 0) = w;
-    a(row, 1) = w * calls[i].moved;
-    a(row, 2) = w * calls[i].peers;
-  }
-  const Eigen::Vector3d beta = a.colPivHouseholderQr().solve(y);
-  if (beta(1) <= 0) return std::nullopt;
-  return RegimeLine{std::max(0.0, beta(0)), std::max(0.0, beta(2)), 1.0 / (beta(1) * 1e3)};
-}
-
-struct AllReduceRow {
-  double bytes = 0;
-  int ranks = 1;
-  double us = 0;
-};
-
-// The two regimes by alternation: each training call goes to the regime that predicts it faster
-// (the engine picks the faster one), each regime's line is refitted on its calls, until no call moves.
-// `per_peer`: each regime's latency also grows with the GPUs (NCCL).
-AllReduceFit fitRegimes(const std::vector<AllReduceRow>& train, bool per_peer) {
-  AllReduceFit f;
-  f.one_shot_latency_us = 3, f.one_shot_gbps = 100, f.two_shot_latency_us = 15, f.two_shot_gbps = 400;
-  std::vector<char> one(train.size(), 0);
-  for (std::size_t i = 0; i < train.size(); ++i) one[i] = train[i].bytes <= 512 * 1024 ? 1 : 0;
-  for (int iteration = 0; iteration < 50; ++iteration) {
-    std::vector<RegimeCall> a, b;
-    for (std::size_t i = 0; i < train.size(); ++i) {
-      const double share = (train[i].ranks - 1.0) / train[i].ranks * train[i].bytes;
-      (one[i] ? a : b).push_back({one[i] ? share : 2 * share, train[i].ranks - 1.0, train[i].us});
-    }
-    if (auto line = regimeLine(a, per_peer)) {
-      f.one_shot_latency_us = line->latency_us, f.one_shot_per_peer_us = line->per_peer_us;
-      f.one_shot_gbps = line->gbps;
-    }
-    if (auto line = regimeLine(b, per_peer)) {
-      f.two_shot_latency_us = line->latency_us, f.two_shot_per_peer_us = line->per_peer_us;
-      f.two_shot_gbps = line->gbps;
-    }
-    bool moved = false;
-    for (std::size_t i = 0; i < train.size(); ++i) {
-      const double n = train[i].ranks, share = (n - 1) / n * train[i].bytes;
-      const char next =
-          f.one_shot_latency_us + (n - 1) * f.one_shot_per_peer_us + share / (f.one_shot_gbps * 1e3) <=
-                  f.two_shot_latency_us + (n - 1) * f.two_shot_per_peer_us + 2 * share / (f.two_shot_gbps * 1e3)
-              ? 1
-              : 0;
-      moved = moved || next != one[i];
-      one[i] = next;
-    }
-    if (!moved) break;
-  }
-  return f;
-}
-
-bool allReduceHeldOut(const MeasurementRow& r) {
-  const auto i =
-      static_cast<std::int64_t>(std::lround(std::log2(static_cast<double>(std::max<std::int64_t>(1, r.q_len)))));
-  return i % 3 == 1;
-}
-
-void fitAllReduce(const Catalog& c, const std::string& hardware, const std::string& engine,
-                  const std::vector<const MeasurementRow*>& rows, OperatorCalibration& out) {
-  const HardwareProfile& hw = c.hardware(hardware);
-  if (!hw.interconnect_link) return;
-  std::vector<AllReduceRow> train;
-  for (const auto* r : rows) {
-    if (!allReduceHeldOut(*r)) train.push_back({r->bytes, static_cast<int>(r->batch), r->median_us});
-  }
-  AllReduceFit f = fitRegimes(train, engine == kNcclAllReduce);
-  f.engine = engine;
-  f.source = originsOf(rows, engine);
-  f.points = static_cast<int>(train.size());
-  InterconnectLink ring = *hw.interconnect_link;
-  ring.all_reduces.clear();
-  double train_error = 0;
-  const std::size_t first = out.points.size();
-  for (const auto* r : rows) {
-    const int ranks = static_cast<int>(r->batch);
-    const double fitted = f.us(r->bytes, ranks);
-    if (!allReduceHeldOut(*r)) train_error += std::fabs(fitted / r->median_us - 1);
-    out.points.push_back({hardware, engine, "allreduce", fmt::format("bytes={:.0f} gpus={}", r->bytes, ranks),
-                          r->median_us, fitted, allReduceUs(ring, r->bytes, ranks), allReduceHeldOut(*r)});
-  }
-  f.fit_mape = train.empty() ? 0 : train_error / static_cast<double>(train.size());
-  for (const auto& e : heldOutErrors(std::span(out.points).subspan(first)))
-    f.heldout = HeldOutResiduals{e.mape, e.p90, e.points};
-  out.all_reduce.push_back({hardware, std::move(f)});
 }
 
 }  // namespace
@@ -305,7 +193,7 @@ OperatorCalibration calibrateOperators(const Catalog& c, const std::vector<Measu
   }
   OperatorCalibration out;
   for (const auto& [key, members] : gemm) fitGemm(c, key.first, key.second, members, out);
-  for (const auto& [key, members] : all_reduce) fitAllReduce(c, key.first, key.second, members, out);
+  for (const auto& [key, members] : all_reduce) calibrateAllReduce(c, key.first, key.second, members, out);
   for (const auto& [key, members] : moe)
     calibrateMoe(c, members, std::get<0>(key), std::get<1>(key), std::get<2>(key), out);
   return out;
@@ -340,20 +228,9 @@ std::string operatorCalibrationYaml(const OperatorCalibration& c, const std::str
     }
     text += fmt::format("    ]\n    points: {}\n    source: \"{}\"\n", s.points, s.source);
     if (s.heldout) text += fmt::format("    heldout: {}\n", heldout(s.heldout));
+    text += gemmEngineTimingsYaml(s);
   }
-  bool first = true;
-  for (const auto& a : c.all_reduce) {
-    if (a.hardware != hardware) continue;
-    if (first) text += "allreduce:\n", first = false;
-    const AllReduceFit& f = a.fit;
-    auto per_peer = [](double us) { return us > 0 ? fmt::format(", latency_per_peer_us: {:.3f}", us) : std::string{}; };
-    text += fmt::format(
-        "  {}: {{one_shot: {{latency_us: {:.3f}, bandwidth_gbps: {:.1f}{}}}, two_shot: {{latency_us: {:.3f}, "
-        "bandwidth_gbps: {:.1f}{}}}, points: {}, fit_mape: {:.4f}{}, source: \"{}\"}}\n",
-        f.engine, f.one_shot_latency_us, f.one_shot_gbps, per_peer(f.one_shot_per_peer_us), f.two_shot_latency_us,
-        f.two_shot_gbps, per_peer(f.two_shot_per_peer_us), f.points, f.fit_mape,
-        f.heldout ? ", heldout: " + heldout(f.heldout) : std::string{}, f.source);
-  }
+  text += allReduceCalibrationYaml(c, hardware);
   if (text.empty()) return text;
   return "# gemm and allreduce: attnsim calibrate --only gemm,allreduce (docs/MEASUREMENTS.md)\n" + text;
 }

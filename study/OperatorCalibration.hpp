@@ -63,10 +63,31 @@ inline constexpr int kMinGemmSurfaceNodes = 64;
 // Errors of each (hardware, engine, op) over the held-out ones of `points`.
 std::vector<OperatorErrors> heldOutErrors(std::span<const OperatorPoint> points);
 
-// The held-out rule: a GEMM row off the power-of-two grid, or of an engine whose grid was not the one
-// fitted; an all-reduce row whose message size is 2^i elements with i % 3 == 1.
+// The held-out rule: a GEMM row of the fitted grid's engine off the power-of-two grid, a row of another
+// engine by gemmEngineRowHeldOut; an all-reduce row whose message size is 2^i elements with i % 3 == 1.
 OperatorCalibration calibrateOperators(const Catalog& catalog, const std::vector<MeasurementRow>& rows,
                                        const std::string& hardware);
+
+// A GEMM row of an engine other than the surface's held out of its GemmEngineTiming's fit:
+// (M + N/32 + K/32) % 3 == 0, about a third of them.
+bool gemmEngineRowHeldOut(const MeasurementRow& r);
+// The floors and added times of `engine`'s timed calls over the fitted surface `s`, on its rows that
+// are not held out (study/GemmEngineCalibration.cpp).
+GemmEngineTiming fitGemmEngineTiming(const GemmSurface& s, const std::string& engine,
+                                     const std::vector<const MeasurementRow*>& rows);
+// The `engines:` block of a surface's calibration entry ("" without).
+std::string gemmEngineTimingsYaml(const GemmSurface& s);
+
+// Where rows of `engine` came from: the tables they were converted from, else their files' names.
+std::string operatorRowOrigins(const std::vector<const MeasurementRow*>& rows, const std::string& engine);
+
+// The all-reduce fit of one (hardware, engine) from its `allreduce` rows (study/AllReduceCalibration.cpp):
+// the shared one-shot and two-shot regimes over every GPU count, and for an engine's custom all-reduce
+// (not NCCL) the regimes of each GPU count of its own. Held out: message sizes of 2^i elements, i % 3 == 1.
+void calibrateAllReduce(const Catalog& catalog, const std::string& hardware, const std::string& engine,
+                        const std::vector<const MeasurementRow*>& rows, OperatorCalibration& out);
+// A calibration file's `allreduce:` section for one device ("" when it has no fit).
+std::string allReduceCalibrationYaml(const OperatorCalibration& c, const std::string& hardware);
 
 // The fused-MoE fits of `moe` rows (study/MoeCalibration.cpp), one per (hardware, engine, dtype) over
 // its most-timed kernel. Held out: every call of the shape classes whose (hidden + 3·inter + 7·experts

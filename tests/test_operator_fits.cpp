@@ -3,8 +3,11 @@
 // and predicted one call at a time (`predict --gemm`, `predict --allreduce`).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "catalog/Catalog.hpp"
 #include "core/Error.hpp"
+#include "core/YamlReader.hpp"
 #include "cost/Collective.hpp"
 #include "cost/StepModel.hpp"
 #include "simulator/Evaluation.hpp"
@@ -96,10 +99,102 @@ TEST(OperatorFits, AnAllReduceTransfersOnlyOverTheSameLink) {
   // The H100 PCIe's link is not the SXM's NVSwitch: the ring model on its own figures.
   ASSERT_TRUE(c.hardware("h100-pcie").interconnect_link);
   EXPECT_TRUE(c.hardware("h100-pcie").interconnect_link->all_reduces.empty());
-  // Small messages cost the one-shot latency, large ones stream at the two-shot bandwidth.
+  // Small messages cost the one-shot latency, large ones stream at the two-shot bandwidth: at 8 GPUs
+  // those fitted for 8 GPUs, at 6 (not measured) the regimes shared by every GPU count.
   const AllReduceFit& f = *h100.allReduceFor("vllm");
-  EXPECT_NEAR(allReduceUs(h100, 256, 8, "vllm"), f.one_shot_latency_us, 0.1);
-  EXPECT_NEAR(allReduceUs(h100, 1e9, 8, "vllm"), f.two_shot_latency_us + 1.75e9 / (f.two_shot_gbps * 1e3), 1e-6);
+  const auto eight = std::find_if(f.per_ranks.begin(), f.per_ranks.end(), [](const auto& r) { return r.ranks == 8; });
+  ASSERT_NE(eight, f.per_ranks.end());
+  EXPECT_NEAR(allReduceUs(h100, 256, 8, "vllm"), eight->one_shot_latency_us, 0.1);
+  EXPECT_NEAR(allReduceUs(h100, 1e9, 8, "vllm"), eight->two_shot_latency_us + 1.75e9 / (eight->two_shot_gbps * 1e3),
+              1e-6);
+  EXPECT_NEAR(allReduceUs(h100, 256, 6, "vllm"), f.one_shot_latency_us, 0.1);
+}
+
+TEST(AllReduceFit, AMeasuredGpuCountTakesItsOwnRegimesAndTheOthersTheSharedOnes) {
+  AllReduceFit f;
+  f.engine = "vllm";
+  f.one_shot_latency_us = f.two_shot_latency_us = 10;
+  f.one_shot_gbps = 100;
+  f.two_shot_gbps = 200;
+  f.per_ranks = {
+      {.ranks = 2, .one_shot_latency_us = 3, .one_shot_gbps = 50, .two_shot_latency_us = 30, .two_shot_gbps = 500}};
+  // 2 GPUs, 1 MB: one-shot 3 + 0.5e6 / 50e3 = 13 µs against two-shot 30 + 1e6 / 500e3 = 32.
+  EXPECT_DOUBLE_EQ(f.us(1e6, 2), 13);
+  // 100 MB: the two-shot regime, 30 + 1e8 / 500e3 = 230 µs.
+  EXPECT_DOUBLE_EQ(f.us(1e8, 2), 230);
+  // 4 GPUs were not measured: the shared regimes, 10 + 0.75e6 / 100e3 = 17.5 µs.
+  EXPECT_DOUBLE_EQ(f.us(1e6, 4), 17.5);
+}
+
+TEST(AllReduceFit, AFileWithPerGpuCountRegimesReadsThemAndRejectsABadCount) {
+  const auto text = [](const std::string& ranks) {
+    return "vllm: {one_shot: {latency_us: 4, bandwidth_gbps: 80}, two_shot: {latency_us: 9, bandwidth_gbps: 350}, "
+           "ranks: {" +
+           ranks + "}, points: 45, fit_mape: 0.05}";
+  };
+  const auto read = [&](const std::string& ranks) {
+    return parseAllReduceFits(YamlReader::parseDocument(text(ranks), "cal.yaml"), "cal.yaml");
+  };
+  const auto fits = read(
+      "2: {one_shot: {latency_us: 2, bandwidth_gbps: 60}, two_shot: {latency_us: 7, "
+      "bandwidth_gbps: 300}}, 8: {one_shot: {latency_us: 5, bandwidth_gbps: 90}, two_shot: "
+      "{latency_us: 12, bandwidth_gbps: 400}}");
+  ASSERT_EQ(fits.size(), 1U);
+  ASSERT_EQ(fits[0].per_ranks.size(), 2U);
+  EXPECT_EQ(fits[0].per_ranks[1].ranks, 8);
+  EXPECT_DOUBLE_EQ(fits[0].per_ranks[1].two_shot_gbps, 400);
+  try {
+    (void)read("one: {one_shot: {latency_us: 2, bandwidth_gbps: 60}, two_shot: {latency_us: 7, bandwidth_gbps: 300}}");
+    FAIL() << "a GPU count that is not a number was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("cal.yaml"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("GPU count"), std::string::npos) << e.what();
+  }
+}
+
+TEST(GemmEngineTiming, ShapeClassesFollowDeepGemmsLimitsTheSmallBatchSwitchAndScaleAlignment) {
+  EXPECT_EQ(gemmShapeClass(17, 32, 4096), 0U);    // N % 64: no DeepGEMM
+  EXPECT_EQ(gemmShapeClass(4096, 4096, 64), 0U);  // K % 128
+  EXPECT_EQ(gemmShapeClass(16, 4096, 4096), 1U);  // M < 32, M % 4 == 0
+  EXPECT_EQ(gemmShapeClass(17, 4096, 4096), 2U);
+  EXPECT_EQ(gemmShapeClass(17, 4096, 128), 1U);  // one 128-wide group: nothing to realign
+  EXPECT_EQ(gemmShapeClass(2048, 4096, 4096), 3U);
+  EXPECT_EQ(gemmShapeClass(2049, 4096, 4096), 4U);
+}
+
+TEST(GemmEngineTiming, AnotherEnginesCallIsAtLeastItsFloorElseItsScaledKernelPlusItsAddedTimes) {
+  GemmSurface s = flatSurface(0.5);
+  GemmEngineTiming t;
+  t.engine = "vllm";
+  t.floor_us = {20000, 10000, 12000, 16000, 18000};  // the flat surface's device is slow (ms per call)
+  t.extra_us = {0, 0, 0, 2, 0};
+  t.per_row_us = {0, 0, 0, 0.001, 0};
+  t.kernel_scale = {1, 1, 1, 0.5, 1};
+  s.engines.push_back(t);
+  // A small call: the class's floor.
+  ASSERT_LT(s.us(5, 1024, 1024), 10000);
+  EXPECT_DOUBLE_EQ(s.engineUs("vllm", 4, 1024, 1024), 10000);  // M < 32, M % 4 == 0: class 1
+  EXPECT_DOUBLE_EQ(s.engineUs("vllm", 5, 1024, 1024), 12000);  // M % 4 != 0: class 2
+  EXPECT_DOUBLE_EQ(s.engineUs("vllm", 1, 1000, 1024), 20000);  // N % 64: class 0
+  // A large one: half the kernel plus 2 µs and 1 ns per row.
+  const double kernel = s.us(1024, 4096, 4096);
+  ASSERT_GT(0.5 * kernel, 16000);
+  EXPECT_DOUBLE_EQ(s.engineUs("vllm", 1024, 4096, 4096), 0.5 * kernel + 2 + 1.024);
+  // The surface's own engine, and any other, is the kernel.
+  EXPECT_DOUBLE_EQ(s.engineUs("sglang", 1, 1024, 1024), s.us(1, 1024, 1024));
+}
+
+TEST(GemmEngineTiming, VllmsEagerBlockFp8RowsCarryTheHostFloorTheKernelSurfaceDoesNot) {
+  // vLLM's block-FP8 rows are timed eagerly (collector/vllm/collect_gemm.py: use_cuda_graph is off for
+  // fp8_block): a tiny call costs the host's issue time, tens of µs, where the kernel takes a few.
+  const Catalog& c = defaultCatalog();
+  for (const char* hw : {"h100-sxm", "b200"}) {
+    const GemmSurface* s = c.hardware(hw).gemmSurface("fp8_block");
+    ASSERT_NE(s, nullptr) << hw;
+    EXPECT_LT(s->us(32, 4096, 4096), 40) << hw;
+    EXPECT_GT(s->engineUs("vllm", 32, 4096, 4096), std::max(50.0, 2 * s->us(32, 4096, 4096))) << hw;
+    EXPECT_DOUBLE_EQ(s->engineUs("sglang", 32, 4096, 4096), s->us(32, 4096, 4096)) << hw;
+  }
 }
 
 // A link with one engine's all-reduce and NCCL's, each a single regime: vLLM 5 µs + 100 GB/s, NCCL 20 µs + 50.

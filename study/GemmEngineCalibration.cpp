@@ -1,0 +1,126 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <vector>
+
+#include "study/OperatorCalibration.hpp"
+
+// What another engine's timed GEMM call adds to the fitted kernel surface (GemmEngineTiming).
+namespace attnsim {
+
+namespace {
+
+// One training call: its rows of A, the surface's kernel time and the engine's measured time.
+struct EngineGemmCall {
+  double m = 0, kernel_us = 0, measured_us = 0;
+};
+
+// 0 and `count` values spread over the sorted `v` from its least to its largest (v not empty).
+std::vector<double> spreadOf(std::vector<double> v, std::size_t count) {
+  std::sort(v.begin(), v.end());
+  std::vector<double> out{0.0};
+  out.reserve(count + 1);
+  for (std::size_t i = 0; i < count; ++i) out.push_back(v[i * (v.size() - 1) / (count - 1)]);
+  return out;
+}
+
+// A class's floor, fixed and per-row added times, and the kernel's scale.
+struct EngineGemmTerms {
+  double floor = 0, extra = 0, per_row = 0, scale = 1;
+};
+
+// The kernel scales tried: from 0.6 to 1.5 of the surface's time.
+constexpr std::array<double, 8> kKernelScales{0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5};
+
+double sumRelativeError(const std::vector<EngineGemmCall>& calls, const EngineGemmTerms& t) {
+  double sum = 0;
+  for (const auto& c : calls) {
+    sum += std::fabs(std::max(t.floor, t.scale * c.kernel_us + t.extra + t.per_row * c.m) / c.measured_us - 1);
+  }
+  return sum;
+}
+
+// The terms of one class that make its calls' summed relative error least, over a spread of
+// candidates: floors from the measured times, added times from measured − kernel (whole, and per row).
+EngineGemmTerms fitTerms(const std::vector<EngineGemmCall>& calls) {
+  std::vector<double> measured, above, above_per_row;
+  measured.reserve(calls.size());
+  above.reserve(calls.size());
+  above_per_row.reserve(calls.size());
+  for (const auto& c : calls) {
+    measured.push_back(c.measured_us);
+    above.push_back(std::max(0.0, c.measured_us - c.kernel_us));
+    above_per_row.push_back(above.back() / c.m);
+  }
+  EngineGemmTerms best;
+  double least = sumRelativeError(calls, best);
+  const std::vector<double> floors = spreadOf(measured, 16), extras = spreadOf(above, 16);
+  const std::vector<double> per_rows = spreadOf(above_per_row, 12);
+  for (double floor : floors) {
+    for (double extra : extras) {
+      for (double per_row : per_rows) {
+        for (double scale : kKernelScales) {
+          const EngineGemmTerms t{floor, extra, per_row, scale};
+          const double e = sumRelativeError(calls, t);
+          if (e < least) least = e, best = t;
+        }
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+bool gemmEngineRowHeldOut(const MeasurementRow& r) { return (r.batch + r.q_len / 32 + r.kv_len / 32) % 3 == 0; }
+
+GemmEngineTiming fitGemmEngineTiming(const GemmSurface& s, const std::string& engine,
+                                     const std::vector<const MeasurementRow*>& rows) {
+  std::vector<std::vector<EngineGemmCall>> by_class(kGemmShapeClasses);
+  std::vector<EngineGemmCall> all;
+  GemmEngineTiming t;
+  t.engine = engine;
+  for (const auto* r : rows) {
+    if (r->engine != engine || gemmEngineRowHeldOut(*r)) continue;
+    const auto m = static_cast<double>(r->batch), n = static_cast<double>(r->q_len);
+    const auto k = static_cast<double>(r->kv_len);
+    const EngineGemmCall call{m, s.us(m, n, k), r->median_us};
+    by_class[gemmShapeClass(m, n, k)].push_back(call);
+    all.push_back(call);
+    ++t.points;
+  }
+  if (all.empty()) return t;
+  const EngineGemmTerms pooled = fitTerms(all);
+  for (std::size_t c = 0; c < kGemmShapeClasses; ++c) {
+    // A class with too few calls of its own takes the fit over every class's calls.
+    const EngineGemmTerms fit = by_class[c].size() >= 3 ? fitTerms(by_class[c]) : pooled;
+    t.floor_us[c] = fit.floor;
+    t.extra_us[c] = fit.extra;
+    t.per_row_us[c] = fit.per_row;
+    t.kernel_scale[c] = fit.scale;
+  }
+  return t;
+}
+
+std::string gemmEngineTimingsYaml(const GemmSurface& s) {
+  if (s.engines.empty()) return {};
+  std::string text =
+      "    engines:  # other engines' timed calls: max(floor_us, kernel_scale · kernel + extra_us + per_row_us · M) "
+      "per class\n";
+  for (const auto& e : s.engines) {
+    text += fmt::format(
+        "      {}: {{floor_us: [{:.2f}], extra_us: [{:.2f}], per_row_us: [{:.3g}], kernel_scale: [{:.2f}], points: {}",
+        e.engine, fmt::join(e.floor_us, ", "), fmt::join(e.extra_us, ", "), fmt::join(e.per_row_us, ", "),
+        fmt::join(e.kernel_scale, ", "), e.points);
+    if (e.heldout) {
+      text += fmt::format(", heldout: {{mape: {:.4f}, p90_abs_rel_error: {:.4f}, points: {}}}", e.heldout->mape,
+                          e.heldout->p90_abs_rel_error, e.heldout->points);
+    }
+    text += "}\n";
+  }
+  return text;
+}
+
+}  // namespace attnsim
