@@ -35,17 +35,17 @@ namespace {
 
 SplitPolicy parseSplitPolicy(const YamlReader& r) {
   SplitPolicy p;
-  const std::string kind =
-      r.getOneOf("kind", {"search", "fixed", "segments", "sglang", "occupancy", "partition", "per_sm", "graph", "multi_block"});
-  p.rule = kind == "fixed"       ? SplitRule::Fixed
-           : kind == "segments"  ? SplitRule::Segments
-           : kind == "sglang"    ? SplitRule::Sglang
-           : kind == "occupancy" ? SplitRule::Occupancy
-           : kind == "partition" ? SplitRule::Partition
-           : kind == "per_sm"    ? SplitRule::PerSm
-           : kind == "graph"     ? SplitRule::Graph
+  const std::string kind = r.getOneOf(
+      "kind", {"search", "fixed", "segments", "sglang", "occupancy", "partition", "per_sm", "graph", "multi_block"});
+  p.rule = kind == "fixed"         ? SplitRule::Fixed
+           : kind == "segments"    ? SplitRule::Segments
+           : kind == "sglang"      ? SplitRule::Sglang
+           : kind == "occupancy"   ? SplitRule::Occupancy
+           : kind == "partition"   ? SplitRule::Partition
+           : kind == "per_sm"      ? SplitRule::PerSm
+           : kind == "graph"       ? SplitRule::Graph
            : kind == "multi_block" ? SplitRule::MultiBlock
-                                 : SplitRule::Search;
+                                   : SplitRule::Search;
   if (p.rule == SplitRule::MultiBlock) {
     p.tokens = static_cast<int>(r.getInt("tokens", 1, 1 << 20));
   } else if (p.rule == SplitRule::Partition) {

@@ -51,8 +51,8 @@ enum class SplitRule { Search, Fixed, Segments, Sglang, Occupancy, Partition, Pe
 struct SplitPolicy {
   SplitRule rule = SplitRule::Search;
   int splits = 0;
-  int grid_2d = 0;  // segments: the 2D launch's minimum grid (vLLM MIN_LAUNCH_GRID_SIZE_2D)
-  int tokens = 0;   // partition: keys per split; multi_block: fewest keys per split at head dim 128
+  int grid_2d = 0;     // segments: the 2D launch's minimum grid (vLLM MIN_LAUNCH_GRID_SIZE_2D)
+  int tokens = 0;      // partition: keys per split; multi_block: fewest keys per split at head dim 128
   int max_tokens = 0;  // graph: the largest call (query tokens) that runs `splits`
   int wide_tokens = 0, wide_max_context = 0, wide_max_head_dim = 0;  // partition: the wider split's limits
 };

@@ -53,10 +53,12 @@ TEST(TileRules, SglangTritonPrefillOnHopperRunsItsHeadDimsBlocksWhileDecodeAndBl
   const AttentionCost hopper = callOn("h100-sxm", "triton-sglang", Phase::Prefill, d512, {1, 4096, 4096}, 1);
   EXPECT_DOUBLE_EQ(hopper.ctas, 4096.0 / 32);  // BLOCK_M 32 above head dim 256
   EXPECT_DOUBLE_EQ(hopper.slots, 132);         // one CTA per SM
-  const AttentionCost d128 = callOn("h100-sxm", "triton-sglang", Phase::Prefill, headsOf(1, 1, 128), {1, 4096, 4096}, 1);
+  const AttentionCost d128 =
+      callOn("h100-sxm", "triton-sglang", Phase::Prefill, headsOf(1, 1, 128), {1, 4096, 4096}, 1);
   EXPECT_DOUBLE_EQ(d128.ctas, 4096.0 / 64);  // the family's tile, as the harness's d128 rows were fitted
   EXPECT_DOUBLE_EQ(d128.slots, 2 * 132);     // two CTAs per SM at head dim 128
-  const AttentionCost d256 = callOn("h100-sxm", "triton-sglang", Phase::Prefill, headsOf(1, 1, 256), {1, 4096, 4096}, 1);
+  const AttentionCost d256 =
+      callOn("h100-sxm", "triton-sglang", Phase::Prefill, headsOf(1, 1, 256), {1, 4096, 4096}, 1);
   EXPECT_DOUBLE_EQ(d256.ctas, 4096.0 / 128);  // BLOCK_M 128 up to head dim 256
   EXPECT_DOUBLE_EQ(d256.slots, 132);
   const AttentionCost blackwell = callOn("b200", "triton-sglang", Phase::Prefill, d512, {1, 4096, 4096}, 1);
