@@ -24,18 +24,31 @@ const std::vector<std::string> kKvFormats{"fp32", "fp16", "bf16", "fp8_e4m3", "f
 const std::vector<std::string> kArchitectures{"ampere", "ada",   "hopper",  "blackwell", "cdna2",
                                               "cdna3",  "cdna4", "davinci", "xe-hpc",    "sapphire-rapids"};
 
+}  // namespace
+
+int architectureIndex(std::string_view architecture) {
+  const auto at = std::find(kArchitectures.begin(), kArchitectures.end(), architecture);
+  return at == kArchitectures.end() ? -1 : static_cast<int>(at - kArchitectures.begin());
+}
+
+namespace {
+
 SplitPolicy parseSplitPolicy(const YamlReader& r) {
   SplitPolicy p;
-  const std::string kind =
-      r.getOneOf("kind", {"search", "fixed", "segments", "sglang", "occupancy", "partition", "per_sm"});
-  p.rule = kind == "fixed"       ? SplitRule::Fixed
-           : kind == "segments"  ? SplitRule::Segments
-           : kind == "sglang"    ? SplitRule::Sglang
-           : kind == "occupancy" ? SplitRule::Occupancy
-           : kind == "partition" ? SplitRule::Partition
-           : kind == "per_sm"    ? SplitRule::PerSm
-                                 : SplitRule::Search;
-  if (p.rule == SplitRule::Partition) {
+  const std::string kind = r.getOneOf(
+      "kind", {"search", "fixed", "segments", "sglang", "occupancy", "partition", "per_sm", "graph", "multi_block"});
+  p.rule = kind == "fixed"         ? SplitRule::Fixed
+           : kind == "segments"    ? SplitRule::Segments
+           : kind == "sglang"      ? SplitRule::Sglang
+           : kind == "occupancy"   ? SplitRule::Occupancy
+           : kind == "partition"   ? SplitRule::Partition
+           : kind == "per_sm"      ? SplitRule::PerSm
+           : kind == "graph"       ? SplitRule::Graph
+           : kind == "multi_block" ? SplitRule::MultiBlock
+                                   : SplitRule::Search;
+  if (p.rule == SplitRule::MultiBlock) {
+    p.tokens = static_cast<int>(r.getInt("tokens", 1, 1 << 20));
+  } else if (p.rule == SplitRule::Partition) {
     p.tokens = static_cast<int>(r.getInt("tokens", 1, 1 << 20));
     if (r.has("wide_tokens")) {
       p.wide_tokens = static_cast<int>(r.getInt("wide_tokens", 1, 1 << 20));
@@ -45,6 +58,7 @@ SplitPolicy parseSplitPolicy(const YamlReader& r) {
   } else if (p.rule != SplitRule::Search && p.rule != SplitRule::Occupancy)
     p.splits = static_cast<int>(r.getInt("splits", 1, 1024));
   if (p.rule == SplitRule::Segments) p.grid_2d = static_cast<int>(r.getInt("grid_2d", 1, 1 << 20));
+  if (p.rule == SplitRule::Graph) p.max_tokens = static_cast<int>(r.getInt("max_tokens", 1, 1 << 20));
   r.finish();
   return p;
 }
@@ -171,6 +185,12 @@ KernelFamily parseKernelFamily(const YamlReader& r) {
     t.tile_q = static_cast<int>(rule.getInt("tile_q", 1, 1024));
     t.tile_kv = static_cast<int>(rule.getInt("tile_kv", 1, 4096));
     t.ctas_per_sm = static_cast<int>(rule.findInt("ctas_per_sm", 1, 64).value_or(0));
+    if (rule.has("architecture")) {
+      t.architecture = architectureIndex(rule.getOneOf("architecture", kArchitectures));
+    }
+    if (rule.has("phase")) {
+      t.phase = rule.getOneOf("phase", {"prefill", "decode"}) == "prefill" ? TilePhase::Prefill : TilePhase::Decode;
+    }
     rule.finish();
     previous = t.max_head_dim;  // rules ascend, so the first that covers a head dim is the tightest
     k.tiles_by_head_dim.push_back(t);

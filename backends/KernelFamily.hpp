@@ -1,6 +1,7 @@
 #pragma once
 // How a kernel computes, independent of which engine calls it: FlashInfer's decode kernel is the
 // same code in vLLM, SGLang and RTP-LLM. The cost model and the reference kernels key on this.
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
@@ -14,12 +15,19 @@ namespace attnsim {
 
 // A kernel that picks its tile shape by head dimension (CUTLASS/xFormers: 64×64 up to d 64,
 // 64×128 up to 128, 32×128 above): the first rule whose max_head_dim covers the call applies.
+// A rule may hold for one kind of call only: SGLang's Triton backend runs prefill/extend and decode in
+// two kernels with their own block sizes.
+enum class TilePhase : std::uint8_t { Any, Prefill, Decode };  // Prefill: prefill and extend calls
 struct HeadDimTiles {
   int max_head_dim = 0;
   int tile_q = 0;
   int tile_kv = 0;
   int ctas_per_sm = 0;  // 0: the family's
+  TilePhase phase = TilePhase::Any;
+  int architecture = -1;  // architectureIndex of the only architecture the rule holds on; -1: every one
 };
+// The position of an architecture family name in the catalog's list of them; -1 when it is none.
+int architectureIndex(std::string_view architecture);
 
 // How a split-KV decode kernel picks its split count. search: the model's fastest split (FA2/FA3-like
 // heuristics that fill the machine); fixed: always `splits` (vLLM TRITON_MLA); segments: vLLM's
@@ -33,12 +41,19 @@ struct HeadDimTiles {
 // per_sm: PyTorch's flex-decoding template, `splits` per SM over the grid's (request, KV head)
 // programs: max(1, SMs // (requests x KV heads)) x splits (torch/_inductor/kernel/flex/flex_decoding.py
 // get_split_k).
-enum class SplitRule { Search, Fixed, Segments, Sglang, Occupancy, Partition, PerSm };
+// graph: vLLM's FLASH_ATTN with FA4 under full CUDA graphs: exactly `splits` while the call's query
+// tokens fit the graph capture size (`max_tokens`), else FA4's own num_splits_heuristic
+// (min(SMs // query tiles, 128, KV blocks); none for at most 4 KV blocks).
+// multi_block: TensorRT-LLM's MMHA multi-block mode, one wave of blocks: ceil(SMs / (requests x query
+// heads)) splits, at most one per `tokens` keys (its seq_len_per_kv_loop at head dim 128, scaled by
+// 128 / head dim), at least one.
+enum class SplitRule { Search, Fixed, Segments, Sglang, Occupancy, Partition, PerSm, Graph, MultiBlock };
 struct SplitPolicy {
   SplitRule rule = SplitRule::Search;
   int splits = 0;
-  int grid_2d = 0;  // segments: the 2D launch's minimum grid (vLLM MIN_LAUNCH_GRID_SIZE_2D)
-  int tokens = 0;   // partition: keys per split
+  int grid_2d = 0;     // segments: the 2D launch's minimum grid (vLLM MIN_LAUNCH_GRID_SIZE_2D)
+  int tokens = 0;      // partition: keys per split; multi_block: fewest keys per split at head dim 128
+  int max_tokens = 0;  // graph: the largest call (query tokens) that runs `splits`
   int wide_tokens = 0, wide_max_context = 0, wide_max_head_dim = 0;  // partition: the wider split's limits
 };
 

@@ -250,6 +250,17 @@ void recordSplit(AttentionCost& out, const CallTerms& c, const Waves& w, const S
   out.utilization = st.kernel_us > 0 ? w.sum_work_us / (c.slots * st.kernel_us) : 0;
 }
 
+// A kernel with a split rule (the engines' Triton decode kernels) launches exactly its rule's count (0:
+// none). vLLM's FA4 graph splits also hold for a prefill of one-token prompts: its tokens never exceed
+// the graph capture size where its decode's do not (longer prompts: not modelled, docs/COST_MODEL.md).
+int ruledSplitCount(const Call& call) {
+  const bool graph_rows =
+      call.kernel.split_policy.rule == SplitRule::Graph &&
+      std::all_of(call.groups.begin(), call.groups.end(), [](const RequestGroup& g) { return g.q_len == 1; });
+  if (!(call.decode_like || graph_rows) || !call.kernel.split_kv) return 0;
+  return attention_cost::ruledSplits(call.kernel, call.shape, call.groups, call.device.compute_units);
+}
+
 // The split count the kernel runs with. "fastest" (FlashInfer's and the Triton planners balance the
 // KV over the machine): the fastest count, fewest on ties; the counts on offer shrink as the batch
 // grows, so the minimum never falls. "occupancy" (FlashAttention's num_splits_heuristic): the
@@ -286,10 +297,7 @@ AttentionCost searchSplits(const Call& call, const CallTerms& c) {
     }
     return w.ctas >= 2 * c.slots;
   };
-  // A kernel with a split rule (the engines' Triton decode kernels) launches exactly its rule's count.
-  const int ruled = call.decode_like && call.kernel.split_kv
-                        ? attention_cost::ruledSplits(call.kernel, call.shape, call.groups, call.device.compute_units)
-                        : 0;
+  const int ruled = ruledSplitCount(call);
   if (ruled > 0) {
     // flex-decoding's count is capped by the KV tiles (splits past them are empty) and, over a page
     // pool, by the splits one sequence's pages fill.

@@ -69,6 +69,49 @@ int partitionSplits(const KernelModel& k, const AttentionShape& s, std::span<con
   return static_cast<int>(std::max<std::int64_t>(1, ceilDiv(longest, wide ? p.wide_tokens : p.tokens)));
 }
 
+// vLLM's FLASH_ATTN metadata builder (v1/attention/backends/flash_attn.py, build, v0.24.0) passes
+// max_num_splits = flash_attn_max_num_splits_for_cuda_graph (32) when full CUDA graphs are on and the
+// call's tokens fit max_cudagraph_size, else 0. FA3 takes it as a cap of its own heuristic; FA4 runs
+// exactly that count (flash_attn/cute/interface.py _flash_attn_fwd, Dao-AILab/flash-attention@5d4c9537:
+// num_splits < 1 runs num_splits_heuristic, any other count as given), and else its heuristic:
+// min(SMs // query tiles, 128, KV blocks), none for at most 4 KV blocks.
+int graphSplits(const KernelModel& k, const AttentionShape& s, std::span<const RequestGroup> groups,
+                int compute_units) {
+  std::int64_t tokens = 0;
+  double mblocks = 0;
+  std::int64_t nblocks = 0;
+  for (const auto& g : groups) {
+    tokens += g.count * g.q_len;
+    const std::int64_t rows = g.q_len * (k.gqa_packing ? s.groupSize() : 1);
+    const double heads = k.gqa_packing ? s.num_kv_heads : s.num_heads;
+    mblocks += static_cast<double>(g.count) * heads * static_cast<double>(ceilDiv(rows, std::max(1, k.tile_q)));
+    nblocks = std::max(nblocks, ceilDiv(uniqueKvTokens(g, s), std::max(1, k.tile_kv)));
+  }
+  if (tokens <= k.split_policy.max_tokens) return k.split_policy.splits;
+  if (nblocks <= 4) return 1;
+  const double by_sms = std::floor(static_cast<double>(compute_units) / std::max(1.0, mblocks));
+  return static_cast<int>(std::max(1.0, std::min({by_sms, 128.0, static_cast<double>(nblocks)})));
+}
+
+// TensorRT-LLM's MMHA multi-block mode (NVIDIA/TensorRT-LLM@eea41b73: common/attentionOp.cpp
+// getMaxNumSeqLenTile, divUp(SMs, batch x heads); kernels/decoderMaskedMultiheadAttention/
+// decoderMaskedMultiheadAttentionLaunch.h multi_block_grid_setup, the balanced count
+// divUp(SMs x blocks per SM, batch x heads) clamped to that and to divUp(length + 1, seq_len_per_kv_loop)
+// keys per split): one wave of blocks over the query heads of every request.
+int multiBlockSplits(const KernelModel& k, const AttentionShape& s, std::span<const RequestGroup> groups,
+                     int compute_units) {
+  std::int64_t requests = 0;
+  std::int64_t longest = 0;
+  for (const auto& g : groups) {
+    requests += g.count;
+    longest = std::max(longest, uniqueKvTokens(g, s));
+  }
+  const std::int64_t programs = std::max<std::int64_t>(1, requests * s.num_heads);
+  const std::int64_t per_loop = std::max<std::int64_t>(1, k.split_policy.tokens * 128 / std::max(1, s.d_qk));
+  const std::int64_t wave = ceilDiv(compute_units, programs);
+  return static_cast<int>(std::max<std::int64_t>(1, std::min(wave, ceilDiv(longest + 1, per_loop))));
+}
+
 }  // namespace
 
 int perSmSplits(const KernelModel& k, const AttentionShape& s, std::span<const RequestGroup> groups,
@@ -130,6 +173,10 @@ int ruledSplits(const KernelModel& kernel, const AttentionShape& shape, std::spa
       return partitionSplits(kernel, shape, groups);
     case SplitRule::PerSm:
       return perSmSplits(kernel, shape, groups, compute_units);
+    case SplitRule::Graph:
+      return graphSplits(kernel, shape, groups, compute_units);
+    case SplitRule::MultiBlock:
+      return multiBlockSplits(kernel, shape, groups, compute_units);
   }
   return 0;
 }

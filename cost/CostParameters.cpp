@@ -61,8 +61,13 @@ KernelModel resolveKernel(const KernelFamily& kernel, const HardwareProfile& hw,
   k.family = &kernel;
   k.tile_q = kernel.tile_q > 0 ? kernel.tile_q : 64;
   k.tile_kv = kernel.tile_kv > 0 ? kernel.tile_kv : 64;
-  std::copy_n(kernel.tiles_by_head_dim.begin(), std::min<std::size_t>(kernel.tiles_by_head_dim.size(), 4),
-              k.tiles_by_head_dim.begin());
+  const bool decode_call = phase == Phase::Decode || phase == Phase::Verify;
+  std::size_t rules = 0;
+  for (const auto& rule : kernel.tiles_by_head_dim) {
+    const bool applies = (rule.phase == TilePhase::Any || (rule.phase == TilePhase::Decode) == decode_call) &&
+                         (rule.architecture < 0 || rule.architecture == architectureIndex(hw.architecture));
+    if (applies && rules < k.tiles_by_head_dim.size()) k.tiles_by_head_dim[rules++] = rule;
+  }
   k.split_kv = kernel.split_kv;
   k.gqa_packing = kernel.gqa_packing;
   k.query_blocks_span_requests = kernel.query_blocks_span_requests;

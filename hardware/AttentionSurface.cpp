@@ -43,14 +43,18 @@ CorrectedGrid correctedGrid(const SurfaceSlice& slice, const std::vector<double>
     g.log_model[i] = std::log(std::max(node_model_us[i], 1e-6));
     g.log_time[i] = g.log_model[i] + slice.log_ratio[i];
   }
-  // A running maximum along batch, then along length: non-decreasing along both.
+  // A running maximum along batch, then along length: non-decreasing along both, except where the model
+  // itself falls (a kernel whose rule changes its split count there: vLLM's FA4 leaves its 32 CUDA-graph
+  // splits past 512 tokens), which the corrected time may follow by as much and no more.
+  auto lift = [&](std::size_t i, std::size_t prev) {
+    const double model_step = std::min(0.0, g.log_model[i] - g.log_model[prev]);
+    g.log_time[i] = std::max(g.log_time[i], g.log_time[prev] + model_step);
+  };
   for (std::size_t ib = 1; ib < nb; ++ib) {
-    for (std::size_t il = 0; il < nl; ++il)
-      g.log_time[ib * nl + il] = std::max(g.log_time[ib * nl + il], g.log_time[(ib - 1) * nl + il]);
+    for (std::size_t il = 0; il < nl; ++il) lift(ib * nl + il, (ib - 1) * nl + il);
   }
   for (std::size_t ib = 0; ib < nb; ++ib) {
-    for (std::size_t il = 1; il < nl; ++il)
-      g.log_time[ib * nl + il] = std::max(g.log_time[ib * nl + il], g.log_time[ib * nl + il - 1]);
+    for (std::size_t il = 1; il < nl; ++il) lift(ib * nl + il, ib * nl + il - 1);
   }
   return g;
 }

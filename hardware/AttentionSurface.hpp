@@ -51,7 +51,8 @@ struct AttentionSurface {
 
 // A slice applied to one attention shape on one device: the corrected time at each node of the
 // slice's grid (the model's time for that shape there, times the slice's measured ratio), made
-// non-decreasing in batch and in length, since more work never takes less time. Inside the grid a
+// non-decreasing in batch and in length, since more work never takes less time (except where the model
+// itself falls, a split rule changing its count: the corrected time falls as far and no further). Inside the grid a
 // call's time is interpolated between nodes (log time, bilinear in log2 batch and log2 length); beyond
 // it, the nearest edge's time scaled by the model from that edge on.
 struct CorrectedGrid {

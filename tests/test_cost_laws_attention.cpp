@@ -108,7 +108,7 @@ MixRun runMix(const char* engine, const std::string& backend, const std::string&
 
 struct MixTally {
   double worst_low = 0, worst_high = 0;
-  int checked = 0, form_switches = 0, kernel_switches = 0;
+  int checked = 0, form_switches = 0, kernel_switches = 0, graph_split_parts = 0;
   std::string worst_high_case;
 
   void lowerBound(const MixRun& r, const std::string& what) {
@@ -127,6 +127,15 @@ struct MixTally {
     }
     if (one_form && r.combined_kernel != larger_kernel) {
       ++kernel_switches;
+      return;
+    }
+    // vLLM's FA4 runs exactly 32 splits for a call within its CUDA graph capture size and none past it
+    // (split_rule graph): a decode-only part may run slower than the larger mixed launch that holds it,
+    // as AIConfigurator's H100 rows show for its decode (batch 512 over 2 keys 2,440 µs, 1,024 176 µs).
+    // The law compares one split regime's parts with its whole; these change regime, and are counted.
+    const std::string decode_family = r.decode_kernel.substr(0, r.decode_kernel.find(' '));
+    if (defaultCatalog().kernel(decode_family).split_policy.rule == SplitRule::Graph) {
+      ++graph_split_parts;
       return;
     }
     const double largest = std::max(r.prefill, r.decode);
@@ -173,9 +182,10 @@ void checkMixedLaw(const std::vector<const char*>& models) {
   EXPECT_GT(t.checked, 100);
   ::testing::Test::RecordProperty("worst_over_sum", std::to_string(t.worst_high) + " " + t.worst_high_case);
   std::printf(
-      "mixed law: %d cases (the larger part in another form: %d, in another kernel: %d); worst over the sum %+.3f "
-      "(%s); worst under the largest part %+.3f\n",
-      t.checked, t.form_switches, t.kernel_switches, t.worst_high, t.worst_high_case.c_str(), t.worst_low);
+      "mixed law: %d cases (the larger part in another form: %d, in another kernel: %d, a graph-split decode part: "
+      "%d); worst over the sum %+.3f (%s); worst under the largest part %+.3f\n",
+      t.checked, t.form_switches, t.kernel_switches, t.graph_split_parts, t.worst_high, t.worst_high_case.c_str(),
+      t.worst_low);
 }
 
 TEST(CostLawsAttention, MixedBatchCostsBetweenItsLargestPartAndTheSum) {

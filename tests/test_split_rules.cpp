@@ -1,0 +1,83 @@
+// The split and tile rules the engines' kernels follow where AIConfigurator's H100 rows showed the
+// model missing them (backends/kernels/{fa4,mmha,triton-sglang}.yaml cite the engines' code), and
+// how a measured surface follows a model that falls where such a rule changes its count.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <span>
+
+#include "cost/AttentionCost.hpp"
+#include "hardware/AttentionSurface.hpp"
+#include "tests/TestSupport.hpp"
+
+namespace attnsim::test {
+namespace {
+
+AttentionShape headsOf(int heads, int kv_heads, int d) {
+  AttentionShape s;
+  s.num_heads = heads;
+  s.num_kv_heads = kv_heads;
+  s.d_qk = d;
+  s.d_v = d;
+  s.kv_token_width = 2 * d;
+  return s;
+}
+
+AttentionCost callOn(const char* hw_id, const char* kernel_id, Phase phase, const AttentionShape& s, RequestGroup g,
+                     std::int64_t page) {
+  const Catalog& c = defaultCatalog();
+  const HardwareProfile& hw = c.hardware(hw_id);
+  const KernelModel k = resolveKernel(c.kernel(kernel_id), hw, phase);
+  return predictAttention(s, k, resolveDevice(hw, DType::BF16), phase, std::span<const RequestGroup>(&g, 1), page);
+}
+
+TEST(SplitRules, VllmFa4RunsThirtyTwoSplitsWhileACallFitsTheGraphCaptureSizeAndItsOwnHeuristicBeyond) {
+  const AttentionShape s = headsOf(8, 1, 512);
+  EXPECT_EQ(callOn("h100-sxm", "fa4", Phase::Decode, s, {1, 1, 2}, 64).splits, 32);    // even over 2 keys
+  EXPECT_EQ(callOn("h100-sxm", "fa4", Phase::Decode, s, {512, 1, 8}, 64).splits, 32);  // 512 tokens: still in
+  // 1,024 tokens: past the capture size; FA4's heuristic leaves 1,024 query tiles on 132 SMs unsplit
+  EXPECT_EQ(callOn("h100-sxm", "fa4", Phase::Decode, s, {1024, 1, 8}, 64).splits, 1);
+}
+
+TEST(SplitRules, TensorRtLlmMmhaSplitsEveryQueryHeadOverOneWaveOfTheSms) {
+  // 2 requests of one head on 132 SMs: 66 blocks each, over the 32 a search would stop at
+  EXPECT_EQ(callOn("h100-sxm", "mmha", Phase::Decode, headsOf(1, 1, 128), {2, 1, 65536}, 64).splits, 66);
+  // 8 requests of 32 heads fill the SMs: one block each
+  EXPECT_EQ(callOn("h100-sxm", "mmha", Phase::Decode, headsOf(32, 32, 128), {8, 1, 4096}, 64).splits, 1);
+  // a short history: one split per 128 keys at most (head dim 128), 256 keys with the new token
+  EXPECT_EQ(callOn("h100-sxm", "mmha", Phase::Decode, headsOf(1, 1, 128), {1, 1, 255}, 64).splits, 2);
+}
+
+TEST(TileRules, SglangTritonPrefillOnHopperRunsItsHeadDimsBlocksWhileDecodeAndBlackwellKeepTheirOwn) {
+  const AttentionShape d512 = headsOf(1, 1, 512);
+  const AttentionCost hopper = callOn("h100-sxm", "triton-sglang", Phase::Prefill, d512, {1, 4096, 4096}, 1);
+  EXPECT_DOUBLE_EQ(hopper.ctas, 4096.0 / 32);  // BLOCK_M 32 above head dim 256
+  EXPECT_DOUBLE_EQ(hopper.slots, 132);         // one CTA per SM
+  const AttentionCost d128 =
+      callOn("h100-sxm", "triton-sglang", Phase::Prefill, headsOf(1, 1, 128), {1, 4096, 4096}, 1);
+  EXPECT_DOUBLE_EQ(d128.ctas, 4096.0 / 64);  // the family's tile, as the harness's d128 rows were fitted
+  EXPECT_DOUBLE_EQ(d128.slots, 2 * 132);     // two CTAs per SM at head dim 128
+  const AttentionCost d256 =
+      callOn("h100-sxm", "triton-sglang", Phase::Prefill, headsOf(1, 1, 256), {1, 4096, 4096}, 1);
+  EXPECT_DOUBLE_EQ(d256.ctas, 4096.0 / 128);  // BLOCK_M 128 up to head dim 256
+  EXPECT_DOUBLE_EQ(d256.slots, 132);
+  const AttentionCost blackwell = callOn("b200", "triton-sglang", Phase::Prefill, d512, {1, 4096, 4096}, 1);
+  EXPECT_DOUBLE_EQ(blackwell.ctas, 4096.0 / 64);  // the family's own tile: the rules hold on Hopper only
+  const AttentionCost decode = callOn("h100-sxm", "triton-sglang", Phase::Decode, d512, {64, 1, 4096}, 1);
+  EXPECT_DOUBLE_EQ(decode.slots, 4 * 132);  // the decode kernel's occupancy: the extend kernel's rules do not reach it
+}
+
+TEST(AttentionSurfaceGrid, ACorrectedTimeFallsOnlyWhereTheModelFallsAndNoFurther) {
+  SurfaceSlice slice;
+  slice.log2_batch = {0, 1, 2};
+  slice.log2_length = {0};
+  slice.log_ratio = {0, -1, -1};
+  // The model rises, then falls where a split rule changes its count (20 µs to 5 µs).
+  const CorrectedGrid g = correctedGrid(slice, {10, 20, 5});
+  EXPECT_NEAR(std::exp(g.log_time[0]), 10, 1e-9);
+  EXPECT_NEAR(std::exp(g.log_time[1]), 10, 1e-9);   // 20 / e lifted to 10: more work never takes less time
+  EXPECT_NEAR(std::exp(g.log_time[2]), 2.5, 1e-9);  // 5 / e: falls with the model (to a quarter), no further
+}
+
+}  // namespace
+}  // namespace attnsim::test
