@@ -122,6 +122,7 @@ void parsePerformance(const YamlReader& r, KernelFamily& k) {
     r.fail("paged_key_ns", "only a family with paging: emulated looks keys up");
   }
   readSourcedFigure(r, "unit_us", 0, 1000, k.unit_us, k.unit_us_source);
+  readSourcedFigure(r, "prefill_unit_us", 0, 1000, k.prefill_unit_us, k.prefill_unit_us_source);
   readSourcedFigure(r, "merge_launch_us", 0, 1000, k.merge_launch_us, k.merge_launch_us_source);
   if (auto rule = r.findMap("split_rule")) k.split_policy = parseSplitPolicy(*rule);
   // A split over the page pool is the per-SM count cut by the share of the pool one sequence fills.

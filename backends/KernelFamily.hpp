@@ -124,6 +124,12 @@ struct KernelFamily {
   // page-table and Q loads, epilogue), which sets a wave's length when the units attend few keys.
   double unit_us = 0;
   std::string unit_us_source;
+  // performance.prefill_unit_us: the same for a prefill work unit (a query tile of one head), for a
+  // kernel that pays each tile's prologue and epilogue apart (FlashInfer's CUTLASS SM100 FMHA: one
+  // work item per query tile, query head and request). 0: a prefill tile's prologue overlaps the
+  // previous tile's work (the persistent schedulers).
+  double prefill_unit_us = 0;
+  std::string prefill_unit_us_source;
   // performance.merge_launch_us: the fixed time of the split-KV merge kernel; unset (< 0), a merge
   // launch costs the family's whole fixed time again.
   double merge_launch_us = -1;

@@ -149,8 +149,9 @@ CallTerms callTerms(const AttentionShape& shape, const KernelModel& kernel, cons
   c.rates = slotRates(c, kernel, device);
   c.single_token_rates = single_token_rows ? slotRates(c, *single_token_rows, device) : c.rates;
   // A unit's own fixed time is a decode unit's (one KV head of a request): a prefill query tile's
-  // prologue overlaps the previous tile's work under the persistent schedulers.
-  if (!decode_like) c.rates.unit_us = 0;
+  // prologue overlaps the previous tile's work under the persistent schedulers, unless the family
+  // says its tiles pay their own (KernelFamily::prefill_unit_us).
+  if (!decode_like) c.rates.unit_us = kernel.prefill_unit_us;
   const int group = shape.groupSize();
   // A kernel that does not pack GQA heads re-reads KV per query head, less what L2 keeps. (Unfused
   // paths count their own K/V reads.) The query head is the grid's slowest dimension (FA2's

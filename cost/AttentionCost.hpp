@@ -69,6 +69,7 @@ struct KernelModel {
   bool rolling_waves = false;       // KernelFamily::rolling_waves
   double paged_key_us = 0;          // KernelFamily::paged_key_ns, in µs
   double unit_us = 0;               // KernelFamily::unit_us: every work unit's own fixed time
+  double prefill_unit_us = 0;       // KernelFamily::prefill_unit_us: a prefill tile's own fixed time
   double merge_launch_us = -1;      // KernelFamily::merge_launch_us (< 0: fixed_us again)
   SplitPolicy split_policy;         // how the kernel picks its split count (search: the fastest)
   double compute_efficiency = 0.5;

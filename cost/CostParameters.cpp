@@ -88,6 +88,7 @@ KernelModel resolveKernel(const KernelFamily& kernel, const HardwareProfile& hw,
   k.rolling_waves = kernel.rolling_waves;
   k.paged_key_us = kernel.paged_key_ns / 1000.0;
   k.unit_us = kernel.unit_us;
+  k.prefill_unit_us = kernel.prefill_unit_us;
   k.merge_launch_us = kernel.merge_launch_us;
   // The device's fit for the phase class; an extend without its own fit uses the prefill fit.
   auto found = hw.calibrations.find({kernel.id, calibrationClass(phase)});

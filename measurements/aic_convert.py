@@ -34,6 +34,11 @@ DEFAULT_VERSIONS = {"vllm": "0.24.0", "sglang": "0.5.14", "trtllm": "1.3.0rc20",
 # on SM100 the op runs trtllm-gen cubins (fmhaDispatcher, XqaDispatcher), which RTP-LLM never runs
 # (docs/engines/rtp-llm-trtllm-kernels.md). Its tables of other GPUs are not converted.
 TRTLLM_PROXY_GPUS = ("h100_sxm",)
+# SGLang's FlashInfer decode runs the tensor-core kernels (FlashInfer's prefill template over packed query
+# heads) for an FP8 cache or a GQA group of at least 4, and FlashInfer's CUDA-core decode kernel otherwise
+# (flashinfer_backend.py: should_use_tensor_core): those rows are imported as sglang_flashinfer_cuda_cores
+# (kernel family flashinfer-decode).
+FLASHINFER_TENSOR_CORE_MIN_GROUP = 4
 TRTLLM_XQA_MAX_GROUP = 32  # kernelUtils.cpp supportConfigQGMMA / HMMA: head_grp_size * beam_width <= 32
 RTP_LLM_XQA_MAX_GROUP = 16  # CudaXqa.cc supportXqa @ 44027b7e: group_size <= 16
 
@@ -131,6 +136,9 @@ def attention_row(r, engine, version, table, meta):
         fail(f"{meta['origin']}: kernel_source '{r['kernel_source']}' of {engine} is not mapped to an attnsim impl")
     impl, page, runs = impls[key]
     context = table.startswith("context")
+    if impl == "sglang_flashinfer" and not context and r["kv_cache_dtype"] != "fp8" and \
+            int(r["num_heads"]) // int(r["num_key_value_heads"]) < FLASHINFER_TENSOR_CORE_MIN_GROUP:
+        impl = "sglang_flashinfer_cuda_cores"
     batch = int(r["batch_size"])
     isl, step = int(r["isl"]), int(r["step"])
     q_len, kv_len = (isl, isl) if context else (1, isl + step)
@@ -173,6 +181,20 @@ def query_dtype(engine, impl, context, compute, kv_dtype):
     the model gives an FP8 query would predict them twice too fast. SGLang's fa3 FP8 prefill (Q, K, V
     in FP8) runs at 0.73-0.89 of its bf16 time."""
     return "fp8_e4m3" if compute == "fp8_e4m3" else "bf16"
+
+
+def as_vllm_decode_call(row):
+    """A vLLM context row of one-token prompts is a decode call over one key: the collector builds it
+    exactly as a generation batch at step 0 (seq_lens and query_lens [1] per request,
+    collector/vllm/collect_attn.py: run_attention_torch), and vLLM classifies requests by query length,
+    not by the collector's label: FlashInfer runs its decode kernel (query_len <= reorder_batch_threshold 1,
+    the table logs kernel_source vllm_flashinfer_trtllmdecode), FA3 and the Triton unified kernel are
+    handed max_seqlen_q 1, as in decode. Applied after the sample, so the rows kept do not change."""
+    if row["engine"] != "vllm" or row["phase"] != "prefill" or int(row["q_len"]) != 1:
+        return row
+    row.update(phase="decode", causal=0)
+    row["note"] += "; a one-token context batch, the same call as a decode over one key"
+    return row
 
 
 def trtllm_attention_row(r, engine, version, table, meta):
@@ -511,7 +533,7 @@ def convert_gpu(root, gpu, versions, commit, date, per_class):
         if op == "gemm":
             kept = gemm_sample(table_rows, engine, per_class)
         elif op in ("attention", "mla"):
-            kept = attention_sample(table_rows, per_class)
+            kept = [as_vllm_decode_call(r) for r in attention_sample(table_rows, per_class)]
         elif op == "moe":
             kept = moe_sample(table_rows)
         else:

@@ -86,6 +86,44 @@ def test_an_unknown_kernel_source_is_an_error_naming_the_table(tree, tmp_path):
     assert not (out / "h100_sxm.csv.gz").exists(), "nothing half-written"
 
 
+def test_rows_are_named_by_the_call_the_engine_makes(tmp_path):
+    root = tmp_path / "data"
+    dev = "NVIDIA B200"
+    write_table(root, "b200_sxm/attention/vllm/0.24.0/context_attention_perf.csv", [
+        ["VLLM", "0.24.0", dev, "context_attention", "vllm_flashinfer_trtllmdecode", 256, 1, 48, 1, 64, 1, "bfloat16",
+         "fp8", 0, 0, 0.0129],
+        ["VLLM", "0.24.0", dev, "context_attention", "vllm_flashinfer_trtllmprefill", 2, 512, 48, 1, 64, 1, "bfloat16",
+         "fp8", 0, 0, 0.0300],
+    ])
+    write_table(root, "b200_sxm/attention/sglang/0.5.14/context_attention_perf.csv", [
+        ["SGLang", "0.5.14", dev, "context_attention", "flashinfer", 128, 1, 1, 1, 128, 1, "bfloat16", "bfloat16", 0, 0,
+         0.0146],
+    ])
+    write_table(root, "b200_sxm/attention/sglang/0.5.14/generation_attention_perf.csv", [
+        ["SGLang", "0.5.14", dev, "generation_attention", "flashinfer", 8, 1, 2, 1, 128, 1, "bfloat16", "bfloat16", 63,
+         0, 0.0085],
+        ["SGLang", "0.5.14", dev, "generation_attention", "flashinfer", 8, 1, 2, 1, 128, 1, "bfloat16", "fp8", 63, 0,
+         0.0085],
+        ["SGLang", "0.5.14", dev, "generation_attention", "flashinfer", 8, 1, 8, 1, 128, 1, "bfloat16", "bfloat16", 63,
+         0, 0.0085],
+    ])
+    out = tmp_path / "out"
+    r = run("--aic", str(root), "--commit", "abc", "--date", "2026-08-21", "--gpu", "b200_sxm", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    rows = rows_of(out / "b200_sxm.csv.gz")
+    vllm = {x["q_len"]: x for x in rows if x["engine"] == "vllm"}
+    # vLLM runs a batch of one-token prompts as decodes (FlashInfer logs its decode kernel): a decode over one key.
+    assert vllm["1"]["phase"] == "decode" and vllm["1"]["kv_len"] == "1" and vllm["1"]["causal"] == "0"
+    assert vllm["512"]["phase"] == "prefill"
+    sglang = [(x["impl"], x["phase"], x["heads"], x["dtype"]) for x in rows if x["engine"] == "sglang"]
+    # SGLang's decode of a 16-bit cache under a GQA group of 4 runs the CUDA-core decode kernel, the tensor-core
+    # kernels otherwise.
+    assert sorted(sglang) == [("sglang_flashinfer", "decode", "2", "fp8_e4m3"),
+                              ("sglang_flashinfer", "decode", "8", "bf16"),
+                              ("sglang_flashinfer", "prefill", "1", "bf16"),
+                              ("sglang_flashinfer_cuda_cores", "decode", "2", "bf16")]
+
+
 MOE_HEADER = ["framework", "version", "device", "op_name", "kernel_source", "moe_dtype", "num_tokens", "hidden_size",
               "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size", "distribution", "latency"]
 

@@ -8,9 +8,11 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <string>
 
 #include "cost/StepModel.hpp"
 #include "hardware/HardwareProfile.hpp"
+#include "simulator/Evaluation.hpp"
 #include "study/Calibration.hpp"
 #include "study/Measurements.hpp"
 #include "tests/TestSupport.hpp"
@@ -198,6 +200,43 @@ TEST(KernelDatabase, EveryDecodeUnitsOwnTimeLengthensItsWaveAndPrefillTilesDoNot
   EXPECT_NEAR(callUs(slow, Phase::Decode, tiny) - callUs(k, Phase::Decode, tiny), 125 * 5.0, 1e-6);
   const RequestGroup prompt{4, 2048, 2048, 1};
   EXPECT_DOUBLE_EQ(callUs(slow, Phase::Prefill, prompt), callUs(k, Phase::Prefill, prompt));
+}
+
+TEST(KernelDatabase, APrefillTilesOwnTimeLengthensEachWaveOnlyWhereTheFamilySaysItsTilesPayIt) {
+  const Catalog& c = defaultCatalog();
+  KernelModel k = resolveKernel(c.kernel("fa3"), c.hardware("h100-sxm"), Phase::Prefill);
+  EXPECT_DOUBLE_EQ(k.prefill_unit_us, 0);  // unset: FA3's persistent scheduler overlaps a tile's prologue
+  KernelModel slow = k;
+  slow.prefill_unit_us = 5;
+  // 33 two-token prompts: 33 × 8 KV heads (packed) = 264 one-tile units, 264 / 132 SMs = 2 waves.
+  const RequestGroup short_prompts{33, 2, 2, 1};
+  // Each wave lasts at most one unit time longer, and no wave's streaming floor hides more than one.
+  const double longer = callUs(slow, Phase::Prefill, short_prompts) - callUs(k, Phase::Prefill, short_prompts);
+  EXPECT_GT(longer, 1 * 5.0);
+  EXPECT_LE(longer, 2 * 5.0 + 1e-9);
+  // The decode units of a family keep their own unit_us: a prefill tile's time does not reach them.
+  KernelModel decode = resolveKernel(c.kernel("fa3"), c.hardware("h100-sxm"), Phase::Decode);
+  KernelModel decode_slow = decode;
+  decode_slow.prefill_unit_us = 5;
+  const RequestGroup tiny{2048, 1, 2, 1};
+  EXPECT_DOUBLE_EQ(callUs(decode_slow, Phase::Decode, tiny), callUs(decode, Phase::Decode, tiny));
+}
+
+// The kernel family of SGLang's flashinfer backend's first attention layer for a model, device and batch.
+std::string sglangFlashinferKernel(const std::string& hw, const std::string& model, Phase phase, RequestGroup g) {
+  Scenario s = engineScenario("sglang", hw, model);
+  s.backend = "flashinfer";
+  s.workload.groups = {g};
+  s.workload.phase = phase;
+  return predictScenario(defaultCatalog(), s).prediction.attention.front().kernel->id;
+}
+
+TEST(KernelDatabase, SglangFlashinferDecodesOnTensorCoresFromAGqaGroupOf4OrAnFp8Cache) {
+  // should_use_tensor_core: Llama-3.1-8B (32/8) on the tensor-core kernels, Gemma 3 (32/16) on the CUDA-core one.
+  EXPECT_EQ(sglangFlashinferKernel("b200", "llama-3.1-8b", Phase::Decode, {8, 1, 4096}), "flashinfer");
+  EXPECT_EQ(sglangFlashinferKernel("b200", "gemma-3-27b", Phase::Decode, {8, 1, 4096}), "flashinfer-decode");
+  EXPECT_EQ(sglangFlashinferKernel("h100-sxm", "gemma-3-27b", Phase::Decode, {8, 1, 4096}), "flashinfer-decode");
+  EXPECT_EQ(sglangFlashinferKernel("b200", "gemma-3-27b", Phase::Prefill, {1, 1024, 1024}), "flashinfer");
 }
 
 TEST(KernelDatabase, ASplitCallsMergeLaunchCostsItsOwnTimeInsteadOfASecondFixedTime) {
