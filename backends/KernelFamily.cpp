@@ -33,7 +33,7 @@ int architectureIndex(std::string_view architecture) {
 
 namespace {
 
-SplitPolicy parseSplitPolicy(const YamlReader& r) {
+SplitPolicy parseSplitPolicy(const YamlReader& r, std::string& engine) {
   SplitPolicy p;
   const std::string kind = r.getOneOf(
       "kind", {"search", "fixed", "segments", "sglang", "occupancy", "partition", "per_sm", "graph", "multi_block"});
@@ -58,7 +58,10 @@ SplitPolicy parseSplitPolicy(const YamlReader& r) {
   } else if (p.rule != SplitRule::Search && p.rule != SplitRule::Occupancy)
     p.splits = static_cast<int>(r.getInt("splits", 1, 1024));
   if (p.rule == SplitRule::Segments) p.grid_2d = static_cast<int>(r.getInt("grid_2d", 1, 1 << 20));
-  if (p.rule == SplitRule::Graph) p.max_tokens = static_cast<int>(r.getInt("max_tokens", 1, 1 << 20));
+  if (p.rule == SplitRule::Graph) {
+    p.max_tokens = static_cast<int>(r.getInt("max_tokens", 1, 1 << 20));
+    engine = r.findOneOf("engine", {"vllm", "sglang", "rtp-llm"}).value_or("");
+  }
   r.finish();
   return p;
 }
@@ -124,7 +127,7 @@ void parsePerformance(const YamlReader& r, KernelFamily& k) {
   readSourcedFigure(r, "unit_us", 0, 1000, k.unit_us, k.unit_us_source);
   readSourcedFigure(r, "prefill_unit_us", 0, 1000, k.prefill_unit_us, k.prefill_unit_us_source);
   readSourcedFigure(r, "merge_launch_us", 0, 1000, k.merge_launch_us, k.merge_launch_us_source);
-  if (auto rule = r.findMap("split_rule")) k.split_policy = parseSplitPolicy(*rule);
+  if (auto rule = r.findMap("split_rule")) k.split_policy = parseSplitPolicy(*rule, k.graph_split_engine);
   // A split over the page pool is the per-SM count cut by the share of the pool one sequence fills.
   if (k.split_spans_pool && k.split_policy.rule != SplitRule::PerSm)
     r.fail("split_spans_pool", "needs split_rule {kind: per_sm}: the pool is split by the per-SM count");

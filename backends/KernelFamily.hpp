@@ -149,6 +149,9 @@ struct KernelFamily {
   std::map<std::string, std::string, std::less<>> mixed_batch_by_engine;
   std::string mixed_batch_source;
   SplitPolicy split_policy;
+  // graph: the engine whose wrapper passes the graph split count (vLLM's FLASH_ATTN); under any other
+  // engine the kernel runs its own heuristic. Empty: every engine.
+  std::string graph_split_engine;
   KernelEfficiency efficiency;  // default
   std::map<std::string, KernelEfficiency, std::less<>> efficiency_by_architecture;
 

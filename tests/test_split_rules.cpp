@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <span>
 
 #include "cost/AttentionCost.hpp"
@@ -37,6 +38,21 @@ TEST(SplitRules, VllmFa4RunsThirtyTwoSplitsWhileACallFitsTheGraphCaptureSizeAndI
   EXPECT_EQ(callOn("h100-sxm", "fa4", Phase::Decode, s, {512, 1, 8}, 64).splits, 32);  // 512 tokens: still in
   // 1,024 tokens: past the capture size; FA4's heuristic leaves 1,024 query tiles on 132 SMs unsplit
   EXPECT_EQ(callOn("h100-sxm", "fa4", Phase::Decode, s, {1024, 1, 8}, 64).splits, 1);
+}
+
+// The 32 graph splits are vLLM's wrapper's (it passes max_num_splits); SGLang's FlashAttentionBackend
+// passes num_splits 0, so the same kernel under SGLang runs FA4's own heuristic.
+TEST(SplitRules, OnlyVllmsCallsOfFa4RunTheGraphSplitCount) {
+  const auto s = headsOf(32, 8, 128);
+  ASSERT_EQ(callOn("h100-sxm", "fa4", Phase::Decode, s, {1, 1, 2048}, 64).splits, 32) << "the family's rule";
+  const auto r = runAttnsimInProcess(
+      {"--json", "predict", "--engine", "sglang", "--hardware", "h100-sxm", "--model", "llama-3.1-8b", "--backend",
+       "fa4", "--phase", "decode", "--batch", "1", "--context", "2048"},
+      suiteScratchDir("split-rules"));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto layer = nlohmann::json::parse(r.out).at("attention_layers").at(0);
+  EXPECT_EQ(layer.at("kernel"), "fa4");
+  EXPECT_NE(layer.at("splits").get<int>(), 32) << "SGLang's call runs FA4's heuristic";
 }
 
 TEST(SplitRules, TensorRtLlmMmhaSplitsEveryQueryHeadOverOneWaveOfTheSms) {
