@@ -65,6 +65,16 @@ std::array<double, 4> Predictor::kernelBands(Phase phase) const {
   return {attentionModel(phase).band, linear_.gemm.band, linear_.grouped_gemm.band, linear_.elementwise.band};
 }
 
+namespace {
+
+// A graph split count is the engine wrapper's (vLLM's FLASH_ATTN); another engine's calls of the same
+// kernel run the kernel's own heuristic (SGLang's FlashAttentionBackend passes num_splits 0).
+void keepOwnSplitHeuristic(const KernelFamily& family, const std::string& engine, KernelModel& m) {
+  if (!family.graph_split_engine.empty() && family.graph_split_engine != engine) m.split_policy.max_tokens = 0;
+}
+
+}  // namespace
+
 Predictor::Predictor(const Catalog& catalog, PredictionInput input)
     : input_(std::move(input)), prefill_graph_(*input_.model, false), decode_graph_(*input_.model, true) {
   const HardwareProfile& hw = *input_.hardware;
@@ -90,14 +100,9 @@ Predictor::Predictor(const Catalog& catalog, PredictionInput input)
   prefill_model_ = resolveKernel(*input_.prefill_kernel, hw);
   decode_model_ = resolveKernel(*input_.decode_kernel, hw, Phase::Decode);
   extend_model_ = resolveKernel(*input_.prefill_kernel, hw, Phase::Extend);
-  // A graph split count is the engine wrapper's (vLLM's FLASH_ATTN); another engine's calls of the same
-  // kernel run its own heuristic (SGLang's FlashAttentionBackend passes num_splits 0).
-  const auto ownHeuristic = [this](const KernelFamily& family, KernelModel& m) {
-    if (!family.graph_split_engine.empty() && family.graph_split_engine != input_.engine) m.split_policy.max_tokens = 0;
-  };
-  ownHeuristic(*input_.prefill_kernel, prefill_model_);
-  ownHeuristic(*input_.decode_kernel, decode_model_);
-  ownHeuristic(*input_.prefill_kernel, extend_model_);
+  keepOwnSplitHeuristic(*input_.prefill_kernel, input_.engine, prefill_model_);
+  keepOwnSplitHeuristic(*input_.decode_kernel, input_.engine, decode_model_);
+  keepOwnSplitHeuristic(*input_.prefill_kernel, input_.engine, extend_model_);
   layer_types_ = model.layerCounts();
   for (const auto& [layer, count] : layer_types_) {
     prefill_shapes_.push_back(resolveShape(*layer, *input_.prefill_kernel, Phase::Prefill, input_.kv_dtype,

@@ -113,6 +113,15 @@ double defaultGemmUs(const Catalog& c, const HardwareProfile& hw, const GemmRoof
   return rooflineUs(k, device, 2 * m * n * kd, m * kd * 2 + n * kd * rates.b_bytes + m * n * 2);
 }
 
+// The engines of the rows other than the one whose rows make the surface.
+std::set<std::string> otherEngines(const std::vector<const MeasurementRow*>& rows, const std::string& engine) {
+  std::set<std::string> others;
+  for (const auto* r : rows) {
+    if (r->engine != engine) others.insert(r->engine);
+  }
+  return others;
+}
+
 void fitGemm(const Catalog& c, const std::string& hardware, const std::string& dtype,
              const std::vector<const MeasurementRow*>& rows, OperatorCalibration& out) {
   const HardwareProfile& hw = c.hardware(hardware);
@@ -154,11 +163,7 @@ void fitGemm(const Catalog& c, const std::string& hardware, const std::string& d
   }
   fillMissing(s);
   s.resolve(rates);
-  std::set<std::string> others;
-  for (const auto* r : rows) {
-    if (r->engine != engine) others.insert(r->engine);
-  }
-  for (const auto& other : others) s.engines.push_back(fitGemmEngineTiming(s, other, rows));
+  for (const auto& other : otherEngines(rows, engine)) s.engines.push_back(fitGemmEngineTiming(s, other, rows));
   const std::size_t first = out.points.size();
   for (const auto* r : rows) {
     const auto [m, n, k] = shapeOf(*r);
