@@ -69,8 +69,13 @@ namespace {
 
 // A graph split count is the engine wrapper's (vLLM's FLASH_ATTN); another engine's calls of the same
 // kernel run the kernel's own heuristic (SGLang's FlashAttentionBackend passes num_splits 0).
-void keepOwnSplitHeuristic(const KernelFamily& family, const std::string& engine, KernelModel& m) {
-  if (!family.graph_split_engine.empty() && family.graph_split_engine != engine) m.split_policy.max_tokens = 0;
+void keepOwnSplitHeuristics(const PredictionInput& in, KernelModel& prefill, KernelModel& decode, KernelModel& extend) {
+  const auto keep = [&in](const KernelFamily& family, KernelModel& m) {
+    if (!family.graph_split_engine.empty() && family.graph_split_engine != in.engine) m.split_policy.max_tokens = 0;
+  };
+  keep(*in.prefill_kernel, prefill);
+  keep(*in.decode_kernel, decode);
+  keep(*in.prefill_kernel, extend);
 }
 
 }  // namespace
@@ -100,9 +105,7 @@ Predictor::Predictor(const Catalog& catalog, PredictionInput input)
   prefill_model_ = resolveKernel(*input_.prefill_kernel, hw);
   decode_model_ = resolveKernel(*input_.decode_kernel, hw, Phase::Decode);
   extend_model_ = resolveKernel(*input_.prefill_kernel, hw, Phase::Extend);
-  keepOwnSplitHeuristic(*input_.prefill_kernel, input_.engine, prefill_model_);
-  keepOwnSplitHeuristic(*input_.decode_kernel, input_.engine, decode_model_);
-  keepOwnSplitHeuristic(*input_.prefill_kernel, input_.engine, extend_model_);
+  keepOwnSplitHeuristics(input_, prefill_model_, decode_model_, extend_model_);
   layer_types_ = model.layerCounts();
   for (const auto& [layer, count] : layer_types_) {
     prefill_shapes_.push_back(resolveShape(*layer, *input_.prefill_kernel, Phase::Prefill, input_.kv_dtype,

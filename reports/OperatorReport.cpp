@@ -56,14 +56,8 @@ std::optional<std::pair<double, std::string>> catalogPrediction(const Catalog& c
   if (r.kind == "moe") {  // batch = tokens, q_len = hidden, kv_len = inter / TP, heads = experts, kv_heads = top-k
     const MoeFit* f = hw.moeFit(r.engine, r.dtype);
     if (!f) return std::nullopt;
-    const MoeCall call{static_cast<double>(r.batch),
-                       static_cast<double>(r.q_len),
-                       static_cast<double>(r.kv_len),
-                       static_cast<double>(r.heads),
-                       static_cast<double>(r.batch * r.kv_heads),
-                       r.active_experts > 0 ? static_cast<double>(r.active_experts) : -1.0,
-                       r.expert_matrices > 0 ? static_cast<double>(r.expert_matrices) : 3.0};
-    return std::pair{f->us(call), f->transferred_from.empty() ? "own fit" : "transferred from " + f->transferred_from};
+    return std::pair{f->us(moeCallOf(r)),
+                     f->transferred_from.empty() ? "own fit" : "transferred from " + f->transferred_from};
   }
   if (r.kind != "allreduce" || !hw.interconnect_link || r.batch < 2) return std::nullopt;
   const AllReduceFit* f = allReduceFitFor(*hw.interconnect_link, static_cast<int>(r.batch), r.engine);

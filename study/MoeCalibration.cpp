@@ -28,21 +28,6 @@ const std::vector<double> kMoeFixedCandidates{0, 1, 2, 3, 4, 5, 6, 8, 10, 12, 15
 // Tokens per active expert on the grid: 2^0 … 2^14.
 constexpr int kMoeTokensPerExpertNodes = 15;
 
-// A moe row as one call: batch = tokens, q_len = hidden, kv_len = inter / TP, heads = experts,
-// kv_heads = top-k (measurements/aic_convert.py), without expert parallelism; the experts the row's routing
-// reached where the converter counted them (DeepSeek-V3's grouped router leaves half of them idle), else
-// balanced routing's min(experts, tokens · top-k); an expert's weight matrices where the converter wrote them
-// (2: Nemotron-H's experts have no gate), else 3.
-MoeCall moeCallOf(const MeasurementRow& r) {
-  return {static_cast<double>(r.batch),
-          static_cast<double>(r.q_len),
-          static_cast<double>(r.kv_len),
-          static_cast<double>(r.heads),
-          static_cast<double>(r.batch * r.kv_heads),
-          r.active_experts > 0 ? static_cast<double>(r.active_experts) : -1.0,
-          r.expert_matrices > 0 ? static_cast<double>(r.expert_matrices) : 3.0};
-}
-
 bool moeHeldOut(const MeasurementRow& r) {
   const std::int64_t shape_class = r.q_len / 64 + 3 * (r.kv_len / 64) + 7 * r.heads + 13 * r.kv_heads;
   const bool tokens = r.batch == 48 || r.batch == 192 || r.batch == 768 || r.batch == 3072 || r.batch == 12288;
@@ -264,6 +249,16 @@ std::vector<OperatorErrors> heldOutErrors(std::span<const OperatorPoint> points)
     out.push_back(std::move(e));
   }
   return out;
+}
+
+MoeCall moeCallOf(const MeasurementRow& r) {
+  return {static_cast<double>(r.batch),
+          static_cast<double>(r.q_len),
+          static_cast<double>(r.kv_len),
+          static_cast<double>(r.heads),
+          static_cast<double>(r.batch * r.kv_heads),
+          r.active_experts > 0 ? static_cast<double>(r.active_experts) : -1.0,
+          r.expert_matrices > 0 ? static_cast<double>(r.expert_matrices) : 3.0};
 }
 
 }  // namespace attnsim

@@ -95,6 +95,13 @@ std::string allReduceCalibrationYaml(const OperatorCalibration& c, const std::st
 // tokens; the points join `out.points` as op moe:<dtype>.
 void calibrateMoe(const Catalog& catalog, const std::vector<const MeasurementRow*>& rows, const std::string& hardware,
                   const std::string& engine, const std::string& dtype, OperatorCalibration& out);
+// A moe row as one call: batch = tokens, q_len = hidden, kv_len = inter / TP, heads = experts,
+// kv_heads = top-k (measurements/aic_convert.py), without expert parallelism; the experts the row's routing
+// reached where the converter counted them (DeepSeek-V3's grouped router leaves half of them idle), else
+// balanced routing's min(experts, tokens · top-k); an expert's weight matrices where the converter wrote them
+// (2: Nemotron-H's experts have no gate), else 3.
+MoeCall moeCallOf(const MeasurementRow& r);
+
 // A calibration file's `moe:` section for one device ("" when it has no fit).
 std::string moeCalibrationYaml(const OperatorCalibration& c, const std::string& hardware);
 

@@ -140,6 +140,16 @@ std::string readFile(const std::filesystem::path& p) {
   return s.str();
 }
 
+AttentionShape headsShape(int heads, int kv_heads, int d) {
+  AttentionShape s;
+  s.num_heads = heads;
+  s.num_kv_heads = kv_heads;
+  s.d_qk = d;
+  s.d_v = d;
+  s.kv_token_width = 2 * d;
+  return s;
+}
+
 Scenario engineScenario(const std::string& engine, const std::string& hardware, const std::string& model) {
   Scenario s;
   s.engine = engine;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "catalog/Catalog.hpp"
+#include "cost/AttentionCost.hpp"
 #include "simulator/Evaluation.hpp"
 
 namespace attnsim::test {
@@ -49,6 +50,9 @@ MarkdownTables parseMarkdownTables(const std::string& text);
 // Cells compare equal when they differ only in whitespace and bold markers.
 std::string normalizeCell(const std::string& cell);
 std::string readFile(const std::filesystem::path& p);
+
+// An attention layer of `heads` query and `kv_heads` K/V heads of head dim d, K and V both cached.
+AttentionShape headsShape(int heads, int kv_heads, int d);
 
 // A scenario of one engine on one hardware profile and catalog model, and its selection.
 Scenario engineScenario(const std::string& engine, const std::string& hardware, const std::string& model);

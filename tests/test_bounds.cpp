@@ -10,16 +10,6 @@
 namespace attnsim::test {
 namespace {
 
-AttentionShape mha(int heads, int kv_heads, int d) {
-  AttentionShape s;
-  s.num_heads = heads;
-  s.num_kv_heads = kv_heads;
-  s.d_qk = d;
-  s.d_v = d;
-  s.kv_token_width = 2 * d;
-  return s;
-}
-
 struct Rig {
   const HardwareProfile& hw;
   KernelModel kernel;
@@ -38,7 +28,7 @@ AttentionCost predict(const Rig& s, const AttentionShape& shape, Phase phase, Re
 
 TEST(Bounds, CausalPrefillFlopsEqualTheClosedForm) {
   const Rig s = setup("h100-sxm", "fa3");
-  const AttentionShape shape = mha(32, 8, 128);
+  const AttentionShape shape = headsShape(32, 8, 128);
   for (const std::int64_t n : {1, 7, 128, 1000, 4096}) {
     const auto cost = predict(s, shape, Phase::Prefill, {2, n, n});
     // Σ_{i=1..n} i keys per row, two GEMMs of width d per key, 32 heads, 2 requests.
@@ -49,7 +39,7 @@ TEST(Bounds, CausalPrefillFlopsEqualTheClosedForm) {
 }
 
 TEST(Bounds, UnfusedPathsComputeTheWholeRectangleAndAddTheirKernels) {
-  const AttentionShape shape = mha(32, 8, 128);
+  const AttentionShape shape = headsShape(32, 8, 128);
   const std::int64_t n = 2048;
   for (const char* id : {"unfused-attention", "sdpa-math"}) {
     const Rig s = setup("h100-sxm", id);
@@ -79,7 +69,7 @@ TEST(Bounds, TileRulesByHeadDimApply) {
   plain.tiles_by_head_dim = {};
   const RequestGroup g{1, 1, 8192};
   auto call = [&](const KernelModel& k, int d) {
-    return predictAttention(mha(32, 32, d), k, s.device, Phase::Decode, std::span<const RequestGroup>(&g, 1), 1);
+    return predictAttention(headsShape(32, 32, d), k, s.device, Phase::Decode, std::span<const RequestGroup>(&g, 1), 1);
   };
   EXPECT_DOUBLE_EQ(call(s.kernel, 128).time_us, call(plain, 128).time_us);
   EXPECT_NE(call(s.kernel, 64).time_us, call(plain, 64).time_us);
@@ -90,7 +80,7 @@ TEST(Bounds, PagedFlexDecodingSplitsOverItsPagePool) {
   // flex_decode sizes its splits over the KV length it is handed; under PagedAttention that is the
   // whole page pool, so one sequence fills only ceil(splits × sequence / pool) of them.
   Rig s = setup("h100-sxm", "flex-decoding");
-  const AttentionShape shape = mha(32, 8, 128);
+  const AttentionShape shape = headsShape(32, 8, 128);
   KernelModel contiguous = s.kernel;
   contiguous.paged_emulated = false;
   auto splits = [&](const KernelModel& k, RequestGroup g) {
@@ -119,7 +109,7 @@ TEST(Bounds, RollingWavesStreamBackToBackWithOneSerialTail) {
   s.kernel.key_us = 0.013;          // the H100 fit's order (13 ns a key)
   KernelModel lockstep = s.kernel;
   lockstep.rolling_waves = false;
-  const AttentionShape shape = mha(32, 32, 128);
+  const AttentionShape shape = headsShape(32, 32, 128);
   auto call = [&](const KernelModel& k, RequestGroup g) {
     return predictAttention(shape, k, s.device, Phase::Decode, std::span<const RequestGroup>(&g, 1), 0);
   };
@@ -143,7 +133,7 @@ TEST(Bounds, EmulatedPagingAddsItsLookupToEveryKeyOfAPagedCall) {
   s.kernel.kv_pool_tokens = 4096;  // one sequence's pool: the paged call splits as the contiguous one
   KernelModel no_lookup = s.kernel;
   no_lookup.paged_key_us = 0;
-  const AttentionShape shape = mha(32, 8, 128);
+  const AttentionShape shape = headsShape(32, 8, 128);
   const RequestGroup g{1, 1, 4096};
   auto call = [&](const KernelModel& k, std::int64_t page) {
     return predictAttention(shape, k, s.device, Phase::Decode, std::span<const RequestGroup>(&g, 1), page);
@@ -159,7 +149,7 @@ TEST(Bounds, EmulatedPagingAddsItsLookupToEveryKeyOfAPagedCall) {
 
 TEST(Bounds, ExtendAndDecodeFlopsEqualClosedForms) {
   const Rig s = setup("h100-sxm", "fa3");
-  const AttentionShape shape = mha(64, 8, 128);
+  const AttentionShape shape = headsShape(64, 8, 128);
   // Extend: q new tokens over a prefix P: Σ_{i=1..q} (P + i).
   const std::int64_t q = 300, prefix = 5000;
   const std::int64_t attended_pairs = q * prefix + q * (q + 1) / 2;  // q * (q + 1) is even: exact
@@ -171,7 +161,7 @@ TEST(Bounds, ExtendAndDecodeFlopsEqualClosedForms) {
 
 TEST(Bounds, GqaAndWindowDecodeBytesEqualClosedForms) {
   const Rig s = setup("h100-sxm", "fa3");
-  const AttentionShape gqa = mha(32, 8, 128);
+  const AttentionShape gqa = headsShape(32, 8, 128);
   // 128 requests fill the machine (no KV split): Q + O + whole pages of K and V + int32 page table.
   const auto cost = predict(s, gqa, Phase::Decode, {128, 1, 1000}, 16);
   ASSERT_EQ(cost.splits, 1);
@@ -186,7 +176,7 @@ TEST(Bounds, GqaAndWindowDecodeBytesEqualClosedForms) {
 }
 
 TEST(Bounds, SlidingWindowCapsAttendedKeys) {
-  AttentionShape shape = mha(32, 8, 128);
+  AttentionShape shape = headsShape(32, 8, 128);
   shape.window = 4096;
   // Prefill of 10000 tokens: rows 1..4096 ramp, the remaining 5904 rows see 4096 keys each.
   EXPECT_DOUBLE_EQ(attendedKeys({1, 10000, 10000}, shape), 4096.0 * 4097 / 2 + 5904.0 * 4096);
@@ -196,7 +186,7 @@ TEST(Bounds, SlidingWindowCapsAttendedKeys) {
 }
 
 TEST(Bounds, SparseTopKCapsAttendedKeys) {
-  AttentionShape shape = mha(128, 1, 576);
+  AttentionShape shape = headsShape(128, 1, 576);
   shape.top_k = 2048;
   EXPECT_DOUBLE_EQ(attendedKeys({1, 1, 100000}, shape), 2048.0);
   EXPECT_EQ(uniqueKvTokens({1, 1, 100000}, shape), 2048);
@@ -205,7 +195,7 @@ TEST(Bounds, SparseTopKCapsAttendedKeys) {
 
 TEST(Bounds, SinksAddBytesNotFlops) {
   const Rig s = setup("h100-sxm", "fa3");
-  AttentionShape plain = mha(64, 8, 64);
+  AttentionShape plain = headsShape(64, 8, 64);
   AttentionShape sinks = plain;
   sinks.sinks = true;
   const auto a = predict(s, plain, Phase::Decode, {8, 1, 4096});
@@ -215,7 +205,7 @@ TEST(Bounds, SinksAddBytesNotFlops) {
 }
 
 TEST(Bounds, VerifyChainIsAnExtendAndATreeSeesItsPath) {
-  const AttentionShape shape = mha(32, 8, 128);
+  const AttentionShape shape = headsShape(32, 8, 128);
   // Chain of 4 draft tokens over 1000 cached: rows see 1001..1004 keys.
   EXPECT_DOUBLE_EQ(attendedKeys({1, 4, 1004}, shape), 1001.0 + 1002 + 1003 + 1004);
   // Tree of 7 nodes, topk 3: root sees 1001, level 1 (3 nodes) 1002, level 2 (3 nodes) 1003.
@@ -244,7 +234,7 @@ TEST(Bounds, MlaAbsorbedDecodeUsesTheLatentWidths) {
 
 TEST(Bounds, QuantizedKvReadsFewerBytes) {
   const Rig s = setup("h100-sxm", "fa3");
-  AttentionShape bf16 = mha(32, 8, 128);
+  AttentionShape bf16 = headsShape(32, 8, 128);
   AttentionShape fp8 = bf16;
   fp8.kv_elem_bytes = kvElementBytes(KvCacheDtype::FP8_E4M3, DType::BF16);
   fp8.kv_quantized = true;
@@ -261,7 +251,7 @@ TEST(Bounds, QuantizedKvReadsFewerBytes) {
 
 TEST(Bounds, PagesAreReadWhole) {
   const Rig s = setup("h100-sxm", "fa3");
-  const AttentionShape shape = mha(32, 8, 128);
+  const AttentionShape shape = headsShape(32, 8, 128);
   // 128 requests fill the machine, so neither call splits the KV.
   const auto exact = predict(s, shape, Phase::Decode, {128, 1, 4096}, 64);
   const auto ragged = predict(s, shape, Phase::Decode, {128, 1, 4097}, 64);
@@ -287,7 +277,7 @@ TEST(Bounds, NeverBeatsTheRooflineLowerBound) {
                                    : phase == Phase::Decode ? 1
                                                             : std::min<std::int64_t>(context, 5);
             const RequestGroup g{batch, q, context};
-            const AttentionShape shape = mha(32, 8, 128);
+            const AttentionShape shape = headsShape(32, 8, 128);
             const auto cost = predictAttention(shape, kernel, device, phase, std::span<const RequestGroup>(&g, 1), 16);
             const double peak = kernel.tensor_math ? device.tensor_flops_per_us : device.vector_flops_per_us;
             const double lower = std::max(cost.flops / peak, cost.bytes_min / device.bytes_per_us);
@@ -308,7 +298,7 @@ TEST(Bounds, TimeIsMonotoneInContextBatchAndHeads) {
       double previous = 0;
       for (std::int64_t context = 4; context <= 65536; context = context * 5 / 4 + 1) {
         const std::int64_t q = phase == Phase::Prefill ? context : phase == Phase::Decode ? 1 : 4;
-        const double t = predict(s, mha(32, 8, 128), phase, {8, q, std::max(context, q)}).time_us;
+        const double t = predict(s, headsShape(32, 8, 128), phase, {8, q, std::max(context, q)}).time_us;
         // Prefill reads whole KV pages: a prompt that fills more of its last page spreads the same
         // page bytes over more keys, so the first query tile's share of them may fall by a little
         // (worst here 0.7%; the catalog-wide bound and its reasons: test_cost_laws_attention.cpp).
@@ -320,14 +310,14 @@ TEST(Bounds, TimeIsMonotoneInContextBatchAndHeads) {
       for (std::int64_t batch = 1; batch <= 1024; batch = batch * 3 / 2 + 1) {
         const std::int64_t context = phase == Phase::Prefill ? 512 : 4096;
         const std::int64_t q = phase == Phase::Prefill ? context : phase == Phase::Decode ? 1 : 4;
-        const double t = predict(s, mha(32, 8, 128), phase, {batch, q, context}).time_us;
+        const double t = predict(s, headsShape(32, 8, 128), phase, {batch, q, context}).time_us;
         EXPECT_GE(t, previous) << kernel_id << " " << phaseName(phase) << " batch " << batch;
         previous = t;
       }
       previous = 0;
       for (const int kv_heads : {1, 2, 4, 8, 16}) {
         const std::int64_t q = phase == Phase::Prefill ? 2048 : phase == Phase::Decode ? 1 : 4;
-        const double t = predict(s, mha(kv_heads * 4, kv_heads, 128), phase, {8, q, 2048}).time_us;
+        const double t = predict(s, headsShape(kv_heads * 4, kv_heads, 128), phase, {8, q, 2048}).time_us;
         EXPECT_GE(t, previous) << kernel_id << " " << phaseName(phase) << " kv heads " << kv_heads;
         previous = t;
       }
@@ -338,7 +328,7 @@ TEST(Bounds, TimeIsMonotoneInContextBatchAndHeads) {
 
 TEST(Bounds, ABatchSplitIntoIdenticalGroupsPredictsTheSame) {
   const Rig s = setup("h100-sxm", "fa3");
-  const AttentionShape shape = mha(32, 8, 128);
+  const AttentionShape shape = headsShape(32, 8, 128);
   for (const Phase phase : {Phase::Decode, Phase::Prefill}) {
     const std::int64_t q = phase == Phase::Decode ? 1 : 1000;
     const RequestGroup one{6, q, 3000};
@@ -353,9 +343,9 @@ TEST(Bounds, ABatchSplitIntoIdenticalGroupsPredictsTheSame) {
 
 TEST(Bounds, SmallDecodeIsLatencyBoundLargePrefillComputeBound) {
   const Rig s = setup("h100-sxm", "fa3");
-  EXPECT_EQ(predict(s, mha(32, 8, 128), Phase::Decode, {1, 1, 64}).bound, Bound::Latency);
-  EXPECT_EQ(predict(s, mha(32, 8, 128), Phase::Prefill, {4, 8192, 8192}).bound, Bound::Compute);
-  EXPECT_EQ(predict(s, mha(32, 8, 128), Phase::Decode, {256, 1, 8192}).bound, Bound::Memory);
+  EXPECT_EQ(predict(s, headsShape(32, 8, 128), Phase::Decode, {1, 1, 64}).bound, Bound::Latency);
+  EXPECT_EQ(predict(s, headsShape(32, 8, 128), Phase::Prefill, {4, 8192, 8192}).bound, Bound::Compute);
+  EXPECT_EQ(predict(s, headsShape(32, 8, 128), Phase::Decode, {256, 1, 8192}).bound, Bound::Memory);
 }
 
 }  // namespace

@@ -14,16 +14,6 @@
 namespace attnsim::test {
 namespace {
 
-AttentionShape headsOf(int heads, int kv_heads, int d) {
-  AttentionShape s;
-  s.num_heads = heads;
-  s.num_kv_heads = kv_heads;
-  s.d_qk = d;
-  s.d_v = d;
-  s.kv_token_width = 2 * d;
-  return s;
-}
-
 AttentionCost callOn(const char* hw_id, const char* kernel_id, Phase phase, const AttentionShape& s, RequestGroup g,
                      std::int64_t page) {
   const Catalog& c = defaultCatalog();
@@ -33,7 +23,7 @@ AttentionCost callOn(const char* hw_id, const char* kernel_id, Phase phase, cons
 }
 
 TEST(SplitRules, VllmFa4RunsThirtyTwoSplitsWhileACallFitsTheGraphCaptureSizeAndItsOwnHeuristicBeyond) {
-  const AttentionShape s = headsOf(8, 1, 512);
+  const AttentionShape s = headsShape(8, 1, 512);
   EXPECT_EQ(callOn("h100-sxm", "fa4", Phase::Decode, s, {1, 1, 2}, 64).splits, 32);    // even over 2 keys
   EXPECT_EQ(callOn("h100-sxm", "fa4", Phase::Decode, s, {512, 1, 8}, 64).splits, 32);  // 512 tokens: still in
   // 1,024 tokens: past the capture size; FA4's heuristic leaves 1,024 query tiles on 132 SMs unsplit
@@ -43,7 +33,7 @@ TEST(SplitRules, VllmFa4RunsThirtyTwoSplitsWhileACallFitsTheGraphCaptureSizeAndI
 // The 32 graph splits are vLLM's wrapper's (it passes max_num_splits); SGLang's FlashAttentionBackend
 // passes num_splits 0, so the same kernel under SGLang runs FA4's own heuristic.
 TEST(SplitRules, OnlyVllmsCallsOfFa4RunTheGraphSplitCount) {
-  const auto s = headsOf(32, 8, 128);
+  const auto s = headsShape(32, 8, 128);
   ASSERT_EQ(callOn("h100-sxm", "fa4", Phase::Decode, s, {1, 1, 2048}, 64).splits, 32) << "the family's rule";
   const auto r = runAttnsimInProcess(
       {"--json", "predict", "--engine", "sglang", "--hardware", "h100-sxm", "--model", "llama-3.1-8b", "--backend",
@@ -57,24 +47,24 @@ TEST(SplitRules, OnlyVllmsCallsOfFa4RunTheGraphSplitCount) {
 
 TEST(SplitRules, TensorRtLlmMmhaSplitsEveryQueryHeadOverOneWaveOfTheSms) {
   // 2 requests of one head on 132 SMs: 66 blocks each, over the 32 a search would stop at
-  EXPECT_EQ(callOn("h100-sxm", "mmha", Phase::Decode, headsOf(1, 1, 128), {2, 1, 65536}, 64).splits, 66);
+  EXPECT_EQ(callOn("h100-sxm", "mmha", Phase::Decode, headsShape(1, 1, 128), {2, 1, 65536}, 64).splits, 66);
   // 8 requests of 32 heads fill the SMs: one block each
-  EXPECT_EQ(callOn("h100-sxm", "mmha", Phase::Decode, headsOf(32, 32, 128), {8, 1, 4096}, 64).splits, 1);
+  EXPECT_EQ(callOn("h100-sxm", "mmha", Phase::Decode, headsShape(32, 32, 128), {8, 1, 4096}, 64).splits, 1);
   // a short history: one split per 128 keys at most (head dim 128), 256 keys with the new token
-  EXPECT_EQ(callOn("h100-sxm", "mmha", Phase::Decode, headsOf(1, 1, 128), {1, 1, 255}, 64).splits, 2);
+  EXPECT_EQ(callOn("h100-sxm", "mmha", Phase::Decode, headsShape(1, 1, 128), {1, 1, 255}, 64).splits, 2);
 }
 
 TEST(TileRules, SglangTritonPrefillOnHopperRunsItsHeadDimsBlocksWhileDecodeAndBlackwellKeepTheirOwn) {
-  const AttentionShape d512 = headsOf(1, 1, 512);
+  const AttentionShape d512 = headsShape(1, 1, 512);
   const AttentionCost hopper = callOn("h100-sxm", "triton-sglang", Phase::Prefill, d512, {1, 4096, 4096}, 1);
   EXPECT_DOUBLE_EQ(hopper.ctas, 4096.0 / 32);  // BLOCK_M 32 above head dim 256
   EXPECT_DOUBLE_EQ(hopper.slots, 132);         // one CTA per SM
   const AttentionCost d128 =
-      callOn("h100-sxm", "triton-sglang", Phase::Prefill, headsOf(1, 1, 128), {1, 4096, 4096}, 1);
+      callOn("h100-sxm", "triton-sglang", Phase::Prefill, headsShape(1, 1, 128), {1, 4096, 4096}, 1);
   EXPECT_DOUBLE_EQ(d128.ctas, 4096.0 / 64);  // the family's tile, as the harness's d128 rows were fitted
   EXPECT_DOUBLE_EQ(d128.slots, 2 * 132);     // two CTAs per SM at head dim 128
   const AttentionCost d256 =
-      callOn("h100-sxm", "triton-sglang", Phase::Prefill, headsOf(1, 1, 256), {1, 4096, 4096}, 1);
+      callOn("h100-sxm", "triton-sglang", Phase::Prefill, headsShape(1, 1, 256), {1, 4096, 4096}, 1);
   EXPECT_DOUBLE_EQ(d256.ctas, 4096.0 / 128);  // BLOCK_M 128 up to head dim 256
   EXPECT_DOUBLE_EQ(d256.slots, 132);
   const AttentionCost blackwell = callOn("b200", "triton-sglang", Phase::Prefill, d512, {1, 4096, 4096}, 1);
