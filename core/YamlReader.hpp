@@ -38,6 +38,9 @@ class YamlReader {
 
   double getNumber(std::string_view key, double min, double max) const;
   std::optional<double> findNumber(std::string_view key, double min, double max) const;
+  // Numbers in [min, max], at least one: a YAML list, or a text of numbers separated by spaces, commas or
+  // line breaks (a block scalar: how the calibration files write their grids, several times faster to load).
+  std::vector<double> getNumbers(std::string_view key, double min, double max) const;
   std::int64_t getInt(std::string_view key, std::int64_t min, std::int64_t max) const;
   std::optional<std::int64_t> findInt(std::string_view key, std::int64_t min, std::int64_t max) const;
   std::string getOneOf(std::string_view key, const std::vector<std::string>& allowed) const;

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <limits>
 
@@ -122,31 +121,9 @@ const SurfaceSlice* AttentionSurface::nearest(const SurfaceShape& shape) const {
 
 namespace {
 
-std::vector<double> surfaceNumbersOf(const YamlReader& r, std::string_view key) {
-  const auto text = r.get<std::string>(key);
-  std::vector<double> out;
-  const char* p = text.data();
-  const char* end = p + text.size();
-  while (p < end) {
-    while (p < end && *p == ' ') ++p;
-    if (p == end) break;
-    double v = 0;
-    const auto [next, ec] = std::from_chars(p, end, v);
-    if (ec != std::errc{} || (next < end && *next != ' '))
-      r.fail(key, fmt::format("'{}' is not a space-separated list of numbers", text));
-    out.push_back(v);
-    p = next;
-  }
-  if (out.empty()) r.fail(key, "an empty list");
-  return out;
-}
-
 std::vector<double> surfaceLog2Axis(const YamlReader& r, std::string_view key) {
-  std::vector<double> axis = surfaceNumbersOf(r, key);
-  for (auto& v : axis) {
-    if (v < 1) r.fail(key, fmt::format("{} is below 1", v));
-    v = std::log2(v);
-  }
+  std::vector<double> axis = r.getNumbers(key, 1, 1e15);
+  for (auto& v : axis) v = std::log2(v);
   if (!std::is_sorted(axis.begin(), axis.end()) || std::adjacent_find(axis.begin(), axis.end()) != axis.end())
     r.fail(key, "must be strictly ascending");
   return axis;
@@ -165,7 +142,7 @@ SurfaceSlice parseSurfaceSlice(const YamlReader& r) {
   s.points = static_cast<int>(r.getInt("points", 1, 1 << 30));
   s.log2_batch = surfaceLog2Axis(r, "batches");
   s.log2_length = surfaceLog2Axis(r, "lengths");
-  s.log_ratio = surfaceNumbersOf(r, "log_ratio_x100");
+  s.log_ratio = r.getNumbers("log_ratio_x100", -1e6, 1e6);
   if (s.log_ratio.size() != s.log2_batch.size() * s.log2_length.size())
     r.fail("log_ratio_x100", fmt::format("{} values for a grid of {} batches × {} lengths", s.log_ratio.size(),
                                          s.log2_batch.size(), s.log2_length.size()));

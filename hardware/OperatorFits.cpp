@@ -24,22 +24,7 @@ std::string heldOutPhrase(const std::optional<HeldOutResiduals>& h, const char* 
 }
 
 std::vector<double> numberList(const YamlReader& r, std::string_view key, double min, double max) {
-  const auto node = r.raw(key);
-  if (!node) r.failMissing(key);
-  if (!node->IsSequence() || node->size() == 0) r.failAt(*node, key, "expected a non-empty list of numbers");
-  std::vector<double> out;
-  out.reserve(node->size());
-  for (const auto& item : *node) {
-    double v = 0;
-    try {
-      v = item.as<double>();
-    } catch (const YAML::Exception&) {
-      r.failAt(item, key, "expected a number");
-    }
-    if (!(v >= min && v <= max)) r.failAt(item, key, fmt::format("{} is outside [{}, {}]", v, min, max));
-    out.push_back(v);
-  }
-  return out;
+  return r.getNumbers(key, min, max);
 }
 
 std::vector<double> log2Axis(const YamlReader& r, std::string_view key, double min = 1) {

@@ -203,16 +203,16 @@ std::string moeCalibrationYaml(const OperatorCalibration& c, const std::string& 
     text += fmt::format(
         "    {}:  # efficiency = roofline / (measured - fixed_us), [tokens_per_expert][weights_mib][inter]\n"
         "      kernel: {}\n      fixed_us: {}\n      tokens_per_expert: {}\n      weights_mib: {}\n      inter: {}\n"
-        "      efficiency: [\n",
+        "      efficiency: |\n",
         f.dtype, f.kernel, f.fixed_us, sizes(f.log2_tokens_per_expert), sizes(f.log2_weights_mib), sizes(f.log2_inter));
     const std::size_t ni = f.log2_inter.size();
     for (std::size_t i = 0; i < f.log_efficiency.size(); i += ni) {
       std::vector<std::string> row;
       row.reserve(ni);
       for (std::size_t l = 0; l < ni; ++l) row.push_back(fmt::format("{:.4g}", std::exp(f.log_efficiency[i + l])));
-      text += fmt::format("        {}{}\n", fmt::join(row, ", "), i + ni < f.log_efficiency.size() ? "," : "");
+      text += fmt::format("        {}\n", fmt::join(row, " "));  // a block of text: YamlReader::getNumbers
     }
-    text += fmt::format("      ]\n      points: {}\n      source: \"{}\"\n", f.points, f.source);
+    text += fmt::format("      points: {}\n      source: \"{}\"\n", f.points, f.source);
     if (f.heldout) {
       text += fmt::format("      heldout: {{mape: {:.4f}, p90_abs_rel_error: {:.4f}, points: {}}}\n", f.heldout->mape,
                           f.heldout->p90_abs_rel_error, f.heldout->points);

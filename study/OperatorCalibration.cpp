@@ -223,15 +223,16 @@ std::string operatorCalibrationYaml(const OperatorCalibration& c, const std::str
     const GemmSurface& s = g.surface;
     text += fmt::format("  {}:  # {} grid rows; efficiency = roofline / measured, [m][n][k]\n", s.dtype,
                         g.engine.empty() ? std::string("the") : g.engine + "'s");
-    text += fmt::format("    m: {}\n    n: {}\n    k: {}\n    efficiency: [\n", sizes(s.log2_m), sizes(s.log2_n),
+    // The grid as one block of text (one row of k per line): YamlReader::getNumbers says why.
+    text += fmt::format("    m: {}\n    n: {}\n    k: {}\n    efficiency: |\n", sizes(s.log2_m), sizes(s.log2_n),
                         sizes(s.log2_k));
     const std::size_t nk = s.log2_k.size();
     for (std::size_t i = 0; i < s.log_efficiency.size(); i += nk) {
       std::vector<std::string> row;
       for (std::size_t l = 0; l < nk; ++l) row.push_back(fmt::format("{:.4g}", std::exp(s.log_efficiency[i + l])));
-      text += fmt::format("      {}{}\n", fmt::join(row, ", "), i + nk < s.log_efficiency.size() ? "," : "");
+      text += fmt::format("      {}\n", fmt::join(row, " "));
     }
-    text += fmt::format("    ]\n    points: {}\n    source: \"{}\"\n", s.points, s.source);
+    text += fmt::format("    points: {}\n    source: \"{}\"\n", s.points, s.source);
     if (s.heldout) text += fmt::format("    heldout: {}\n", heldout(s.heldout));
     text += gemmEngineTimingsYaml(s);
   }
