@@ -127,6 +127,11 @@ void parsePerformance(const YamlReader& r, KernelFamily& k) {
   readSourcedFigure(r, "unit_us", 0, 1000, k.unit_us, k.unit_us_source);
   readSourcedFigure(r, "prefill_unit_us", 0, 1000, k.prefill_unit_us, k.prefill_unit_us_source);
   readSourcedFigure(r, "merge_launch_us", 0, 1000, k.merge_launch_us, k.merge_launch_us_source);
+  if (auto surface_batch = r.findMap("surface_batch")) {
+    k.surface_batch_programs = surface_batch->getOneOf("unit", {"requests", "programs"}) == "programs";
+    k.surface_batch_source = surface_batch->get<std::string>("source");
+    surface_batch->finish();
+  }
   if (auto rule = r.findMap("split_rule")) k.split_policy = parseSplitPolicy(*rule, k.graph_split_engine);
   // A split over the page pool is the per-SM count cut by the share of the pool one sequence fills.
   if (k.split_spans_pool && k.split_policy.rule != SplitRule::PerSm)

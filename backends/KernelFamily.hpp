@@ -134,6 +134,13 @@ struct KernelFamily {
   // launch costs the family's whole fixed time again.
   double merge_launch_us = -1;
   std::string merge_launch_us_source;
+  // performance.surface_batch: a measured surface slice (hardware/AttentionSurface.hpp) is looked up at
+  // the call's count of programs, not at its batch: a kernel launching one program per request and KV
+  // head (a decode) or per tile_q-row block of a KV head's packed query rows (a prefill), and picking its
+  // launch by that count (vLLM's unified attention: the 3D split kernel up to 128 programs, 2D above),
+  // measured at other heads switches at another batch (cost/MeasuredCorrection.cpp).
+  bool surface_batch_programs = false;
+  std::string surface_batch_source;
   // Prefill/extend tiles pack the query heads of one KV head into the query tile (FA3 varlen
   // PackGQA, FlashInfer's packed qo rows, vLLM Triton unified BLOCK_M), so a short or single-token
   // row shares one KV read across its group.

@@ -137,6 +137,13 @@ std::shared_ptr<const CorrectedGrid> correctedGridFor(const AttentionShape& shap
                                                       const DeviceModel& device, Phase phase, std::int64_t page_size,
                                                       std::string_view engine);
 
+// A surface's slice as it applies to `shape`: itself, or, for a family whose slices are matched at the
+// call's program count (KernelFamily::surface_batch_programs), the slice with its batch axis moved to
+// the shape's batch of as many programs (nodes below one request dropped).
+struct SurfaceSlice;
+SurfaceSlice surfaceSliceFor(const SurfaceSlice& nearest, const AttentionShape& shape, const KernelModel& kernel,
+                             Phase phase);
+
 // What a surface is looked up by for a resolved shape: heads, sizes, KV width, FP8 query, window.
 struct SurfaceShape;
 SurfaceShape surfaceShapeOf(const AttentionShape& shape, std::string_view engine);

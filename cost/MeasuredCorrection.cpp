@@ -1,5 +1,6 @@
 // The measured correction of an attention call (a kernel's surface on the device, applied to the
 // call's shape): docs/COST_MODEL.md "Measured surfaces".
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -91,12 +92,54 @@ SurfaceShape surfaceShapeOf(const AttentionShape& shape, std::string_view engine
       shape.window};
 }
 
+namespace {
+
+// The (request, KV head) programs a launch of one request runs per query token block
+// (KernelFamily::surface_batch_programs): a decode, one per KV head; a prefill, one per block of
+// tile_q rows packing the query heads of one KV head, so in proportion to KV heads × min(group, tile_q).
+double programsPerRequest(Phase phase, int heads, int kv_heads, int tile_q) {
+  const int kv = std::max(1, kv_heads);
+  if (phase == Phase::Decode) return kv;
+  return static_cast<double>(kv) * std::min(std::max(1, heads / kv), std::max(1, tile_q));
+}
+
+// A slice matched at the call's program count instead of its batch: the slice's batch axis moved by
+// log2(the slice's programs per request / the shape's), its nodes below one request dropped. A copy:
+// built once per Predictor and layer type.
+SurfaceSlice sliceAtPrograms(const SurfaceSlice& slice, const AttentionShape& shape, Phase phase, int tile_q) {
+  const double shift = std::log2(programsPerRequest(phase, slice.heads, slice.kv_heads, tile_q) /
+                                 programsPerRequest(phase, shape.num_heads, shape.num_kv_heads, tile_q));
+  SurfaceSlice out = slice;
+  out.log2_batch.clear();
+  out.log_ratio.clear();
+  const std::size_t nl = slice.log2_length.size();
+  for (std::size_t ib = 0; ib < slice.log2_batch.size(); ++ib) {
+    if (slice.log2_batch[ib] + shift < -1e-9) continue;
+    out.log2_batch.push_back(slice.log2_batch[ib] + shift);
+    const auto row = slice.log_ratio.begin() + static_cast<std::ptrdiff_t>(ib * nl);
+    out.log_ratio.insert(out.log_ratio.end(), row, row + static_cast<std::ptrdiff_t>(nl));
+  }
+  return out.log2_batch.empty() ? slice : out;
+}
+
+}  // namespace
+
+SurfaceSlice surfaceSliceFor(const SurfaceSlice& nearest, const AttentionShape& shape, const KernelModel& kernel,
+                             Phase phase) {
+  const bool by_programs = kernel.family != nullptr && kernel.family->surface_batch_programs;
+  return by_programs ? sliceAtPrograms(nearest, shape, phase, kernel.tile_q) : nearest;
+}
+
 std::shared_ptr<const CorrectedGrid> correctedGridFor(const AttentionShape& shape, const KernelModel& kernel,
                                                       const DeviceModel& device, Phase phase, std::int64_t page_size,
                                                       std::string_view engine) {
   if (kernel.surface == nullptr || (phase != Phase::Decode && phase != Phase::Prefill)) return nullptr;
-  const SurfaceSlice* slice = kernel.surface->nearest(surfaceShapeOf(shape, engine));
-  if (slice == nullptr) return nullptr;
+  SurfaceShape wanted = surfaceShapeOf(shape, engine);
+  wanted.by_group = kernel.family != nullptr && kernel.family->surface_batch_programs;
+  const SurfaceSlice* nearest = kernel.surface->nearest(wanted);
+  if (nearest == nullptr) return nullptr;
+  const SurfaceSlice applied = surfaceSliceFor(*nearest, shape, kernel, phase);
+  const SurfaceSlice* slice = &applied;
   KernelModel model = kernel;
   model.corrected = nullptr;
   std::vector<double> node_us;
@@ -104,7 +147,8 @@ std::shared_ptr<const CorrectedGrid> correctedGridFor(const AttentionShape& shap
   for (const double b : slice->log2_batch) {
     for (const double l : slice->log2_length) {
       const auto length = std::llround(std::exp2(l));
-      const RequestGroup node{std::llround(std::exp2(b)), phase == Phase::Decode ? 1 : length, length, 1};
+      const RequestGroup node{std::max<std::int64_t>(1, std::llround(std::exp2(b))),
+                              phase == Phase::Decode ? 1 : length, length, 1};
       node_us.push_back(predictAttention(shape, model, device, phase, std::span(&node, 1), page_size).time_us);
     }
   }

@@ -108,9 +108,10 @@ const SurfaceSlice* AttentionSurface::nearest(const SurfaceShape& shape) const {
     d += s.fp8_query != shape.fp8_query ? 2 * kMismatch : 0;
     d += (s.window > 0) != (shape.window > 0) ? 2 * kMismatch : 0;
     d += !shape.engine.empty() && s.engine != shape.engine ? kMismatch : 0;
-    const double dh = log2Of(s.heads) - log2Of(shape.heads);
     const double dkv = log2Of(s.kv_heads) - log2Of(shape.kv_heads);
-    d += dh * dh + dkv * dkv;
+    const double dheads = log2Of(s.heads) - log2Of(shape.heads);
+    const double dh = shape.by_group ? dheads - dkv : dheads;  // by_group: the difference in log2 group
+    d += dh * dh + (shape.by_group ? 0.1 : 1.0) * dkv * dkv;
     if (d < best_distance) {
       best_distance = d;
       best = &s;

@@ -27,6 +27,10 @@ struct SurfaceShape {
   KvWidth kv = KvWidth::Bits16;
   bool fp8_query = false;
   std::int64_t window = 0;
+  // A family whose slices are matched at the call's program count (KernelFamily::surface_batch_programs):
+  // what is left to differ is each program's work, set by its GQA group, so the nearest slice is the
+  // nearest in log2 group first (KV heads weigh a tenth).
+  bool by_group = false;
 };
 
 struct SurfaceSlice {
@@ -45,7 +49,8 @@ struct AttentionSurface {
 
   // The slice measured closest to `shape`: of its head size (null when the surface measured none),
   // the same KV width, query dtype and windowed-or-not where any slice has them, the engine's own
-  // where it has one, then the nearest in log2 heads and KV heads.
+  // where it has one, then the nearest in log2 heads and KV heads (in log2 GQA group, then KV heads, when
+  // `shape.by_group`).
   [[nodiscard]] const SurfaceSlice* nearest(const SurfaceShape& shape) const;
 };
 

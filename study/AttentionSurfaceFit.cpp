@@ -203,6 +203,7 @@ double predictCorrected(const FitPoint& p, const KernelModel& base, const Device
     return predictPoint(p, base, device, params);
   SurfaceShape shape = surfaceShapeOf(p.shape, p.row->engine);
   shape.fp8_query = fp8Query(*p.row);
+  shape.by_group = base.family != nullptr && base.family->surface_batch_programs;
   const SurfaceSlice* slice = surface->nearest(shape);
   if (slice == nullptr) return predictPoint(p, base, device, params);
   // The slice applied to this point's shape and measurement setup: each node predicted as the point is.
@@ -210,19 +211,21 @@ double predictCorrected(const FitPoint& p, const KernelModel& base, const Device
                                    p.shape.kv_elem_bytes, p.shape.window, p.page_size, p.l2_warm, p.math_peak_scale);
   auto found = cache.find(key);
   if (found == cache.end()) {
+    const SurfaceSlice applied = surfaceSliceFor(*slice, p.shape, base, p.phase);
     std::vector<double> node_us;
-    node_us.reserve(slice->log2_batch.size() * slice->log2_length.size());
-    for (const double b : slice->log2_batch) {
-      for (const double l : slice->log2_length) {
+    node_us.reserve(applied.log2_batch.size() * applied.log2_length.size());
+    for (const double b : applied.log2_batch) {
+      for (const double l : applied.log2_length) {
         FitPoint node = p;
         const auto length = std::llround(std::exp2(l));
-        node.group = {std::llround(std::exp2(b)), p.phase == Phase::Decode ? 1 : length, length, 1};
+        node.group = {std::max<std::int64_t>(1, std::llround(std::exp2(b))), p.phase == Phase::Decode ? 1 : length,
+                      length, 1};
         node.decodes.count = 0;
         node.kv_write_us = 0;
         node_us.push_back(predictPoint(node, base, device, params));
       }
     }
-    found = cache.emplace(key, correctedGrid(*slice, node_us)).first;
+    found = cache.emplace(key, correctedGrid(applied, node_us)).first;
   }
   KernelModel k = base;
   k.corrected = &found->second;

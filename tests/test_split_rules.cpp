@@ -6,6 +6,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <span>
+#include <utility>
+#include <vector>
 
 #include "cost/AttentionCost.hpp"
 #include "hardware/AttentionSurface.hpp"
@@ -83,6 +85,52 @@ TEST(AttentionSurfaceGrid, ACorrectedTimeFallsOnlyWhereTheModelFallsAndNoFurther
   EXPECT_NEAR(std::exp(g.log_time[0]), 10, 1e-9);
   EXPECT_NEAR(std::exp(g.log_time[1]), 10, 1e-9);   // 20 / e lifted to 10: more work never takes less time
   EXPECT_NEAR(std::exp(g.log_time[2]), 2.5, 1e-9);  // 5 / e: falls with the model (to a quarter), no further
+}
+
+SurfaceSlice sliceOf(int heads, int kv_heads, std::vector<double> log2_batch, std::vector<double> log_ratio) {
+  SurfaceSlice s;
+  s.engine = "vllm";
+  s.heads = heads;
+  s.kv_heads = kv_heads;
+  s.head_dim = 192;
+  s.log2_batch = std::move(log2_batch);
+  s.log2_length = {5};
+  s.log_ratio = std::move(log_ratio);
+  return s;
+}
+
+TEST(AttentionSurfaceSlices, AUnifiedAttentionSliceIsMatchedAtTheCallsProgramCountNotItsBatch) {
+  const Catalog& c = defaultCatalog();
+  const HardwareProfile& b200 = c.hardware("b200");
+  const KernelModel unified = resolveKernel(c.kernel("triton-unified"), b200, Phase::Decode);
+  const SurfaceSlice slice = sliceOf(64, 4, {0, 1, 2, 3}, {0.1, 0.2, 0.3, 0.4});
+  // 32/2 heads: half the (request, KV head) programs per request, so batch 2b launches what the slice's b did.
+  const SurfaceSlice fewer = surfaceSliceFor(slice, headsShape(32, 2, 192), unified, Phase::Decode);
+  EXPECT_EQ(fewer.log2_batch, (std::vector<double>{1, 2, 3, 4}));
+  EXPECT_EQ(fewer.log_ratio, slice.log_ratio);
+  // 64/8 heads: twice the programs; the slice's batch 1 would be half a request and is dropped.
+  const SurfaceSlice more = surfaceSliceFor(slice, headsShape(64, 8, 192), unified, Phase::Decode);
+  EXPECT_EQ(more.log2_batch, (std::vector<double>{0, 1, 2}));
+  EXPECT_EQ(more.log_ratio, (std::vector<double>{0.2, 0.3, 0.4}));
+  // A prefill's programs follow the packed query rows: 1/1 heads run an eighth of 8/1's.
+  const KernelModel prefill = resolveKernel(c.kernel("triton-unified"), b200, Phase::Prefill);
+  const SurfaceSlice rows =
+      surfaceSliceFor(sliceOf(8, 1, {0, 1}, {0.1, 0.2}), headsShape(1, 1, 192), prefill, Phase::Prefill);
+  EXPECT_EQ(rows.log2_batch, (std::vector<double>{3, 4}));
+  // A family without the rule keeps matching at the batch.
+  const KernelModel fa3 = resolveKernel(c.kernel("fa3"), c.hardware("h100-sxm"), Phase::Decode);
+  EXPECT_EQ(surfaceSliceFor(slice, headsShape(32, 2, 192), fa3, Phase::Decode).log2_batch, slice.log2_batch);
+}
+
+TEST(AttentionSurfaceSlices, MatchedAtTheProgramCountTheNearestSliceIsTheNearestInGqaGroup) {
+  AttentionSurface surface;
+  surface.slices = {sliceOf(8, 1, {0}, {0}), sliceOf(64, 4, {0}, {0})};
+  SurfaceShape shape{"vllm", 16, 1, 192};
+  EXPECT_EQ(surface.nearest(shape)->heads, 8);  // nearest in heads and KV heads
+  shape.by_group = true;
+  EXPECT_EQ(surface.nearest(shape)->heads, 64);  // the same group of 16 query heads per KV head
+  shape.heads = 2;
+  EXPECT_EQ(surface.nearest(shape)->heads, 8);  // group 2 is nearer 8 than 16
 }
 
 }  // namespace
