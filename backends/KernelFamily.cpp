@@ -132,6 +132,15 @@ void parsePerformance(const YamlReader& r, KernelFamily& k) {
     k.surface_batch_source = surface_batch->get<std::string>("source");
     surface_batch->finish();
   }
+  if (auto t = r.findMap("token_cta")) {
+    k.token_cta.latency_us = t->getNumber("latency_us", 0, 1000);
+    k.token_cta.max_threads = static_cast<int>(t->getInt("max_threads", 32, 4096));
+    k.token_cta.sm_threads = static_cast<int>(t->getInt("sm_threads", 32, 8192));
+    k.token_cta.sm_ctas = static_cast<int>(t->getInt("sm_ctas", 1, 256));
+    k.token_cta.engines = t->getListOf("engines", {"vllm", "sglang", "rtp-llm"});
+    k.token_cta.source = t->get<std::string>("source");
+    t->finish();
+  }
   if (auto rule = r.findMap("split_rule")) k.split_policy = parseSplitPolicy(*rule, k.graph_split_engine);
   // A split over the page pool is the per-SM count cut by the share of the pool one sequence fills.
   if (k.split_spans_pool && k.split_policy.rule != SplitRule::PerSm)

@@ -130,6 +130,17 @@ struct KernelFamily {
   // previous tile's work (the persistent schedulers).
   double prefill_unit_us = 0;
   std::string prefill_unit_us_source;
+  // performance.token_cta: a kernel of one CTA per token (vLLM's reshape_and_cache_flash: grid num_tokens,
+  // block min(the elements a token's loop walks, max_threads)), whose time is each CTA's latency over the
+  // CTAs the SMs hold at once (sm_threads / threads, at most sm_ctas), when that exceeds its bytes' time.
+  // Only in the engines that launch it; latency_us 0: none.
+  struct TokenCtas {
+    double latency_us = 0;
+    int max_threads = 0, sm_threads = 0, sm_ctas = 0;
+    std::vector<std::string> engines;
+    std::string source;
+  };
+  TokenCtas token_cta;
   // performance.merge_launch_us: the fixed time of the split-KV merge kernel; unset (< 0), a merge
   // launch costs the family's whole fixed time again.
   double merge_launch_us = -1;

@@ -197,6 +197,7 @@ LinearKernels resolveLinearKernels(const Catalog& catalog, const HardwareProfile
   k.grouped_gemm = resolveKernel(catalog.kernel("grouped-gemm"), hw);
   k.elementwise = resolveKernel(catalog.kernel("elementwise"), hw);
   k.kv_write = resolveKernel(catalog.kernel("kv-cache-write"), hw);
+  k.engine = engine;
   k.device = resolveDevice(hw, model.dtype);
   k.device_weights = k.device;
   const bool fp8 = model.weight_dtype == "fp8" || model.weight_dtype == "fp8_block";
@@ -252,6 +253,9 @@ struct LinearOps {
   DenseGemm dense_low, dense_bf;
   const LinearKernels* kernels;
 
+  [[nodiscard]] double kvWrite(double new_tokens, double loop_elements, double bytes) const {
+    return kvWriteUs(kernels->kv_write, kernels->device, kernels->engine, new_tokens, loop_elements, bytes);
+  }
   // A projection against weights of `weight_bytes` per element (below 2: the checkpoint's FP8).
   [[nodiscard]] double linear(double m, double n, double kdim, double weight_bytes) const {
     return weight_bytes < 2.0 ? dense_low(m, n, kdim, weight_bytes) : dense_bf(m, n, kdim, weight_bytes);
@@ -296,7 +300,7 @@ void costMlaProjections(const LinearOps& c, const MlaGeometry& m, double kv_elem
   op[at(StepOp::QbProj)] =
       c.linear(tokens, hq * (m.qk_nope_head_dim + m.qk_rope_head_dim), q_in > 0 ? q_in : c.hidden, c.wb);
   op[at(StepOp::Rope)] = c.elementwise(0, 2 * tokens * (hq + 1) * m.qk_rope_head_dim * act);
-  op[at(StepOp::KvWrite)] = c.kv_write(0, kvWriteBytes(tokens, latent, act, kv_elem_bytes));
+  op[at(StepOp::KvWrite)] = c.kvWrite(tokens, latent, kvWriteBytes(tokens, latent, act, kv_elem_bytes));
   // Absorbed decode: queries into the latent space, and the latent output back to value heads.
   const auto q_absorb = [&](double n) {
     return c.gemm_bf(
@@ -325,7 +329,8 @@ void costMhaProjections(const LinearOps& c, const AttentionLayerSpec& attn, doub
   op[at(StepOp::QkvProj)] = c.linear(tokens, (hq + 2 * hkv) * attn.head_dim, c.hidden, c.wb);
   op[at(StepOp::Rope)] = c.elementwise(0, 2 * tokens * (hq + hkv) * attn.head_dim * act);
   op[at(StepOp::KvWrite)] =
-      c.kv_write(0, kvWriteBytes(tokens, hkv * (attn.head_dim + attn.head_dim_v), act, kv_elem_bytes));
+      c.kvWrite(tokens, hkv * std::max(attn.head_dim, attn.head_dim_v),
+                kvWriteBytes(tokens, hkv * (attn.head_dim + attn.head_dim_v), act, kv_elem_bytes));
   op[at(StepOp::OProj)] = c.linear(tokens, c.hidden, hq * attn.head_dim_v, c.wb);
 }
 

@@ -162,6 +162,7 @@ struct LinearKernels {
   // The routed experts (top-k, expert GEMMs, activation, combine) of a MoE model over the device's
   // fused-MoE fit for the engine and the checkpoint's dtype (HardwareProfile::moeFit). Null: roofline.
   const MoeFit* moe = nullptr;
+  std::string engine;  // the engine the step runs in (its KV-cache write kernel: kvWriteUs)
 };
 // `engine` picks the MoE fit timed in that engine where the device has one.
 LinearKernels resolveLinearKernels(const Catalog& catalog, const HardwareProfile& hw, const ModelSpec& model,
@@ -189,6 +190,12 @@ double rooflineUs(const KernelModel& kernel, const DeviceModel& device, double f
 // Bytes the KV-cache write of `tokens` new tokens moves: each token's K/V row (kv_token_elements per
 // rank) read in the activation dtype and stored at the cache's element width.
 double kvWriteBytes(double tokens, double kv_token_elements, double act_bytes, double kv_elem_bytes);
+// The KV-cache write's time in `engine` (cost/KvWrite.cpp): its roofline over `bytes` (kvWriteBytes), or,
+// where the family's kernel runs one CTA per token in that engine (KernelFamily::token_cta), the CTAs'
+// latency over those the SMs hold at once, if longer. `loop_elements`: what one token's CTA walks per
+// tensor (K and V in the same pass: KV heads × head dim; an MLA latent row), which sets its threads.
+double kvWriteUs(const KernelModel& write, const DeviceModel& device, std::string_view engine, double tokens,
+                 double loop_elements, double bytes);
 
 // Which tokens of an MLA extend step take which form's projections (BackendCaps::mla_extend): the MHA
 // form up-projects every cached latent token of its rows through kv_b_proj (the new tokens and the

@@ -200,9 +200,13 @@ FitPoint fitPointFrom(const MeasurementRow& row, const KernelModel& kernel, cons
     const KernelModel write = resolveKernel(catalog.kernel("kv-cache-write"), hw);
     const DeviceModel device = resolveDevice(hw, DType::BF16);
     const auto tokens = static_cast<double>(p.group.count * p.group.q_len + p.decodes.count * p.decodes.q_len);
-    const double elements = static_cast<double>(p.shape.num_kv_heads) * p.shape.kv_token_width;
-    p.kv_write_us =
-        rooflineUs(write, device, 0, kvWriteBytes(tokens, elements, p.shape.act_bytes, p.shape.kv_elem_bytes));
+    const double kv_heads = p.shape.num_kv_heads;
+    const double elements = kv_heads * p.shape.kv_token_width;
+    // K and V (d_qk + d_v wide) pass together through one token's CTA; an MLA latent row is one tensor.
+    const bool mha = p.shape.kv_token_width == p.shape.d_qk + p.shape.d_v;
+    const double loop = mha ? kv_heads * std::max(p.shape.d_qk, p.shape.d_v) : elements;
+    p.kv_write_us = kvWriteUs(write, device, row.engine, tokens, loop,
+                              kvWriteBytes(tokens, elements, p.shape.act_bytes, p.shape.kv_elem_bytes));
   }
   return p;
 }

@@ -148,6 +148,54 @@ TEST(KernelDatabase, ARowThatTimesTheKvWriteIsPredictedAsTheAttentionPlusTheWrit
   EXPECT_GT(expected, write.fixed_us) << "the write moves bytes, not only a launch";
 }
 
+// vLLM's reshape_and_cache_flash runs one CTA per token: at one KV head its time is the CTAs' latency over the
+// CTAs the SMs hold, far above its bytes; SGLang's write of the same row is costed by its bytes.
+TEST(KernelDatabase, VllmsKvWriteAtOneKvHeadTakesItsPerTokenCtasLatency) {
+  MeasurementRow without = aicRow("prefill", 256, 256);
+  without.batch = 128;
+  without.heads = 1;
+  without.kv_heads = 1;
+  without.head_dim = 512;
+  without.engine = "vllm";
+  MeasurementRow with = without;
+  with.kv_write = true;
+  const Catalog& c = defaultCatalog();
+  const HardwareProfile& hw = c.hardware("h100-sxm");
+  const KernelModel write = resolveKernel(c.kernel("kv-cache-write"), hw);
+  const auto& ctas = c.kernel("kv-cache-write").token_cta;
+  ASSERT_GT(ctas.latency_us, 0);
+  // 512 threads a CTA (one per element of K and of V), 2048 / 512 of them on each of the SMs.
+  const double tokens = 128.0 * 256;
+  const double resident = static_cast<double>(hw.compute_units) * (ctas.sm_threads / ctas.max_threads);
+  const double expected = tokens * ctas.latency_us / resident + write.fixed_us;
+  const double bytes_only = rooflineUs(write, resolveDevice(hw, DType::BF16), 0, tokens * 1024 * (2 + 2));
+  EXPECT_NEAR(predicted(with) - predicted(without), expected, 1e-6);
+  EXPECT_GT(expected, 2 * bytes_only) << "latency-bound, not bandwidth-bound";
+  MeasurementRow sglang = with;
+  sglang.engine = "sglang";
+  MeasurementRow sglang_without = without;
+  sglang_without.engine = "sglang";
+  EXPECT_NEAR(predicted(sglang) - predicted(sglang_without), bytes_only, 1e-6);
+}
+
+// Past the block's threads the CTAs loop over the row, and a wide row's bytes set the write's time again.
+TEST(KernelDatabase, AWideRowsKvWriteIsBoundByItsBytesInEveryEngine) {
+  const Catalog& c = defaultCatalog();
+  const HardwareProfile& hw = c.hardware("h100-sxm");
+  const KernelModel write = resolveKernel(c.kernel("kv-cache-write"), hw);
+  const DeviceModel device = resolveDevice(hw, DType::BF16);
+  const double tokens = 65536, kv_heads = 64, head_dim = 128;
+  const double bytes = kvWriteBytes(tokens, kv_heads * 2 * head_dim, 2, 2);
+  EXPECT_DOUBLE_EQ(kvWriteUs(write, device, "vllm", tokens, kv_heads * head_dim, bytes),
+                   rooflineUs(write, device, 0, bytes));
+  EXPECT_DOUBLE_EQ(kvWriteUs(write, device, "sglang", tokens, kv_heads * head_dim, bytes),
+                   rooflineUs(write, device, 0, bytes));
+  // One KV head of the same width: the CTAs' latency, longer for vLLM only.
+  const double narrow = kvWriteBytes(tokens, 2 * head_dim, 2, 2);
+  EXPECT_GT(kvWriteUs(write, device, "vllm", tokens, head_dim, narrow), rooflineUs(write, device, 0, narrow));
+  EXPECT_DOUBLE_EQ(kvWriteUs(write, device, "sglang", tokens, head_dim, narrow), rooflineUs(write, device, 0, narrow));
+}
+
 TEST(KernelDatabase, AnFp8QueryRunsTheMathAtTheFp8Peak) {
   MeasurementRow bf16 = aicRow("prefill", 8192, 8192);
   bf16.dtype = "fp8_e4m3";
