@@ -39,6 +39,8 @@ TRTLLM_PROXY_GPUS = ("h100_sxm",)
 # (flashinfer_backend.py: should_use_tensor_core): those rows are imported as sglang_flashinfer_cuda_cores
 # (kernel family flashinfer-decode).
 FLASHINFER_TENSOR_CORE_MIN_GROUP = 4
+# GPUs of SM 10.x (is_sm100_supported), where SGLang's FlashInfer prefill runs FlashInfer's CUTLASS FMHA.
+SM100_GPUS = ("b200_sxm", "gb200")
 TRTLLM_XQA_MAX_GROUP = 32  # kernelUtils.cpp supportConfigQGMMA / HMMA: head_grp_size * beam_width <= 32
 RTP_LLM_XQA_MAX_GROUP = 16  # CudaXqa.cc supportXqa @ 44027b7e: group_size <= 16
 
@@ -181,6 +183,19 @@ def query_dtype(engine, impl, context, compute, kv_dtype):
     the model gives an FP8 query would predict them twice too fast. SGLang's fa3 FP8 prefill (Q, K, V
     in FP8) runs at 0.73-0.89 of its bf16 time."""
     return "fp8_e4m3" if compute == "fp8_e4m3" else "bf16"
+
+
+def as_sglang_cutlass_prefill(row, gpu):
+    """SGLang's FlashInfer prefill on SM100 is FlashInfer's CUTLASS FMHA, not the FA2 kernels of its decode:
+    FlashInferAttnBackend builds its ragged wrapper with backend "cutlass" when is_sm100_supported(), and a
+    prefill without a prefix (every context row: no prefix) runs only that wrapper
+    (python/sglang/srt/layers/attention/flashinfer_backend.py, index id 434888687: __init__ fmha_backend,
+    forward_extend extend_no_prefix). Imported as sglang_flashinfer_cutlass (kernel family flashinfer-cutlass).
+    Applied after the sample, so the rows kept do not change."""
+    if gpu in SM100_GPUS and row["impl"] == "sglang_flashinfer" and row["phase"] == "prefill":
+        row["impl"] = "sglang_flashinfer_cutlass"
+        row["note"] += "; FlashInfer's CUTLASS SM100 FMHA (SGLang's ragged wrapper on SM100)"
+    return row
 
 
 def as_vllm_decode_call(row):
@@ -533,7 +548,8 @@ def convert_gpu(root, gpu, versions, commit, date, per_class):
         if op == "gemm":
             kept = gemm_sample(table_rows, engine, per_class)
         elif op in ("attention", "mla"):
-            kept = [as_vllm_decode_call(r) for r in attention_sample(table_rows, per_class)]
+            kept = [as_sglang_cutlass_prefill(as_vllm_decode_call(r), gpu)
+                    for r in attention_sample(table_rows, per_class)]
         elif op == "moe":
             kept = moe_sample(table_rows)
         else:

@@ -117,11 +117,11 @@ def test_rows_are_named_by_the_call_the_engine_makes(tmp_path):
     assert vllm["512"]["phase"] == "prefill"
     sglang = [(x["impl"], x["phase"], x["heads"], x["dtype"]) for x in rows if x["engine"] == "sglang"]
     # SGLang's decode of a 16-bit cache under a GQA group of 4 runs the CUDA-core decode kernel, the tensor-core
-    # kernels otherwise.
+    # kernels otherwise; its prefill on SM 10.x runs FlashInfer's CUTLASS FMHA.
     assert sorted(sglang) == [("sglang_flashinfer", "decode", "2", "fp8_e4m3"),
                               ("sglang_flashinfer", "decode", "8", "bf16"),
-                              ("sglang_flashinfer", "prefill", "1", "bf16"),
-                              ("sglang_flashinfer_cuda_cores", "decode", "2", "bf16")]
+                              ("sglang_flashinfer_cuda_cores", "decode", "2", "bf16"),
+                              ("sglang_flashinfer_cutlass", "prefill", "1", "bf16")]
 
 
 MOE_HEADER = ["framework", "version", "device", "op_name", "kernel_source", "moe_dtype", "num_tokens", "hidden_size",

@@ -284,7 +284,16 @@ TEST(KernelDatabase, SglangFlashinferDecodesOnTensorCoresFromAGqaGroupOf4OrAnFp8
   EXPECT_EQ(sglangFlashinferKernel("b200", "llama-3.1-8b", Phase::Decode, {8, 1, 4096}), "flashinfer");
   EXPECT_EQ(sglangFlashinferKernel("b200", "gemma-3-27b", Phase::Decode, {8, 1, 4096}), "flashinfer-decode");
   EXPECT_EQ(sglangFlashinferKernel("h100-sxm", "gemma-3-27b", Phase::Decode, {8, 1, 4096}), "flashinfer-decode");
-  EXPECT_EQ(sglangFlashinferKernel("b200", "gemma-3-27b", Phase::Prefill, {1, 1024, 1024}), "flashinfer");
+}
+
+TEST(KernelDatabase, SglangFlashinferPrefillsThroughCutlassOnSm100AndFa2Elsewhere) {
+  // is_sm100_supported(): the ragged wrapper's backend is cutlass, for a prompt and an extend's new tokens.
+  EXPECT_EQ(sglangFlashinferKernel("b200", "gemma-3-27b", Phase::Prefill, {1, 1024, 1024}), "flashinfer-cutlass");
+  EXPECT_EQ(sglangFlashinferKernel("b200", "llama-3.1-8b", Phase::Prefill, {1, 1024, 1024}), "flashinfer-cutlass");
+  EXPECT_EQ(sglangFlashinferKernel("b200", "llama-3.1-8b", Phase::Extend, {1, 256, 4096}), "flashinfer-cutlass");
+  EXPECT_EQ(sglangFlashinferKernel("h100-sxm", "llama-3.1-8b", Phase::Prefill, {1, 1024, 1024}), "flashinfer");
+  // The decode kernels stay as should_use_tensor_core picks them.
+  EXPECT_EQ(sglangFlashinferKernel("b200", "gemma-3-27b", Phase::Decode, {8, 1, 4096}), "flashinfer-decode");
 }
 
 TEST(KernelDatabase, ASplitCallsMergeLaunchCostsItsOwnTimeInsteadOfASecondFixedTime) {

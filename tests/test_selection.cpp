@@ -173,7 +173,7 @@ std::vector<Case> cases() {  // NOLINT(readability-function-size): data, not log
          o.spec_algorithm = "eagle";
          o.spec_topk = 4;
        }),
-       "flashinfer"},
+       "flashinfer [SM100 cutlass prefill: flashinfer-cutlass/flashinfer]"},
       {"§2.2 is_no_spec_infer_or_topk_one: topk 1 with page > 1 blocks fa3", "sglang", "h100-sxm", "llama-3.1-8b",
        opts([](ServingOptions& o) {
          o.spec_topk = 1;
@@ -252,7 +252,7 @@ std::vector<Case> cases() {  // NOLINT(readability-function-size): data, not log
          o.prefill_backend = "fa4";
          o.decode_backend = "flashinfer";
        }),
-       "fa4", "flashinfer", "", 128},
+       "fa4", "flashinfer [SM100 cutlass prefill: flashinfer-cutlass/flashinfer]", "", 128},
       {"§2.5 verify runs on the prefill backend by default: FA4 lacks spec support", "sglang", "h100-sxm", "qwen3-8b",
        opts([](ServingOptions& o) {
          o.prefill_backend = "fa4";
