@@ -9,8 +9,9 @@
 namespace attnsim {
 
 const std::vector<std::string> kServingMemoryVariables = {
-    "weights_mib",        "activation_mib",      "cuda_graph_mib", "cuda_graph_max_batch",
-    "decode_graph_sizes", "prefill_graph_sizes", "context_len"};
+    "weights_mib",         "activation_mib", "cuda_graph_mib",    "cuda_graph_max_batch", "decode_graph_sizes",
+    "prefill_graph_sizes", "context_len",    "device_memory_mib", "vocab_size",           "mxfp4_moe",
+    "moe_experts",         "moe_layers",     "moe_hidden",        "moe_intermediate"};
 const std::vector<std::string> kServingSchedulerVariables = {"kv_tokens"};
 
 namespace {

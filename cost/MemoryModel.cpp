@@ -23,6 +23,19 @@ double evalNumber(const Expr& e, const Env& env, const std::string& what) {
 
 std::int64_t pagesFor(std::int64_t tokens, std::int64_t page) { return (tokens + page - 1) / page; }
 
+// The model's and device's sizes the engines' memory expressions read (kServingMemoryVariables).
+void setServingSizeVariables(Env& env, const ModelSpec& m, const HardwareProfile& hw, int tp) {
+  env["device_memory_mib"] = hw.reported_memory_mib.value_or(hw.memory_gb * 1024);
+  env["vocab_size"] = static_cast<std::int64_t>(m.vocab_size);
+  const bool moe = m.moe.has_value();
+  env["mxfp4_moe"] = moe && m.weight_dtype == "mxfp4";
+  env["moe_experts"] = static_cast<std::int64_t>(moe ? m.moe->num_experts : 0);
+  env["moe_layers"] = static_cast<std::int64_t>(moe ? std::max(0, m.num_layers - m.moe->first_dense_layers) : 0);
+  env["moe_hidden"] = static_cast<std::int64_t>(m.hidden_size);
+  // Experts sharded over TP (no EP): each rank holds intermediate / tp columns of every expert.
+  env["moe_intermediate"] = static_cast<std::int64_t>(moe ? m.moe->expert_intermediate_size / std::max(1, tp) : 0);
+}
+
 }  // namespace
 
 double KvFootprint::requestBytes(std::int64_t context, std::int64_t page) const {
@@ -89,7 +102,7 @@ double activationPeakBytes(const ModelSpec& m, std::int64_t tokens, std::int64_t
   const double qkv = static_cast<double>(a.num_heads + 2 * a.num_kv_heads) * a.head_dim / tp;
   const int mlp = m.moe ? m.moe->expert_intermediate_size * std::max(1, m.moe->experts_per_token) : m.intermediate_size;
   const double per_token = 2.0 * m.hidden_size + qkv + 3.0 * mlp / tp;  // gate_up output and its activation
-  const double rows = static_cast<double>(std::min(tokens, std::max<std::int64_t>(logit_rows, 1)));
+  const double rows = static_cast<double>(std::clamp<std::int64_t>(logit_rows, 0, tokens));
   return static_cast<double>(tokens) * per_token * bytesOf(m.dtype) + rows * m.vocab_size * 4.0;
 }
 
@@ -116,6 +129,7 @@ MemorySplit splitMemory(const MemoryInput& in) {
   env["decode_graph_sizes"] = s.decode_graph_sizes;
   env["prefill_graph_sizes"] = s.prefill_graph_sizes;
   env["context_len"] = static_cast<std::int64_t>(m.max_position_embeddings);
+  setServingSizeVariables(env, m, *in.hardware, in.tp);
   for (const auto& [name, expr] : sp.derive) {
     const double v = evalNumber(expr, env, "derive." + name);
     env[name] = v;

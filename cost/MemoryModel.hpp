@@ -42,7 +42,8 @@ double weightBytesPerRank(const ModelSpec& m, int tp, int attention_dp = 1);
 // Parameters of every layer's attention projections (QKV or MLA's low-rank chain, and the output).
 double attentionParameters(const ModelSpec& m);
 // attnsim's estimate of the forward's activation peak at `tokens` tokens on one rank: the
-// residual stream, the QKV and gated-MLP outputs of one layer, and `logit_rows` fp32 logits.
+// residual stream, the QKV and gated-MLP outputs of one layer, and `logit_rows` fp32 logits (none
+// when 0: an engine whose expression sizes its sampler's profile itself).
 double activationPeakBytes(const ModelSpec& m, std::int64_t tokens, std::int64_t logit_rows, int tp);
 
 struct MemoryInput {

@@ -95,6 +95,11 @@ HardwareProfile parseHardwareProfile(const YamlReader& r) {
   h.boost_clock_mhz = r.getNumber("boost_clock_mhz", 100, 10000);
   h.peak = parsePeak(r.map("peak_tflops"));
   h.memory_gb = r.getNumber("memory_gb", 1, 100000);
+  if (auto reported = r.findMap("reported_memory")) {
+    h.reported_memory_mib = reported->getNumber("mib", 1, 1e8);
+    h.reported_memory_source = reported->get<std::string>("source");
+    reported->finish();
+  }
   h.memory_bandwidth_gbps = r.getNumber("memory_bandwidth_gbps", 1, 1e6);
   h.l2_bytes = r.getInt("l2_bytes", 0, std::int64_t{1} << 40);
   h.llc_bytes = r.findInt("llc_bytes", 0, std::int64_t{1} << 40);

@@ -32,6 +32,10 @@ struct HardwareProfile {
   PeakThroughput peak;
   double memory_gb = 0;              // as the vendor states it (decimal GB)
   double memory_bandwidth_gbps = 0;  // GB/s
+  // The device's total memory as the CUDA driver reports it (torch.cuda.mem_get_info, MiB), where
+  // measured: what the engines multiply by their memory fraction; unset: memory_gb read as GiB.
+  std::optional<double> reported_memory_mib;
+  std::string reported_memory_source;
   std::int64_t l2_bytes = 0;
   // Read bandwidth of a working set the L2 holds (GB/s; 0: unknown) and where it comes from: what a
   // kernel replayed back to back on the same inputs reads at, as timed without an L2 flush.

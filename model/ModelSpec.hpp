@@ -106,8 +106,8 @@ struct ModelSpec {
   [[nodiscard]] bool hasSlidingWindow() const;
   [[nodiscard]] bool isMultimodal() const { return encoder.has_value(); }
   // Weight bytes: parameters × the storage width of weight_dtype (MXFP4/NVFP4 count their block
-  // scales: 4.25 and 4.5 bits). Approximate for checkpoints that mix formats (gpt-oss keeps
-  // attention and embeddings in bf16).
+  // scales: 4.25 and 4.5 bits). MXFP4 MoE checkpoints (gpt-oss) count it for the routed experts
+  // only, bf16 for attention, router and embeddings. The checkpoint's bytes, not an engine's layout.
   [[nodiscard]] double parameterBytes() const;
 };
 

@@ -45,12 +45,19 @@ TEST(Capacity, SlidingWindowLayersAreCappedAtTheirWindowPerRequest) {
   EXPECT_DOUBLE_EQ(bytes, f.full_bytes * 65536 + f.windowed_bytes * 144);
 }
 
-TEST(Capacity, VllmLlama8bOnH100SplitsUtilizationLessWeightsAndActivations) {
+TEST(Capacity, VllmLlama8bOnH100SplitsUtilizationLessWeightsAndTheProfilePeak) {
   const CapacityReport r = capacity("vllm", "h100-sxm", "llama-3.1-8b");
   const MemorySplit& s = r.split;
   EXPECT_NEAR(s.weights_mib * kMiB / 1e9, 16.06, 1e-9);  // 8.03e9 parameters × 2 bytes
-  EXPECT_DOUBLE_EQ(s.gpu_mib, 80 * 1024);
-  EXPECT_NEAR(s.kv_pool_mib, 0.9 * 80 * 1024 - s.weights_mib - s.activation_mib, 1e-6);
+  // The memory the driver reports (hardware profile reported_memory), less the weights and the profiling
+  // run's peak: the sampler call at 1024 rows outweighs the forward (tests/test_vllm_kv_pool.cpp).
+  EXPECT_LT(s.gpu_mib, 80 * 1024);
+  double sampler_mib = 0;
+  for (const auto& [name, value] : s.derived) {
+    if (name == "sampler_mib") sampler_mib = value;
+  }
+  EXPECT_GT(sampler_mib, s.activation_mib);
+  EXPECT_NEAR(s.kv_pool_mib, 0.9 * s.gpu_mib - s.weights_mib - sampler_mib, 1e-6);
   EXPECT_EQ(s.page_size, 16);
   EXPECT_EQ(s.kv_tokens % 16, 0);
   EXPECT_NEAR(static_cast<double>(s.kv_tokens), s.kv_pool_mib * kMiB / 131072, 16);
