@@ -34,6 +34,7 @@ ServingHost parseServingHost(const YamlReader& host, const std::vector<std::stri
     w.fixed_us = t.findNumber("fixed_us", 0, 1e6).value_or(0);
     w.per_request_us = t.findNumber("per_request_us", 0, 1e6).value_or(0);
     w.per_token_us = t.findNumber("per_token_us", 0, 1e6).value_or(0);
+    w.when = t.findExpr("when", checkAgainst(names));
     w.source = t.get<std::string>("source");
     t.finish();
     h.terms.push_back(std::move(w));

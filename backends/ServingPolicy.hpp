@@ -58,10 +58,12 @@ struct ServingScheduler {
 };
 
 // One part of an engine's CPU work per step (scheduling, input preparation, output processing): a
-// fixed part and parts per request and per token of the step's batch, each with its source.
+// fixed part and parts per request and per token of the step's batch, each with its source. `when`:
+// an expression of the scenario and the engine's options (an engine version's terms); absent: always.
 struct HostWorkTerm {
   std::string what;
   double fixed_us = 0, per_request_us = 0, per_token_us = 0;
+  std::optional<Expr> when;
   std::string source;
 };
 

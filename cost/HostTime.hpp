@@ -4,6 +4,7 @@
 // overlaps the GPU. Overlapped (vLLM --async-scheduling, SGLang's overlap scheduler) the CPU prepares
 // step n+1 while the GPU runs step n, so a step takes the longer of the two; otherwise the two add.
 // The figures are engine data (backends/<engine>/engine.yaml serving.host; docs/CAPACITY.md).
+#include "core/Value.hpp"
 #include "cost/Workload.hpp"
 
 namespace attnsim {
@@ -21,7 +22,8 @@ struct HostStepCost {
   }
 };
 
-// The engine's terms summed; `overlap` as the engine's expression evaluated for the scenario.
-HostStepCost hostStepCost(const ServingHost& host, bool overlap);
+// The engine's terms that apply to the scenario (`when` true in `env`: its variables and the engine's
+// options) summed; `overlap` as the engine's expression evaluated for the scenario.
+HostStepCost hostStepCost(const ServingHost& host, bool overlap, const Env& env);
 
 }  // namespace attnsim

@@ -42,6 +42,7 @@ CapacityReport capacityOf(const Catalog& c, const Scenario& s) {
   r.kv_dtype = toDisplay(run.selection.env.at("kv_dtype"));
   r.tp = in.tp;
   r.split = memorySplitFor(e, in, s.cuda_graphs);
+  r.engine_env = in.engine_env;
   return r;
 }
 

@@ -18,6 +18,7 @@ struct CapacityReport {
   std::string engine, backend, kv_dtype;
   int tp = 1;
   MemorySplit split;
+  Env engine_env;  // the scenario's variables and the engine's options after its rules
 };
 
 // The memory split of a prediction input the engine resolved (its variables, KV dtype, page size).

@@ -80,7 +80,9 @@ class ServeEngine {
   // vLLM: a preempted request's full pages of computed tokens stay cached under its own key.
   void keepForRecompute(Live& l);
   void donatePrefix(Live& l);
-  void admitArrivals();
+  // The requests due and sent by `seen_by` join the waiting queue (the closed-loop client sends one when
+  // a slot frees).
+  void admitArrivals(double seen_by);
   // Tokens of a prefill to run now: a chunk of the budget, or (chunking off) the whole rest when it
   // fits or the step has nothing else; 0 when it must wait.
   [[nodiscard]] std::int64_t prefillTokens(std::int64_t left, std::int64_t budget) const {
@@ -110,6 +112,8 @@ class ServeEngine {
   void scheduleWaiting(std::int64_t& budget);
   void formBatch();
   [[nodiscard]] Workload workload() const;
+  // Requests sent by now that the scheduler has not seen yet (it formed this step before they came).
+  [[nodiscard]] std::size_t sentNotSeen() const;
   void finishStep(double end_s, double step_s);
   void complete(std::size_t slot, double end_s, std::int64_t tokens = 1);
 

@@ -163,7 +163,9 @@ ServeSetup serveSetup(const Catalog& c, const Scenario& s) {
     const std::int64_t pages = out.scheduler.kv_tokens / out.scheduler.page_size * layers / (layers + 1);
     out.scheduler.kv_tokens = pages * out.scheduler.page_size;
   }
-  if (const auto& host = c.engine(s.engine).policy.serving->host) out.host = hostStepCost(*host, m.host_overlap);
+  if (const auto& host = c.engine(s.engine).policy.serving->host) {
+    out.host = hostStepCost(*host, m.host_overlap, out.capacity.engine_env);
+  }
   return out;
 }
 

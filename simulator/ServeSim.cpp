@@ -11,8 +11,9 @@ namespace attnsim {
 
 namespace servesim {
 
-void ServeEngine::admitArrivals() {
-  while (next_arrival_ < req_.size() && req_[next_arrival_].arrival_s <= now_ && (!limited_ || !slots_.empty())) {
+void ServeEngine::admitArrivals(double seen_by) {
+  while (next_arrival_ < req_.size() && req_[next_arrival_].arrival_s <= seen_by &&
+         (!limited_ || (!slots_.empty() && slots_.front() <= seen_by))) {
     const ServeRequest& r = req_[next_arrival_];
     if (limited_) {  // sent when it is due and a slot is free, in order (the semaphore is FIFO)
       out_.requests[next_arrival_].arrival_s = std::max(r.arrival_s, slots_.front());
@@ -187,10 +188,23 @@ void ServeEngine::complete(std::size_t slot, double end_s, std::int64_t tokens) 
   }
 }
 
+std::size_t ServeEngine::sentNotSeen() const {
+  std::size_t free_slots = 0;  // the closed-loop client sends only into a freed slot
+  if (limited_) {
+    while (free_slots < slots_.size() && slots_[free_slots] <= now_) ++free_slots;
+  }
+  std::size_t n = 0;
+  for (std::size_t i = next_arrival_; i < req_.size() && req_[i].arrival_s <= now_; ++i) {
+    if (limited_ && n >= free_slots) break;
+    ++n;
+  }
+  return n;
+}
+
 void ServeEngine::finishStep(double end_s, double step_s) {
   out_.timeline.push_back({now_, static_cast<std::int64_t>(running_.size()), static_cast<std::int64_t>(waiting_.size()),
                            0, c_.kv_tokens - free_pages_ * c_.page_size});
-  out_.in_system_seconds += static_cast<double>(running_.size() + waiting_.size()) * step_s;
+  out_.in_system_seconds += static_cast<double>(running_.size() + waiting_.size() + sentNotSeen()) * step_s;
   std::int64_t batch_tokens = 0;
   done_.assign(running_.size(), false);
   for (const Chunk& ch : prefills_) {
@@ -216,18 +230,28 @@ void ServeEngine::finishStep(double end_s, double step_s) {
 }
 
 void ServeEngine::run(const StepTimer& timer) {
-  double last_end = -1;  // when the last step ended: a step starting then follows it back to back
+  double last_end = -1;   // when the last step ended: a step starting then follows it back to back
+  double last_start = 0;  // when it started
+  bool ahead = false;     // its CPU work ran under the GPU's: the scheduler formed this step as it started
+  bool chained = false;   // this step follows the last one with no empty iteration between
   while (next_arrival_ < req_.size() || !waiting_.empty() || !running_.empty()) {
     if (waiting_.empty() && running_.empty()) now_ = std::max(now_, req_[next_arrival_].arrival_s);
-    admitArrivals();
+    const bool back_to_back = chained && now_ == last_end;
+    // An overlapping scheduler (vLLM --async-scheduling, SGLang's overlap loop) formed this step while the
+    // last one ran on the GPU: it saw the requests sent before that step started, not those sent during it.
+    admitArrivals(back_to_back && ahead ? last_start : now_);
     formBatch();
     if (prefills_.empty() && decodes_.empty()) {
+      chained = false;  // an empty pass of the loop: the next one sees every request sent so far
       if (next_arrival_ >= req_.size()) break;  // nothing runnable and nothing to come (cannot happen)
       now_ = std::max(now_, req_[next_arrival_].arrival_s);
       continue;
     }
     const StepTime st = timer(workload());
-    const double step_s = (now_ > last_end ? st.fromIdleUs() : st.us) * 1e-6;
+    const double step_s = (back_to_back ? st.us : st.fromIdleUs()) * 1e-6;
+    last_start = now_;
+    ahead = st.overlapped;
+    chained = true;
     ++out_.steps;
     if (st.mode == GraphMode::Full) ++out_.full_graph_steps;
     if (st.mode == GraphMode::Piecewise) ++out_.piecewise_steps;

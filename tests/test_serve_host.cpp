@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -113,6 +114,100 @@ TEST(ServeHost, OnTheEngineTheLowLoadTtftIsThePrefillStepFromIdle) {
     for (const RequestOutcome& o : r.requests) EXPECT_NEAR(o.ttft(), first.fromIdleUs() * 1e-6, 1e-9) << engine;
     EXPECT_GT(first.fromIdleUs(), first.gpu_us) << engine;
   }
+}
+
+// A synthetic engine whose every step takes 10 ms on the GPU and nothing on the CPU, overlapped or not: the
+// two differ only in when the scheduler forms a step.
+StepTime flatStep(bool overlapped) {
+  StepTime t;
+  t.gpu_us = 10000;
+  t.us = 10000;
+  t.overlapped = overlapped;
+  return t;
+}
+
+// vLLM's async scheduling (two batches in flight: vllm/v1/executor/uniproc_executor.py max_concurrent_batches)
+// and SGLang's event_loop_overlap form step n+1 while step n runs: a request sent during step n is received
+// after it and first runs in step n+2, one step later than under a scheduler that forms each step after the last.
+TEST(ServeHost, AnOverlappingSchedulerRunsARequestSentDuringAStepOneStepLater) {
+  const std::vector<ServeRequest> requests{{0, 100, 50}, {0.0155, 100, 5}};  // the second comes mid-step
+  SchedulerConfig c;
+  c.kv_tokens = 1 << 20;
+  const ServeResult plain = simulateServing(requests, c, [](const Workload&) { return flatStep(false); }, {});
+  const ServeResult ahead = simulateServing(requests, c, [](const Workload&) { return flatStep(true); }, {});
+  // Steps run 0-10, 10-20, 20-30 ms...: formed at 20 ms, the plain step takes it; the overlapped one was formed
+  // at 10 ms, so it waits for the step formed at 20 ms, which runs 30-40 ms.
+  EXPECT_NEAR(plain.requests[1].ttft(), 0.030 - 0.0155, 1e-12);
+  EXPECT_NEAR(ahead.requests[1].ttft(), 0.040 - 0.0155, 1e-12);
+  // The request that found the engine idle is not delayed.
+  EXPECT_NEAR(ahead.requests[0].ttft(), plain.requests[0].ttft(), 1e-12);
+}
+
+// Little's law on an overlapping scheduler: a request sent but not yet seen by the scheduler is in the system.
+TEST(ServeHost, LittlesLawHoldsUnderAnOverlappingScheduler) {
+  ArrivalSpec a;
+  a.rate = 20;
+  a.requests = 3000;
+  a.lengths = "exponential";
+  a.prompt_tokens = 512;
+  a.output_tokens = 64;
+  SchedulerConfig c;
+  c.kv_tokens = 1 << 20;
+  const ServeResult r = simulateServing(generateRequests(a), c, hostBoundStep, {});
+  const double lambda = static_cast<double>(r.requests.size()) / r.makespan_s;
+  EXPECT_NEAR(r.time_avg_in_system, lambda * r.e2e.mean, 0.05 * lambda * r.e2e.mean);
+}
+
+// The closed loop under an overlapping scheduler: the client's 16 requests are always in the system, those
+// sent but not yet seen included, and throughput stays concurrency over mean E2E (E2E counts from the send).
+TEST(ServeHost, ClosedLoopLawsHoldUnderAnOverlappingScheduler) {
+  ArrivalSpec a;
+  a.rate = std::numeric_limits<double>::infinity();
+  a.requests = 4000;
+  a.lengths = "exponential";
+  a.prompt_tokens = 512;
+  a.output_tokens = 64;
+  SchedulerConfig c;
+  c.kv_tokens = 1 << 22;
+  const ServeResult r = simulateServing(generateRequests(a), c, hostBoundStep, {}, {16});
+  EXPECT_NEAR(r.requests_per_s, 16 / r.e2e.mean, 0.02 * r.requests_per_s);
+  EXPECT_NEAR(r.time_avg_in_system, r.requests_per_s * r.e2e.mean, 0.01 * r.time_avg_in_system);
+  EXPECT_NEAR(r.time_avg_in_system, 16, 0.5);
+}
+
+// The engine core of the release (option engine_core) sets the per-step CPU work: V0 of v0.5.x processes the
+// step's outputs in it (growing with the batch) and rebuilds its inputs every step; v0.6's asynchronous output
+// processing takes the outputs off the step's path; V1 leaves a fraction of either. None of V0 overlaps the GPU.
+TEST(ServeHost, LaterVllmEngineCoresGiveAShorterStepAtTheSameBatch) {
+  const std::vector<std::int64_t> batches{1, 32, 256};
+  std::vector<std::vector<double>> host;  // per core: v0.5, v0.6, v1
+  for (const std::string core : {"v0.5", "v0.6", "v1"}) {
+    ServeSession session = hostSession("vllm", "engine_core=" + core);
+    host.emplace_back();
+    for (const std::int64_t n : batches) {
+      const StepTime t = session.stepTime(Workload::uniform(Phase::Decode, n, 1, 2048));
+      if (core != "v1") {
+        EXPECT_FALSE(t.overlapped) << core << " (async_scheduling is on by default, a V1 flag)";
+        EXPECT_DOUBLE_EQ(t.us, t.gpu_us + t.host_us) << core;
+      }
+      host.back().push_back(t.host_us);
+    }
+  }
+  for (std::size_t i = 0; i < batches.size(); ++i) {
+    EXPECT_GT(host[0][i], host[1][i]) << "batch " << batches[i];
+    EXPECT_GT(host[1][i], host[2][i]) << "batch " << batches[i];
+  }
+  // Only v0.5's output processing grows with the batch among the V0 terms.
+  EXPECT_GT(host[0][2] - host[0][0], 100 * (host[1][2] - host[1][0]));
+  EXPECT_DOUBLE_EQ(host[1][2], host[1][0]);
+}
+
+TEST(ServeHost, AnUnknownEngineCoreIsRefusedWithTheAllowedValues) {
+  const auto run = test::runAttnsim(
+      "serve-sim --engine vllm --hardware h100-sxm --model llama-3.1-8b --rate 5 --requests 20 --option "
+      "engine_core=v0.4");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("v0.5"), std::string::npos) << run.output;
 }
 
 // The engines' input-copy term is the measured figure: the median of the pinned host-to-device rows.
