@@ -84,8 +84,8 @@ struct GemmSurface {
   // of the tile costs, the padded rows of its last tile computed and thrown away (study/OperatorCalibration.cpp
   // gemmMTile says which kernels and why); the grid's nodes, powers of two, are multiples of it already.
   double m_tile = 1;
-  GemmRoofline roofline;                  // the device's (resolve)
-  std::vector<double> log_time;           // per node on the device (resolve)
+  GemmRoofline roofline;         // the device's (resolve)
+  std::vector<double> log_time;  // per node on the device (resolve)
 
   void resolve(const GemmRoofline& device);
   // The GEMM's time on the resolved device, µs. Allocation-free.

@@ -108,9 +108,9 @@ void dropStalledNodes(GemmSurface& s, const GemmRoofline& rates) {
   for (std::size_t i = 0; i < s.log2_m.size(); ++i) {
     for (std::size_t j = 0; j < s.log2_n.size(); ++j) {
       for (std::size_t l = 0; l < s.log2_k.size(); ++l) {
-        log_time[node(i, j, l)] = std::log(rates.us(std::exp2(s.log2_m[i]), std::exp2(s.log2_n[j]),
-                                                    std::exp2(s.log2_k[l]))) -
-                                  s.log_efficiency[node(i, j, l)];
+        log_time[node(i, j, l)] =
+            std::log(rates.us(std::exp2(s.log2_m[i]), std::exp2(s.log2_n[j]), std::exp2(s.log2_k[l]))) -
+            s.log_efficiency[node(i, j, l)];
       }
     }
   }

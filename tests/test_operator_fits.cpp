@@ -66,7 +66,7 @@ TEST(GemmSurface, AMeasuredOutlierDoesNotMakeMoreRowsFaster) {
 TEST(GemmSurface, AnMAboveOneTileCostsWhatItsWholeTilesCost) {
   GemmSurface s = flatSurface(0.5);
   s.m_tile = 128;
-  EXPECT_DOUBLE_EQ(s.us(129, 4096, 4096), s.us(256, 4096, 4096));   // two tiles of 128 rows
+  EXPECT_DOUBLE_EQ(s.us(129, 4096, 4096), s.us(256, 4096, 4096));    // two tiles of 128 rows
   EXPECT_DOUBLE_EQ(s.us(1000, 4096, 4096), s.us(1024, 4096, 4096));  // eight
   EXPECT_LT(s.us(100, 4096, 4096), s.us(128, 4096, 4096));           // within one tile: its own rows
   const GemmSurface unpadded = flatSurface(0.5);
