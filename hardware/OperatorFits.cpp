@@ -73,6 +73,7 @@ GemmSurface parseGemmSurface(const YamlReader& r, const std::string& dtype, cons
                                      s.log2_m.size(), s.log2_n.size(), s.log2_k.size(), nodes));
   }
   for (double& e : s.log_efficiency) e = std::log(e);
+  s.m_tile = r.findNumber("m_tile", 1, 4096).value_or(1);
   if (const auto engines = r.findMap("engines")) s.engines = parseGemmEngineTimings(*engines);
   s.points = static_cast<int>(r.getInt("points", 1, 1 << 30));
   s.heldout = parseHeldOutResiduals(r);
@@ -135,7 +136,8 @@ void GemmSurface::resolve(const GemmRoofline& device) {
   }
 }
 
-double GemmSurface::us(double m, double n, double k) const {
+double GemmSurface::us(double m_rows, double n, double k) const {
+  const double m = m_rows > m_tile ? std::ceil(m_rows / m_tile) * m_tile : m_rows;
   const double cm = std::clamp(m, std::exp2(log2_m.front()), std::exp2(log2_m.back()));
   const double cn = std::clamp(n, std::exp2(log2_n.front()), std::exp2(log2_n.back()));
   const double ck = std::clamp(k, std::exp2(log2_k.front()), std::exp2(log2_k.back()));

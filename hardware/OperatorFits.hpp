@@ -80,8 +80,12 @@ struct GemmSurface {
   std::optional<HeldOutResiduals> heldout;
   std::string transferred_from;           // empty: this device's own measurements
   std::vector<GemmEngineTiming> engines;  // the other engines' timed calls over this kernel
-  GemmRoofline roofline;                  // the device's (resolve)
-  std::vector<double> log_time;           // per node on the device (resolve)
+  // Rows of A per tile of the dtype's kernels (1: none): an M above one tile costs what the next multiple
+  // of the tile costs, the padded rows of its last tile computed and thrown away (study/OperatorCalibration.cpp
+  // gemmMTile says which kernels and why); the grid's nodes, powers of two, are multiples of it already.
+  double m_tile = 1;
+  GemmRoofline roofline;         // the device's (resolve)
+  std::vector<double> log_time;  // per node on the device (resolve)
 
   void resolve(const GemmRoofline& device);
   // The GEMM's time on the resolved device, µs. Allocation-free.

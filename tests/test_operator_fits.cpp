@@ -63,6 +63,49 @@ TEST(GemmSurface, AMeasuredOutlierDoesNotMakeMoreRowsFaster) {
   }
 }
 
+TEST(GemmSurface, AnMAboveOneTileCostsWhatItsWholeTilesCost) {
+  GemmSurface s = flatSurface(0.5);
+  s.m_tile = 128;
+  EXPECT_DOUBLE_EQ(s.us(129, 4096, 4096), s.us(256, 4096, 4096));    // two tiles of 128 rows
+  EXPECT_DOUBLE_EQ(s.us(1000, 4096, 4096), s.us(1024, 4096, 4096));  // eight
+  EXPECT_LT(s.us(100, 4096, 4096), s.us(128, 4096, 4096));           // within one tile: its own rows
+  const GemmSurface unpadded = flatSurface(0.5);
+  EXPECT_LT(unpadded.us(129, 4096, 4096), unpadded.us(256, 4096, 4096));
+}
+
+// SGLang bf16 rows on the H100 over a 4 × 4 × 4 grid, each at half its roofline there.
+std::vector<MeasurementRow> halfRooflineGemmRows(const Catalog& c) {
+  const GemmRoofline rates = c.hardware("h100-sxm").gemmRoofline("bf16");
+  std::vector<MeasurementRow> rows;
+  for (int m : {16, 64, 256, 1024}) {
+    for (int n : {1024, 2048, 4096, 8192}) {
+      for (int k : {1024, 2048, 4096, 8192}) {
+        MeasurementRow r;
+        r.kind = "gemm", r.engine = "sglang", r.hardware = "h100-sxm", r.dtype = "bf16";
+        r.batch = m, r.q_len = n, r.kv_len = k;
+        r.median_us = 2 * rates.us(m, n, k);
+        rows.push_back(r);
+      }
+    }
+  }
+  return rows;
+}
+
+TEST(GemmCalibration, ANodeMeasuredFarAboveItsNeighboursIsTakenAsAStallNotTheKernel) {
+  const Catalog& c = defaultCatalog();
+  std::vector<MeasurementRow> rows = halfRooflineGemmRows(c);
+  const OperatorCalibration clean = calibrateOperators(c, rows, "h100-sxm");
+  ASSERT_EQ(clean.gemm.size(), 1U);
+  const double smooth = clean.gemm[0].surface.us(256, 2048, 2048);
+  for (auto& r : rows) {
+    if (r.batch == 256 && r.q_len == 2048 && r.kv_len == 2048) r.median_us *= 2;  // one call stalled
+  }
+  const OperatorCalibration stalled = calibrateOperators(c, rows, "h100-sxm");
+  ASSERT_EQ(stalled.gemm.size(), 1U);
+  EXPECT_NEAR(stalled.gemm[0].surface.us(256, 2048, 2048) / smooth, 1, 0.11);
+  EXPECT_NEAR(stalled.gemm[0].surface.us(1024, 2048, 2048) / clean.gemm[0].surface.us(1024, 2048, 2048), 1, 1e-9);
+}
+
 TEST(OperatorFits, TheH100AndB200CarryMeasuredSurfacesAndSameArchitectureDevicesTakeThem) {
   const Catalog& c = defaultCatalog();
   for (const char* dtype : {"bf16", "fp8", "fp8_block"}) {
