@@ -93,6 +93,19 @@ bool readSourcedFigure(const YamlReader& r, const std::string& key, double lo, d
   return true;
 }
 
+// `performance.token_cta`: a kernel of one CTA per token (vLLM's KV-cache write).
+KernelFamily::TokenCtas parseTokenCtas(const YamlReader& t) {
+  KernelFamily::TokenCtas out;
+  out.latency_us = t.getNumber("latency_us", 0, 1000);
+  out.max_threads = static_cast<int>(t.getInt("max_threads", 32, 4096));
+  out.sm_threads = static_cast<int>(t.getInt("sm_threads", 32, 8192));
+  out.sm_ctas = static_cast<int>(t.getInt("sm_ctas", 1, 256));
+  out.engines = t.getListOf("engines", {"vllm", "sglang", "rtp-llm"});
+  out.source = t.get<std::string>("source");
+  t.finish();
+  return out;
+}
+
 void parsePerformance(const YamlReader& r, KernelFamily& k) {
   k.math = r.getOneOf("math", {"tensor", "vector"});
   if (r.has("working_precision")) k.working_precision = r.getOneOf("working_precision", {"native", "fp32"});
@@ -132,15 +145,7 @@ void parsePerformance(const YamlReader& r, KernelFamily& k) {
     k.surface_batch_source = surface_batch->get<std::string>("source");
     surface_batch->finish();
   }
-  if (auto t = r.findMap("token_cta")) {
-    k.token_cta.latency_us = t->getNumber("latency_us", 0, 1000);
-    k.token_cta.max_threads = static_cast<int>(t->getInt("max_threads", 32, 4096));
-    k.token_cta.sm_threads = static_cast<int>(t->getInt("sm_threads", 32, 8192));
-    k.token_cta.sm_ctas = static_cast<int>(t->getInt("sm_ctas", 1, 256));
-    k.token_cta.engines = t->getListOf("engines", {"vllm", "sglang", "rtp-llm"});
-    k.token_cta.source = t->get<std::string>("source");
-    t->finish();
-  }
+  if (auto t = r.findMap("token_cta")) k.token_cta = parseTokenCtas(*t);
   if (auto rule = r.findMap("split_rule")) k.split_policy = parseSplitPolicy(*rule, k.graph_split_engine);
   // A split over the page pool is the per-SM count cut by the share of the pool one sequence fills.
   if (k.split_spans_pool && k.split_policy.rule != SplitRule::PerSm)

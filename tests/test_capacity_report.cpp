@@ -229,7 +229,8 @@ TEST(CapacityReport, AConfigurationNoRateServesIsSaidWhyAndNeverPicked) {
       std::string::npos)
       << md;
   // The vLLM configuration meets the SLO, so the report sizes it for the target (how many GPUs follows its KV pool).
-  EXPECT_TRUE(std::regex_search(md, std::regex(R"(\| llama-3\.1-70b \| h100-sxm \| [0-9]+ \| vllm:FLASH_ATTN \(own\) at TP 2 \|)")))
+  EXPECT_TRUE(std::regex_search(
+      md, std::regex(R"(\| llama-3\.1-70b \| h100-sxm \| [0-9]+ \| vllm:FLASH_ATTN \(own\) at TP 2 \|)")))
       << md;
 }
 
