@@ -23,12 +23,8 @@ std::string heldOutPhrase(const std::optional<HeldOutResiduals>& h, const char* 
            : std::string{};
 }
 
-std::vector<double> numberList(const YamlReader& r, std::string_view key, double min, double max) {
-  return r.getNumbers(key, min, max);
-}
-
 std::vector<double> log2Axis(const YamlReader& r, std::string_view key, double min = 1) {
-  std::vector<double> axis = numberList(r, key, min, 1e9);
+  std::vector<double> axis = r.getNumbers(key, min, 1e9);
   for (std::size_t i = 1; i < axis.size(); ++i) {
     if (axis[i] <= axis[i - 1]) r.fail(key, "the grid's sizes must ascend");
   }
@@ -46,7 +42,7 @@ std::vector<GemmEngineTiming> parseGemmEngineTimings(const YamlReader& engines) 
     for (const auto& [key, into] :
          {std::pair{"floor_us", &t.floor_us}, std::pair{"extra_us", &t.extra_us},
           std::pair{"per_row_us", &t.per_row_us}, std::pair{"kernel_scale", &t.kernel_scale}}) {
-      const std::vector<double> values = numberList(r, key, 0, 1e6);
+      const std::vector<double> values = r.getNumbers(key, 0, 1e6);
       if (values.size() != kGemmShapeClasses)
         r.fail(key, fmt::format("{} values for {} shape classes", values.size(), kGemmShapeClasses));
       std::copy(values.begin(), values.end(), into->begin());
@@ -66,7 +62,7 @@ GemmSurface parseGemmSurface(const YamlReader& r, const std::string& dtype, cons
   s.log2_m = log2Axis(r, "m");
   s.log2_n = log2Axis(r, "n");
   s.log2_k = log2Axis(r, "k");
-  s.log_efficiency = numberList(r, "efficiency", 1e-6, 100);
+  s.log_efficiency = r.getNumbers("efficiency", 1e-6, 100);
   const std::size_t nodes = s.log2_m.size() * s.log2_n.size() * s.log2_k.size();
   if (s.log_efficiency.size() != nodes) {
     r.fail("efficiency", fmt::format("{} values for a grid of {} × {} × {} = {} nodes", s.log_efficiency.size(),
@@ -335,7 +331,7 @@ MoeFit parseMoeFit(const YamlReader& r, const std::string& engine, const std::st
   f.log2_tokens_per_expert = log2Axis(r, "tokens_per_expert");
   f.log2_weights_mib = r.has("weights_mib") ? log2Axis(r, "weights_mib", 1.0 / 1024) : std::vector<double>{0.0};
   f.log2_inter = log2Axis(r, "inter");
-  f.log_efficiency = numberList(r, "efficiency", 1e-6, 100);
+  f.log_efficiency = r.getNumbers("efficiency", 1e-6, 100);
   const std::size_t nodes = f.log2_tokens_per_expert.size() * f.log2_weights_mib.size() * f.log2_inter.size();
   if (f.log_efficiency.size() != nodes) {
     r.fail("efficiency",

@@ -140,6 +140,16 @@ std::string readFile(const std::filesystem::path& p) {
   return s.str();
 }
 
+ArrivalSpec exponentialLoad(double rate, std::int64_t requests) {
+  ArrivalSpec a;
+  a.rate = rate;
+  a.requests = requests;
+  a.lengths = "exponential";
+  a.prompt_tokens = 512;
+  a.output_tokens = 64;
+  return a;
+}
+
 AttentionShape headsShape(int heads, int kv_heads, int d) {
   AttentionShape s;
   s.num_heads = heads;

@@ -10,6 +10,7 @@
 #include "catalog/Catalog.hpp"
 #include "cost/AttentionCost.hpp"
 #include "simulator/Evaluation.hpp"
+#include "simulator/Traces.hpp"
 
 namespace attnsim::test {
 
@@ -53,6 +54,10 @@ std::string readFile(const std::filesystem::path& p);
 
 // An attention layer of `heads` query and `kv_heads` K/V heads of head dim d, K and V both cached.
 AttentionShape headsShape(int heads, int kv_heads, int d);
+
+// The serve-sim laws' load: `requests` requests at `rate` per second (infinity: all at once), exponential
+// lengths around 512-token prompts and 64-token outputs.
+ArrivalSpec exponentialLoad(double rate, std::int64_t requests);
 
 // A scenario of one engine on one hardware profile and catalog model, and its selection.
 Scenario engineScenario(const std::string& engine, const std::string& hardware, const std::string& model);

@@ -33,15 +33,7 @@ SchedulerConfig clientConfig() {
   return c;
 }
 
-ArrivalSpec allAtOnce(std::int64_t n) {
-  ArrivalSpec a;
-  a.rate = std::numeric_limits<double>::infinity();
-  a.requests = n;
-  a.lengths = "exponential";
-  a.prompt_tokens = 512;
-  a.output_tokens = 64;
-  return a;
-}
+ArrivalSpec allAtOnce(std::int64_t n) { return test::exponentialLoad(std::numeric_limits<double>::infinity(), n); }
 
 std::int64_t peakInSystem(const ServeResult& r) {
   std::int64_t peak = 0;

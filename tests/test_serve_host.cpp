@@ -145,15 +145,9 @@ TEST(ServeHost, AnOverlappingSchedulerRunsARequestSentDuringAStepOneStepLater) {
 
 // Little's law on an overlapping scheduler: a request sent but not yet seen by the scheduler is in the system.
 TEST(ServeHost, LittlesLawHoldsUnderAnOverlappingScheduler) {
-  ArrivalSpec a;
-  a.rate = 20;
-  a.requests = 3000;
-  a.lengths = "exponential";
-  a.prompt_tokens = 512;
-  a.output_tokens = 64;
   SchedulerConfig c;
   c.kv_tokens = 1 << 20;
-  const ServeResult r = simulateServing(generateRequests(a), c, hostBoundStep, {});
+  const ServeResult r = simulateServing(generateRequests(test::exponentialLoad(20, 3000)), c, hostBoundStep, {});
   const double lambda = static_cast<double>(r.requests.size()) / r.makespan_s;
   EXPECT_NEAR(r.time_avg_in_system, lambda * r.e2e.mean, 0.05 * lambda * r.e2e.mean);
 }
@@ -161,15 +155,11 @@ TEST(ServeHost, LittlesLawHoldsUnderAnOverlappingScheduler) {
 // The closed loop under an overlapping scheduler: the client's 16 requests are always in the system, those
 // sent but not yet seen included, and throughput stays concurrency over mean E2E (E2E counts from the send).
 TEST(ServeHost, ClosedLoopLawsHoldUnderAnOverlappingScheduler) {
-  ArrivalSpec a;
-  a.rate = std::numeric_limits<double>::infinity();
-  a.requests = 4000;
-  a.lengths = "exponential";
-  a.prompt_tokens = 512;
-  a.output_tokens = 64;
   SchedulerConfig c;
   c.kv_tokens = 1 << 22;
-  const ServeResult r = simulateServing(generateRequests(a), c, hostBoundStep, {}, {16});
+  const ServeResult r =
+      simulateServing(generateRequests(test::exponentialLoad(std::numeric_limits<double>::infinity(), 4000)), c,
+                      hostBoundStep, {}, {16});
   EXPECT_NEAR(r.requests_per_s, 16 / r.e2e.mean, 0.02 * r.requests_per_s);
   EXPECT_NEAR(r.time_avg_in_system, r.requests_per_s * r.e2e.mean, 0.01 * r.time_avg_in_system);
   EXPECT_NEAR(r.time_avg_in_system, 16, 0.5);

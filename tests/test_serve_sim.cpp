@@ -45,13 +45,7 @@ TEST(ServeSim, AtVeryLowLoadTtftIsThePrefillStep) {
 }
 
 TEST(ServeSim, LittlesLawHoldsOnTheSimulatedQueue) {
-  ArrivalSpec a;
-  a.rate = 20;
-  a.requests = 3000;
-  a.lengths = "exponential";
-  a.prompt_tokens = 512;
-  a.output_tokens = 64;
-  const ServeResult r = simulateServing(generateRequests(a), config(), linearStep, {});
+  const ServeResult r = simulateServing(generateRequests(test::exponentialLoad(20, 3000)), config(), linearStep, {});
   // L (time-average requests in the system, integrated step by step) = λ W.
   const double lambda = static_cast<double>(r.requests.size()) / r.makespan_s;
   EXPECT_NEAR(r.time_avg_in_system, lambda * r.e2e.mean, 0.05 * lambda * r.e2e.mean);
