@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <utility>
+#include <vector>
 
 namespace attnsim {
 
@@ -73,6 +75,40 @@ void runTable(std::string& md, const ServingValidation& v) {
   }
 }
 
+// Runs within the target of one metric, over the runs that publish it.
+std::pair<std::size_t, std::size_t> withinTarget(const ServingValidation& v, const ServingTarget& t) {
+  std::size_t within = 0, n = 0;
+  for (const auto& c : v.compared) {
+    if (const auto e = c.error(t.column)) {
+      ++n;
+      if (std::abs(*e) <= t.max_abs_error) ++within;
+    }
+  }
+  return {within, n};
+}
+
+// The targets, and every run beyond one with what the engine did that serve-sim does not
+// model (setups.csv `not_modelled`), or that no cause is identified yet.
+void targetSection(std::string& md, const ServingValidation& v) {
+  md.append("| metric | target |error| | runs within | runs |\n|---|---|---|---|\n");
+  for (const auto& t : kServingTargets) {
+    const auto [within, n] = withinTarget(v, t);
+    md.append(fmt::format("| {} | {:.0f}% | {} | {} |\n", metricLabel(t.column), 100 * t.max_abs_error, within, n));
+  }
+  md.append("\nRuns beyond a target, with the metrics that miss and why:\n\n");
+  for (const auto& c : v.compared) {
+    const auto beyond = c.beyondTargets();
+    if (beyond.empty()) continue;
+    std::string misses;
+    for (const auto& m : beyond) {
+      if (!misses.empty()) misses.append(", ");
+      misses.append(fmt::format("{} {}", metricLabel(m.c_str()), signedPercent(*c.error(m))));
+    }
+    md.append(fmt::format("- **{}**: {}. Why: {}\n", c.run->id, misses,
+                          c.setup->not_modelled.empty() ? "no cause identified yet" : c.setup->not_modelled));
+  }
+}
+
 void commandList(std::string& md, const ServingValidation& v) {
   for (const auto& c : v.compared) {
     md.append(fmt::format("- **{}** ({} {}, {}; source: {}, {})\n  `{}`\n", c.run->id, c.run->engine,
@@ -100,6 +136,8 @@ std::string servingValidationMarkdown(const ServingValidation& v, const std::str
     md.append("\n## Per engine, attention backend and load\n\n");
     groupTable(md, v);
   }
+  md.append("\n## Against the targets\n\n");
+  targetSection(md, v);
   md.append("\n## Runs\n\n");
   runTable(md, v);
   md.append("\n## Commands\n\n");
@@ -156,12 +194,18 @@ nlohmann::json servingValidationJson(const ServingValidation& v, const std::stri
                     {"predicted", c.predicted},
                     {"error", errors},
                     {"approximations", c.setup->approximations},
-                    {"not_modelled", c.setup->not_modelled}});
+                    {"not_modelled", c.setup->not_modelled},
+                    {"beyond_target", c.beyondTargets()}});
+  }
+  nlohmann::json targets = nlohmann::json::array();
+  for (const auto& t : kServingTargets) {
+    const auto [within, n] = withinTarget(v, t);
+    targets.push_back({{"metric", t.column}, {"max_abs_error", t.max_abs_error}, {"runs", n}, {"within", within}});
   }
   nlohmann::json not_run = nlohmann::json::array();
   for (const auto* s : v.not_run) not_run.push_back({{"id", s->id}, {"why", s->not_modelled}});
   for (const auto* r : v.no_setup) not_run.push_back({{"id", r->id}, {"why", "no setup"}});
-  return {{"command", command}, {"groups", groups}, {"runs", runs}, {"not_run", not_run}};
+  return {{"command", command}, {"groups", groups}, {"targets", targets}, {"runs", runs}, {"not_run", not_run}};
 }
 
 }  // namespace attnsim

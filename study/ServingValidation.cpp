@@ -191,6 +191,14 @@ std::optional<double> ServingComparison::error(const std::string& column) const 
   return (p->second - m->second) / m->second;
 }
 
+std::vector<std::string> ServingComparison::beyondTargets() const {
+  std::vector<std::string> out;
+  for (const auto& t : kServingTargets) {
+    if (const auto e = error(t.column); e && std::abs(*e) > t.max_abs_error) out.emplace_back(t.column);
+  }
+  return out;
+}
+
 void summarizeServing(ServingValidation& v) {
   v.groups.clear();
   std::vector<const ServingComparison*> all;

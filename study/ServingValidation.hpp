@@ -32,6 +32,18 @@ inline constexpr std::array<ServingMetric, 9> kServingMetrics{{
     {"total_throughput", "total throughput", "tok/s"},
 }};
 
+// The issue's accuracy targets (issue 28, "Done when"): the largest |error| a run may have per metric.
+struct ServingTarget {
+  const char* column;
+  double max_abs_error;
+};
+inline constexpr std::array<ServingTarget, 4> kServingTargets{{
+    {"ttft_mean_ms", 0.15},
+    {"tpot_mean_ms", 0.10},
+    {"itl_mean_ms", 0.10},
+    {"output_throughput", 0.10},
+}};
+
 // One published run: its setup as the source states it and the metrics it reports.
 struct PublishedServingRun {
   std::string id, engine, engine_version, model, gpu, dataset, source_url, source_locator, notes;
@@ -64,6 +76,8 @@ struct ServingComparison {
   std::map<std::string, double> predicted;
   // Signed relative error (predicted - published) / published, per metric both sides have.
   [[nodiscard]] std::optional<double> error(const std::string& column) const;
+  // The targeted metrics (kServingTargets) whose |error| exceeds the target, in that order.
+  [[nodiscard]] std::vector<std::string> beyondTargets() const;
 };
 
 struct MetricSummary {

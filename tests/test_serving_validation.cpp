@@ -1,6 +1,7 @@
 // report serving: published serving benchmarks beside serve-sim's prediction of each (issue 28).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -45,6 +46,32 @@ TEST(ServingValidation, EachRunIsPredictedByItsOwnServeSimCommandAndComparedMetr
   EXPECT_EQ(all["group"], "all");
   EXPECT_NEAR(all["metrics"]["tpot_mean_ms"]["mape"].get<double>(),
               std::abs(run["error"]["tpot_mean_ms"].get<double>()), 1e-12);
+}
+
+TEST(ServingValidation, ARunIsBeyondATargetExactlyWhereItsErrorExceedsItAndTheReportSaysWhy) {
+  const nlohmann::json j = servingReport(fixture("good"));
+  const auto& run = j["runs"][0];
+  std::vector<std::string> expected;
+  for (const auto& t : kServingTargets) {
+    if (run["error"].contains(t.column) && std::abs(run["error"][t.column].get<double>()) > t.max_abs_error) {
+      expected.emplace_back(t.column);
+    }
+  }
+  EXPECT_EQ(run["beyond_target"].get<std::vector<std::string>>(), expected);
+  // The targets table counts the run once per metric it publishes.
+  for (const auto& t : j["targets"]) {
+    const std::string metric = t["metric"];
+    EXPECT_EQ(t["runs"].get<int>(), run["error"].contains(metric) ? 1 : 0) << metric;
+    const bool missed = std::find(expected.begin(), expected.end(), metric) != expected.end();
+    EXPECT_EQ(t["within"].get<int>(), run["error"].contains(metric) && !missed ? 1 : 0) << metric;
+  }
+  // The markdown lists a run beyond a target with the cause its setup names.
+  const auto md = test::readFile(test::suiteScratchDir("ServingValidation") / "report" / "serving-validation.md");
+  const bool listed = md.find("- **fixture-vllm-llama8b-h100-c4**:") != std::string::npos;
+  EXPECT_EQ(listed, !expected.empty());
+  if (listed) {
+    EXPECT_NE(md.find("Why: API server overhead"), std::string::npos);
+  }
 }
 
 TEST(ServingValidation, ARunServeSimCannotExpressAndACompleteRunWithoutSetupAreListedWithWhy) {
