@@ -106,6 +106,22 @@ KernelFamily::TokenCtas parseTokenCtas(const YamlReader& t) {
   return out;
 }
 
+// `performance.weight_padding`: [{engines, dtypes, architectures, multiple, source}].
+std::vector<KernelFamily::WeightPadding> parseWeightPadding(const YamlReader& r) {
+  std::vector<KernelFamily::WeightPadding> out;
+  for (const auto& p : r.list("weight_padding")) {
+    KernelFamily::WeightPadding w;
+    w.engines = p.getListOf("engines", {"vllm", "sglang", "rtp-llm"});
+    w.dtypes = p.getListOf("dtypes", {"bf16", "fp8", "fp8_block", "nvfp4", "mxfp4"});
+    w.architectures = p.getListOf("architectures", kArchitectures);
+    w.multiple = static_cast<int>(p.getInt("multiple", 1, 4096));
+    w.source = p.get<std::string>("source");
+    p.finish();
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
 void parsePerformance(const YamlReader& r, KernelFamily& k) {
   k.math = r.getOneOf("math", {"tensor", "vector"});
   if (r.has("working_precision")) k.working_precision = r.getOneOf("working_precision", {"native", "fp32"});
@@ -146,6 +162,7 @@ void parsePerformance(const YamlReader& r, KernelFamily& k) {
     surface_batch->finish();
   }
   if (auto t = r.findMap("token_cta")) k.token_cta = parseTokenCtas(*t);
+  if (r.has("weight_padding")) k.weight_padding = parseWeightPadding(r);
   if (auto rule = r.findMap("split_rule")) k.split_policy = parseSplitPolicy(*rule, k.graph_split_engine);
   // A split over the page pool is the per-SM count cut by the share of the pool one sequence fills.
   if (k.split_spans_pool && k.split_policy.rule != SplitRule::PerSm)
@@ -231,6 +248,17 @@ KernelFamily parseKernelFamily(const YamlReader& r) {
   k.measured_proxy = r.get<std::string>("measured_proxy", "");
   r.finish();
   return k;
+}
+
+int KernelFamily::weightPaddingOf(std::string_view engine, std::string_view dtype,
+                                  std::string_view architecture) const {
+  auto named = [](const std::vector<std::string>& list, std::string_view v) {
+    return std::find(list.begin(), list.end(), v) != list.end();
+  };
+  for (const auto& w : weight_padding) {
+    if (named(w.engines, engine) && named(w.dtypes, dtype) && named(w.architectures, architecture)) return w.multiple;
+  }
+  return 1;
 }
 
 }  // namespace attnsim

@@ -141,6 +141,18 @@ struct KernelFamily {
     std::string source;
   };
   TokenCtas token_cta;
+  // performance.weight_padding: engines whose MoE expert weights are stored padded for this kernel, the
+  // hidden size and the expert's intermediate width each rounded up to a multiple, so the expert GEMMs run
+  // and read at the padded sizes (vLLM's and SGLang's MXFP4 experts for FlashInfer's trtllm-gen MoE on SM100).
+  struct WeightPadding {
+    std::vector<std::string> engines, dtypes, architectures;
+    int multiple = 1;
+    std::string source;
+  };
+  std::vector<WeightPadding> weight_padding;
+  // The multiple `engine`'s `dtype` experts are padded to on `architecture` (1: none).
+  [[nodiscard]] int weightPaddingOf(std::string_view engine, std::string_view dtype,
+                                    std::string_view architecture) const;
   // performance.merge_launch_us: the fixed time of the split-KV merge kernel; unset (< 0), a merge
   // launch costs the family's whole fixed time again.
   double merge_launch_us = -1;

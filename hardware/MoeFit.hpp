@@ -52,9 +52,14 @@ struct MoeFit {
   int points = 0;
   std::string source;
   std::optional<HeldOutResiduals> heldout;
+  // The engine stores the experts with the hidden size and the width rounded up to a multiple of this
+  // (performance.weight_padding of the grouped-gemm family; 1: none): the call runs at the padded sizes.
+  int pad_to = 1;
   std::string transferred_from;  // empty: this device's own measurements
   GemmRoofline roofline;         // the device's (set where the device is resolved)
 
+  // The call as the kernel runs it: hidden and inter rounded up to a multiple of pad_to.
+  [[nodiscard]] MoeCall padded(const MoeCall& call) const;
   // The call's time on the resolved device, µs. Allocation-free.
   [[nodiscard]] double us(const MoeCall& call) const;
   [[nodiscard]] std::size_t index(std::size_t it, std::size_t iw, std::size_t ii) const {
@@ -65,7 +70,7 @@ struct MoeFit {
 // The held-out p90 of the fit, else the non-attention default; at least that default when transferred.
 UncertaintyBand bandOf(const MoeFit& f);
 
-// `moe: {<engine>: {<dtype>: {kernel, fixed_us, tokens_per_expert, weights_mib, inter, efficiency, points,
+// `moe: {<engine>: {<dtype>: {kernel, fixed_us, tokens_per_expert, weights_mib, inter, efficiency, pad_to, points,
 // heldout, source}}}` of a calibration file (weights_mib absent: one node, the grid over the other two).
 std::vector<MoeFit> parseMoeFits(const YamlReader& moe, const std::string& origin);
 

@@ -302,7 +302,17 @@ double moeWeightMib(const GemmRoofline& rates, const MoeCall& call) {
   return call.activeExperts() * call.matrices * call.hidden * call.inter * rates.b_bytes / (1024.0 * 1024.0);
 }
 
-double MoeFit::us(const MoeCall& call) const {
+MoeCall MoeFit::padded(const MoeCall& call) const {
+  if (pad_to <= 1) return call;
+  MoeCall c = call;
+  const double multiple = pad_to;
+  c.hidden = std::ceil(call.hidden / multiple) * multiple;
+  c.inter = std::ceil(call.inter / multiple) * multiple;
+  return c;
+}
+
+double MoeFit::us(const MoeCall& unpadded) const {
+  const MoeCall call = padded(unpadded);
   const AxisPosition bt = positionOn(log2_tokens_per_expert, std::log2(std::max(1.0, call.tokensPerExpert())));
   const AxisPosition bw = positionOn(log2_weights_mib, std::log2(std::max(1e-9, moeWeightMib(roofline, call))));
   const AxisPosition bi = positionOn(log2_inter, std::log2(std::max(1.0, call.inter)));
@@ -339,6 +349,7 @@ MoeFit parseMoeFit(const YamlReader& r, const std::string& engine, const std::st
                        f.log2_tokens_per_expert.size(), f.log2_weights_mib.size(), f.log2_inter.size(), nodes));
   }
   for (double& e : f.log_efficiency) e = std::log(e);
+  f.pad_to = static_cast<int>(r.findInt("pad_to", 1, 4096).value_or(1));
   f.points = static_cast<int>(r.getInt("points", 1, 1 << 30));
   f.heldout = parseHeldOutResiduals(r);
   const auto own = r.find<std::string>("source");

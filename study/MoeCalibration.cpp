@@ -47,6 +47,7 @@ std::string mainKernel(const std::vector<const MeasurementRow*>& rows) {
 }
 
 // A call's position on the grid's three axes, log2 of: tokens per active expert, weights read (MiB), inter.
+// `call` as the kernel runs it (MoeFit::padded).
 std::array<double, 3> moeGridPoint(const MoeFit& f, const MoeCall& call) {
   return {std::log2(std::max(1.0, call.tokensPerExpert())), std::log2(moeWeightMib(f.roofline, call)),
           std::log2(call.inter)};
@@ -59,7 +60,7 @@ void fitGrid(MoeFit& f, const std::vector<const MeasurementRow*>& train) {
   const std::size_t nt = axes[0]->size(), nw = axes[1]->size(), ni = axes[2]->size();
   std::vector<double> sum(nt * nw * ni, 0.0), weight(nt * nw * ni, 0.0);
   for (const auto* r : train) {
-    const MoeCall call = moeCallOf(*r);
+    const MoeCall call = f.padded(moeCallOf(*r));
     const double y = std::log(moeRooflineUs(f.roofline, call) / (r->median_us - f.fixed_us));
     const auto x = moeGridPoint(f, call);
     std::array<AxisPosition, 3> at{};
@@ -137,6 +138,7 @@ void calibrateMoe(const Catalog& c, const std::vector<const MeasurementRow*>& ro
   MoeFit f;
   f.engine = engine, f.dtype = dtype, f.kernel = mainKernel(rows);
   f.roofline = hw.gemmRoofline(dtype);
+  f.pad_to = c.kernel("grouped-gemm").weightPaddingOf(engine, dtype, hw.architecture);
   std::vector<const MeasurementRow*> kept, train;
   for (const auto* r : rows) {
     if (r->impl != f.kernel) continue;
@@ -150,10 +152,11 @@ void calibrateMoe(const Catalog& c, const std::vector<const MeasurementRow*>& ro
   }
   double min_inter = 1e18, max_inter = 0, min_mib = 1e18, max_mib = 0, min_us = 1e18;
   for (const auto* r : train) {
-    min_inter = std::min(min_inter, static_cast<double>(r->kv_len));
-    max_inter = std::max(max_inter, static_cast<double>(r->kv_len));
-    min_mib = std::min(min_mib, moeWeightMib(f.roofline, moeCallOf(*r)));
-    max_mib = std::max(max_mib, moeWeightMib(f.roofline, moeCallOf(*r)));
+    const MoeCall call = f.padded(moeCallOf(*r));
+    min_inter = std::min(min_inter, call.inter);
+    max_inter = std::max(max_inter, call.inter);
+    min_mib = std::min(min_mib, moeWeightMib(f.roofline, call));
+    max_mib = std::max(max_mib, moeWeightMib(f.roofline, call));
     min_us = std::min(min_us, r->median_us);
   }
   f.log2_inter = powerOfTwoAxis(min_inter, max_inter);
@@ -202,9 +205,10 @@ std::string moeCalibrationYaml(const OperatorCalibration& c, const std::string& 
     };
     text += fmt::format(
         "    {}:  # efficiency = roofline / (measured - fixed_us), [tokens_per_expert][weights_mib][inter]\n"
-        "      kernel: {}\n      fixed_us: {}\n      tokens_per_expert: {}\n      weights_mib: {}\n      inter: {}\n"
+        "      kernel: {}\n{}      fixed_us: {}\n      tokens_per_expert: {}\n      weights_mib: {}\n      inter: {}\n"
         "      efficiency: |\n",
-        f.dtype, f.kernel, f.fixed_us, sizes(f.log2_tokens_per_expert), sizes(f.log2_weights_mib), sizes(f.log2_inter));
+        f.dtype, f.kernel, f.pad_to > 1 ? fmt::format("      pad_to: {}\n", f.pad_to) : std::string(), f.fixed_us,
+        sizes(f.log2_tokens_per_expert), sizes(f.log2_weights_mib), sizes(f.log2_inter));
     const std::size_t ni = f.log2_inter.size();
     for (std::size_t i = 0; i < f.log_efficiency.size(); i += ni) {
       std::vector<std::string> row;

@@ -68,6 +68,67 @@ TEST(MoeFit, TheTimeIsTheFixedTimePlusTheRooflineOverTheEfficiencyAtItsTokensPer
   EXPECT_LT(moeRooflineUs(f.roofline, sixteen), 2 * moeRooflineUs(f.roofline, one));
 }
 
+// An engine that stores its experts padded (hidden and width rounded up to a multiple) runs the padded
+// GEMMs: the call costs what the padded shape costs, and more than the unpadded one.
+TEST(MoeFit, PaddedExpertsCostWhatThePaddedShapeCosts) {
+  MoeFit f = twoNodeFit();
+  const MoeCall gpt_oss{64, 2880, 360, 128, 256};
+  const double unpadded = f.us(gpt_oss);
+  f.pad_to = 256;
+  EXPECT_DOUBLE_EQ(f.padded(gpt_oss).hidden, 3072);
+  EXPECT_DOUBLE_EQ(f.padded(gpt_oss).inter, 512);
+  EXPECT_DOUBLE_EQ(f.us(gpt_oss), f.us(MoeCall{64, 3072, 512, 128, 256}));
+  EXPECT_GT(f.us(gpt_oss), unpadded * 1.3);
+  f.pad_to = 1;
+  EXPECT_DOUBLE_EQ(f.us(gpt_oss), unpadded);
+}
+
+// FlashInfer's trtllm-gen MXFP4 experts are padded to 256 on Blackwell by both engines (the grouped-gemm
+// family's weight_padding): the B200 mxfp4 fits carry it, its other dtypes and the H100's mxfp4 do not.
+TEST(MoeFits, TheB200Mxfp4FitsPadTheirExpertsTo256AndNoOtherFitDoes) {
+  const Catalog& c = defaultCatalog();
+  const KernelFamily& grouped = c.kernel("grouped-gemm");
+  EXPECT_EQ(grouped.weightPaddingOf("vllm", "mxfp4", "blackwell"), 256);
+  EXPECT_EQ(grouped.weightPaddingOf("sglang", "mxfp4", "hopper"), 1);
+  EXPECT_EQ(grouped.weightPaddingOf("sglang", "nvfp4", "blackwell"), 1);
+  for (const char* engine : {"sglang", "vllm"}) {
+    const MoeFit* b200 = c.hardware("b200").moeFit(engine, "mxfp4");
+    ASSERT_NE(b200, nullptr) << engine;
+    EXPECT_EQ(b200->pad_to, 256) << engine;
+    const MoeFit* h100 = c.hardware("h100-sxm").moeFit(engine, "mxfp4");
+    ASSERT_NE(h100, nullptr) << engine;
+    EXPECT_EQ(h100->pad_to, 1) << engine;
+    for (const char* dtype : {"bf16", "fp8_block", "nvfp4"}) {
+      const MoeFit* other = c.hardware("b200").moeFit(engine, dtype);
+      ASSERT_NE(other, nullptr) << dtype;
+      EXPECT_EQ(other->pad_to, 1) << dtype;
+    }
+  }
+}
+
+// The evidence on the B200's gpt-oss rows: where every expert's weights are read once per call (128 tokens,
+// 128 experts, top-4), the time grows with the padded weights at one rate: counted padded, the steps from
+// width 360 to 720 and from 720 to 1440 per rank take the same time per extra byte; counted unpadded, the
+// first would read its extra bytes 45% faster than the second.
+TEST(MoeFits, GptOssRowsOnTheB200GrowWithThePaddedWeights) {
+  const std::string root = ATTNSIM_SOURCE_DIR;
+  const auto rows = readMeasurementCsv(root + "/measurements/data/aic/b200_sxm.csv.gz", defaultCatalog());
+  std::map<std::int64_t, double> by_inter;  // vLLM's calls
+  for (const auto& r : rows) {
+    if (r.kind == "moe" && r.dtype == "mxfp4" && r.engine == "vllm" && r.heads == 128 && r.batch == 128)
+      by_inter[r.kv_len] = r.median_us;
+  }
+  ASSERT_EQ(by_inter.size(), 4U);  // widths 360, 720, 1440, 2880 per rank
+  // µs per extra weight element (hidden × width) from the calls at width `lo` to those at `hi`.
+  auto us_per_weight = [&](std::int64_t lo, std::int64_t hi, double multiple) {
+    const auto pad = [&](double x) { return std::ceil(x / multiple) * multiple; };
+    const double extra = pad(2880) * (pad(static_cast<double>(hi)) - pad(static_cast<double>(lo)));
+    return (by_inter.at(hi) - by_inter.at(lo)) / extra;
+  };
+  EXPECT_NEAR(us_per_weight(360, 720, 256) / us_per_weight(720, 1440, 256), 1, 0.05);
+  EXPECT_LT(us_per_weight(360, 720, 1) / us_per_weight(720, 1440, 1), 0.75);
+}
+
 TEST(MoeFits, TheH100AndB200CarryMoeFitsAndSameArchitectureDevicesTakeThemAtTheirOwnPeaks) {
   const Catalog& c = defaultCatalog();
   for (const char* engine : {"sglang", "vllm"}) {
