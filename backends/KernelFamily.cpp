@@ -122,6 +122,18 @@ std::vector<KernelFamily::WeightPadding> parseWeightPadding(const YamlReader& r)
   return out;
 }
 
+// `performance.query_quant`: the query's FP8 quantization an engine runs before this kernel.
+KernelFamily::QueryQuant parseQueryQuant(const YamlReader& q) {
+  KernelFamily::QueryQuant out;
+  out.launches = static_cast<int>(q.getInt("launches", 1, 16));
+  out.bytes_per_element = q.getNumber("bytes_per_element", 0, 64);
+  out.engines = q.getListOf("engines", {"vllm", "sglang", "rtp-llm"});
+  out.measured_as = q.get<std::vector<std::string>>("measured_as", {});
+  out.source = q.get<std::string>("source");
+  q.finish();
+  return out;
+}
+
 void parsePerformance(const YamlReader& r, KernelFamily& k) {
   k.math = r.getOneOf("math", {"tensor", "vector"});
   if (r.has("working_precision")) k.working_precision = r.getOneOf("working_precision", {"native", "fp32"});
@@ -163,6 +175,7 @@ void parsePerformance(const YamlReader& r, KernelFamily& k) {
   }
   if (auto t = r.findMap("token_cta")) k.token_cta = parseTokenCtas(*t);
   if (r.has("weight_padding")) k.weight_padding = parseWeightPadding(r);
+  if (auto q = r.findMap("query_quant")) k.query_quant = parseQueryQuant(*q);
   if (auto rule = r.findMap("split_rule")) k.split_policy = parseSplitPolicy(*rule, k.graph_split_engine);
   // A split over the page pool is the per-SM count cut by the share of the pool one sequence fills.
   if (k.split_spans_pool && k.split_policy.rule != SplitRule::PerSm)

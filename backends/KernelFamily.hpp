@@ -1,6 +1,7 @@
 #pragma once
 // How a kernel computes, independent of which engine calls it: FlashInfer's decode kernel is the
 // same code in vLLM, SGLang and RTP-LLM. The cost model and the reference kernels key on this.
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -153,6 +154,19 @@ struct KernelFamily {
   // The multiple `engine`'s `dtype` experts are padded to on `architecture` (1: none).
   [[nodiscard]] int weightPaddingOf(std::string_view engine, std::string_view dtype,
                                     std::string_view architecture) const;
+  // performance.query_quant: with an FP8 KV cache, the engines named quantize the model-dtype query to FP8
+  // themselves before this kernel (SGLang's trtllm_mha backend: a dynamic per-tensor quantization, a few
+  // small kernels over the query), a cost outside the attention call (queryQuantUs in cost/KvWrite.cpp)
+  // that a step pays once per layer. measured_as: the measured implementations whose timed call
+  // includes it. launches 0: none.
+  struct QueryQuant {
+    int launches = 0;
+    double bytes_per_element = 0;  // moved per query element over all the launches
+    std::vector<std::string> engines;
+    std::vector<std::string> measured_as;
+    std::string source;
+  };
+  QueryQuant query_quant;
   // performance.merge_launch_us: the fixed time of the split-KV merge kernel; unset (< 0), a merge
   // launch costs the family's whole fixed time again.
   double merge_launch_us = -1;
@@ -192,6 +206,11 @@ struct KernelFamily {
   // all share the one latent KV head and are the rows of every tile.
   [[nodiscard]] bool packsQueryHeadsInPrefill() const { return prefill_gqa_packing || attendsLatentCache(); }
   // MLA with the up-projections absorbed (dense or sparse): the queries attend the one latent KV head.
+  // Whether `engine` quantizes the query itself before this kernel when the KV cache is FP8.
+  [[nodiscard]] bool quantizesQueryIn(std::string_view engine) const {
+    return query_quant.launches > 0 &&
+           std::find(query_quant.engines.begin(), query_quant.engines.end(), engine) != query_quant.engines.end();
+  }
   [[nodiscard]] bool attendsLatentCache() const { return algorithm == "mla_absorbed" || algorithm == "mla_sparse"; }
 };
 

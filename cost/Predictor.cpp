@@ -78,6 +78,14 @@ void keepOwnSplitHeuristics(const PredictionInput& in, KernelModel& prefill, Ker
   keep(*in.prefill_kernel, extend);
 }
 
+// An engine that quantizes the query to FP8 itself before the attention kernel, with an FP8 E4M3 cache
+// (KernelFamily::query_quant): the step's linear ops cost it beside the KV write.
+void attachQueryQuantization(const PredictionInput& in, LinearKernels& linear) {
+  if (in.kv_dtype != KvCacheDtype::FP8_E4M3) return;
+  if (in.prefill_kernel->quantizesQueryIn(in.engine)) linear.prefill_query_quant = &in.prefill_kernel->query_quant;
+  if (in.decode_kernel->quantizesQueryIn(in.engine)) linear.decode_query_quant = &in.decode_kernel->query_quant;
+}
+
 }  // namespace
 
 Predictor::Predictor(const Catalog& catalog, PredictionInput input)
@@ -121,6 +129,7 @@ Predictor::Predictor(const Catalog& catalog, PredictionInput input)
     absorbed_extend_model_ = resolveKernel(*input_.absorbed_extend_kernel, hw, Phase::Extend);
   attachCorrectedGrids();
   linear_ = resolveLinearKernels(catalog, hw, model, input_.engine);
+  attachQueryQuantization(input_, linear_);
   launch_ = {.kernel_launch_us = hw.overheads.kernel_launch_us,
              .graph_replay_base_us = hw.overheads.graph_replay_base_us,
              .graph_replay_per_node_us = hw.overheads.graph_replay_per_node_us,

@@ -21,7 +21,10 @@ struct SharedLinear {
   double kv_bytes = 0, act_bytes = 0;
   std::int64_t padded_batch = 0;  // 0: the workload as given
   MlaExtendRows mla_rows;         // an MLA extend's projections differ by the backend's form
-  StepCosts costs;                // only its non-attention entries are read
+  // The backend's query quantization before attention (LinearKernels::*_query_quant), if any.
+  const KernelFamily::QueryQuant* prefill_query_quant = nullptr;
+  const KernelFamily::QueryQuant* decode_query_quant = nullptr;
+  StepCosts costs;  // only its non-attention entries are read
   double comm_us = 0;
 };
 
@@ -71,7 +74,9 @@ struct Predictor::StepsScratch {
       const SharedLinear& e = linear[i];
       if (e.model == &model && e.hardware == p.input_.hardware && e.engine == p.input_.engine && e.tp == p.input_.tp &&
           e.kv_bytes == kv_bytes && e.act_bytes == act_bytes && e.padded_batch == padded_batch &&
-          e.mla_rows.up_projected == rows.up_projected && e.mla_rows.absorbed_tokens == rows.absorbed_tokens) {
+          e.mla_rows.up_projected == rows.up_projected && e.mla_rows.absorbed_tokens == rows.absorbed_tokens &&
+          e.prefill_query_quant == p.linear_.prefill_query_quant &&
+          e.decode_query_quant == p.linear_.decode_query_quant) {
         return e;
       }
     }
@@ -85,6 +90,8 @@ struct Predictor::StepsScratch {
     e.act_bytes = act_bytes;
     e.padded_batch = padded_batch;
     e.mla_rows = rows;
+    e.prefill_query_quant = p.linear_.prefill_query_quant;
+    e.decode_query_quant = p.linear_.decode_query_quant;
     e.costs.op_us.fill(0);
     const Workload* w = &workload;
     if (padded_batch > 0) workload.padInto(padded_batch, padded), w = &padded;

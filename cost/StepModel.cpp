@@ -378,6 +378,12 @@ void costLinearOps(const ModelSpec& model, const LinearKernels& k, const Workloa
     costMlaProjections(c, *attn.mla, kv_elem_bytes, mla_rows, costs);
   } else {
     costMhaProjections(c, attn, kv_elem_bytes, op);
+    const KernelFamily::QueryQuant* quant = decodeLike(w.phase) ? k.decode_query_quant : k.prefill_query_quant;
+    if (quant != nullptr) {
+      // The query's FP8 quantization runs between the KV write and attention: its kernels join that node.
+      op[at(StepOp::KvWrite)] += queryQuantUs(*quant, k.elementwise, k.device, tokens * c.hq * attn.head_dim);
+      costs.op_launches[at(StepOp::KvWrite)] += quant->launches;
+    }
   }
   const double inter = model.intermediate_size / ranks;
   op[at(StepOp::GateUp)] = c.linear(tokens, 2 * inter, hidden, c.wb);

@@ -163,6 +163,11 @@ struct LinearKernels {
   // fused-MoE fit for the engine and the checkpoint's dtype (HardwareProfile::moeFit). Null: roofline.
   const MoeFit* moe = nullptr;
   std::string engine;  // the engine the step runs in (its KV-cache write kernel: kvWriteUs)
+  // The query's FP8 quantization the engine runs before each layer's attention with an FP8 KV cache
+  // (KernelFamily::query_quant of the prefill and of the decode family); null: none. Costed in the KV
+  // write's node, which runs just before attention (SGLang later fuses the two into one kernel).
+  const KernelFamily::QueryQuant* prefill_query_quant = nullptr;
+  const KernelFamily::QueryQuant* decode_query_quant = nullptr;
 };
 // `engine` picks the MoE fit timed in that engine where the device has one.
 LinearKernels resolveLinearKernels(const Catalog& catalog, const HardwareProfile& hw, const ModelSpec& model,
@@ -196,6 +201,11 @@ double kvWriteBytes(double tokens, double kv_token_elements, double act_bytes, d
 // tensor (K and V in the same pass: KV heads × head dim; an MLA latent row), which sets its threads.
 double kvWriteUs(const KernelModel& write, const DeviceModel& device, std::string_view engine, double tokens,
                  double loop_elements, double bytes);
+// The query's FP8 quantization an engine runs before the attention kernel (KernelFamily::query_quant) over
+// `query_elements` (query tokens × query heads × head dim per rank): `launches` kernels of the elementwise
+// family, each paying its fixed time, their bytes together at its bandwidth. 0 when the family has none.
+double queryQuantUs(const KernelFamily::QueryQuant& quant, const KernelModel& elementwise, const DeviceModel& device,
+                    double query_elements);
 
 // Which tokens of an MLA extend step take which form's projections (BackendCaps::mla_extend): the MHA
 // form up-projects every cached latent token of its rows through kv_b_proj (the new tokens and the

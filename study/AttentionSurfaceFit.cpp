@@ -181,9 +181,10 @@ AttentionSurface fitAttentionSurface(const std::vector<FitPoint>& points, const 
     if (!p.row) continue;
     const auto key = sliceKeyOf(*p.row);
     if (!key) continue;
-    const double modelled = predictPoint(p, base, device, params) - p.kv_write_us;
-    // The attention call's own time: what the row timed less the KV-cache write it also timed.
-    const double measured = std::max(p.measured_us - p.kv_write_us, 0.2 * p.measured_us);
+    const double modelled = predictPoint(p, base, device, params) - p.outsideUs();
+    // The attention call's own time: what the row timed less the KV-cache write (and the query's
+    // quantization) it also timed.
+    const double measured = std::max(p.measured_us - p.outsideUs(), 0.2 * p.measured_us);
     if (modelled <= 0) continue;
     slices[*key][{p.row->batch, sliceLength(*p.row)}].push_back(std::log(measured / modelled));
   }
@@ -222,6 +223,7 @@ double predictCorrected(const FitPoint& p, const KernelModel& base, const Device
                       length, 1};
         node.decodes.count = 0;
         node.kv_write_us = 0;
+        node.q_quant_us = 0;
         node_us.push_back(predictPoint(node, base, device, params));
       }
     }

@@ -91,7 +91,7 @@ double predictPoint(const FitPoint& p, const KernelModel& base, const DeviceMode
     d.bytes_per_us = d.l2_bytes_per_us;
     cost = predictAttention(p.shape, k, d, p.phase, groups_span, page);
   }
-  return cost.time_us + p.kv_write_us;
+  return cost.time_us + p.outsideUs();
 }
 
 FitResult fitKernel(const std::vector<FitPoint>& points, const KernelModel& base, const DeviceModel& device,
@@ -207,6 +207,14 @@ FitPoint fitPointFrom(const MeasurementRow& row, const KernelModel& kernel, cons
     const double loop = mha ? kv_heads * std::max(p.shape.d_qk, p.shape.d_v) : elements;
     p.kv_write_us = kvWriteUs(write, device, row.engine, tokens, loop,
                               kvWriteBytes(tokens, elements, p.shape.act_bytes, p.shape.kv_elem_bytes));
+  }
+  const KernelFamily* family = kernel.family;
+  if (family != nullptr && p.shape.kv_quantized && row.dtype == "fp8_e4m3" &&
+      std::find(family->query_quant.measured_as.begin(), family->query_quant.measured_as.end(), row.impl) !=
+          family->query_quant.measured_as.end()) {
+    const auto tokens = static_cast<double>(p.group.count * p.group.q_len + p.decodes.count * p.decodes.q_len);
+    p.q_quant_us = queryQuantUs(family->query_quant, resolveKernel(catalog.kernel("elementwise"), hw),
+                                resolveDevice(hw, DType::BF16), tokens * p.shape.num_heads * p.shape.d_qk);
   }
   return p;
 }

@@ -37,6 +37,11 @@ struct FitPoint {
   // The timed call also wrote the new tokens' K/V (AIConfigurator's rows): that kernel's time,
   // from the kv-cache-write family, which the step model costs as its own node.
   double kv_write_us = 0;
+  // The timed call also quantized the query to FP8 before the kernel (KernelFamily::query_quant: SGLang's
+  // trtllm_mha with an FP8 cache): those kernels' time, which the step model costs beside the KV write.
+  double q_quant_us = 0;
+  // What the timed call ran besides the attention kernel.
+  [[nodiscard]] double outsideUs() const { return kv_write_us + q_quant_us; }
   // Timed back to back without an L2 flush: a call whose bytes the L2 holds reads them at the L2's
   // bandwidth (the device's l2_bandwidth), not from DRAM.
   bool l2_warm = false;
@@ -63,8 +68,9 @@ double meanAbsolutePercentageError(const std::vector<FitPoint>& points, const Ke
 // one byte a element, dequantized; Q and O stay bf16). An MLA family's (mla_absorbed) rows give the
 // latent width as head_dim (576 = kv_lora_rank 512 + rope 64): keys that wide, values the first 512.
 FitPoint fitPointFrom(const MeasurementRow& row, const KernelModel* kernel = nullptr);
-// The same, with what the row's device adds to the call: the FP8 peak of an FP8 query and the KV-cache
-// write a row that includes it (kv_write) timed with the attention.
+// The same, with what the row's device adds to the call: the FP8 peak of an FP8 query, the KV-cache
+// write a row that includes it (kv_write) timed with the attention, and the query's FP8 quantization of
+// an implementation whose timed call runs it (the family's query_quant.measured_as, with an FP8 cache).
 FitPoint fitPointFrom(const MeasurementRow& row, const KernelModel& kernel, const Catalog& catalog);
 // The kernel model used to predict measured calls of a family on a device (paged as the family
 // pages; predictPoint reads a contiguous point's K and V unpaged).

@@ -196,6 +196,78 @@ TEST(KernelDatabase, AWideRowsKvWriteIsBoundByItsBytesInEveryEngine) {
   EXPECT_DOUBLE_EQ(kvWriteUs(write, device, "sglang", tokens, head_dim, narrow), rooflineUs(write, device, 0, narrow));
 }
 
+// SGLang's trtllm_mha quantizes a bf16 query to FP8 itself when the cache is FP8, inside the call the
+// collector times; vLLM's collector casts the query before timing, and a bf16 cache needs no quantization.
+TEST(KernelDatabase, SglangsTrtllmMhaRowWithAnFp8CacheAlsoTimesTheQuerysQuantization) {
+  MeasurementRow bf16 = aicRow("decode", 1, 4096);
+  bf16.hardware = "b200";
+  bf16.impl = "sglang_trtllm_mha";
+  bf16.kernel = "trtllm-gen";
+  bf16.engine = "sglang";
+  MeasurementRow fp8 = bf16;
+  fp8.dtype = "fp8_e4m3";
+  MeasurementRow vllm = fp8;
+  vllm.impl = "vllm_flashinfer_trtllm";
+  vllm.engine = "vllm";
+  const Catalog& c = defaultCatalog();
+  const HardwareProfile& hw = c.hardware("b200");
+  const KernelModel base = measuredKernelModel(c, "trtllm-gen", "b200", Phase::Decode);
+  const KernelModel elementwise = resolveKernel(c.kernel("elementwise"), hw);
+  const auto& quant = c.kernel("trtllm-gen").query_quant;
+  ASSERT_GT(quant.launches, 1);
+  // 4 requests × 1 query token × 32 heads × 128.
+  const double expected = queryQuantUs(quant, elementwise, resolveDevice(hw, DType::BF16), 4.0 * 32 * 128);
+  const FitPoint p = fitPointFrom(fp8, base, c);
+  EXPECT_NEAR(p.q_quant_us, expected, 1e-12);
+  EXPECT_GE(expected, quant.launches * elementwise.fixed_us) << "every launch pays the elementwise floor";
+  EXPECT_EQ(fitPointFrom(bf16, base, c).q_quant_us, 0);
+  EXPECT_EQ(fitPointFrom(vllm, base, c).q_quant_us, 0);
+  FitPoint without = p;
+  without.q_quant_us = 0;
+  const FitParams params{0.5, 0.8, 3.0, 4.0};
+  const DeviceModel device = resolveDevice(hw, DType::BF16);
+  EXPECT_NEAR(predictPoint(p, base, device, params) - predictPoint(without, base, device, params), expected, 1e-9);
+  EXPECT_DOUBLE_EQ(p.outsideUs(), p.kv_write_us + p.q_quant_us);
+}
+
+// The step pays the same kernels once per layer, beside the KV write, in SGLang with an FP8 cache only.
+TEST(KernelDatabase, SglangsStepPaysTheQueryQuantizationOncePerLayerWithAnFp8Cache) {
+  const Catalog& c = defaultCatalog();
+  Scenario s = engineScenario("sglang", "b200", "llama-3.1-8b");
+  s.kv_dtype = "fp8_e4m3";
+  s.workload = Workload::uniform(Phase::Decode, 8, 1, 4096);
+  const ScenarioPrediction sp = predictScenario(c, s);
+  ASSERT_EQ(sp.input.decode_kernel->id, "trtllm-gen");
+  ASSERT_EQ(sp.input.prefill_kernel, sp.input.decode_kernel);
+  ASSERT_TRUE(sp.input.decode_kernel->quantizesQueryIn("sglang"));
+  EXPECT_FALSE(sp.input.decode_kernel->quantizesQueryIn("vllm"));
+  // The same backend without the quantization: a copy of its family with none.
+  KernelFamily plain_family = *sp.input.decode_kernel;
+  plain_family.query_quant = {};
+  PredictionInput plain_input = sp.input;
+  plain_input.prefill_kernel = &plain_family;
+  plain_input.decode_kernel = &plain_family;
+  const Prediction with = Predictor(c, sp.input).predict(s.workload);
+  const Prediction without = Predictor(c, plain_input).predict(s.workload);
+  const ModelSpec& model = *sp.model;
+  const AttentionLayerSpec& attn = model.primaryLayer();
+  const HardwareProfile& hw = *sp.hardware;
+  const double per_layer = queryQuantUs(sp.input.decode_kernel->query_quant, resolveKernel(c.kernel("elementwise"), hw),
+                                        resolveDevice(hw, *sp.input.model_dtype), 8.0 * attn.num_heads * attn.head_dim);
+  const double elementwise_gain = with.eager.by_category[3] - without.eager.by_category[3];
+  EXPECT_NEAR(elementwise_gain, model.num_layers * per_layer, 1e-6);
+  // Its launches each wait the GPU's gap between graph nodes too: the step is longer by both.
+  EXPECT_NEAR(with.eager.gpu_busy_us - without.eager.gpu_busy_us, elementwise_gain, 1e-6);
+  EXPECT_GT(with.graph.step_us, without.graph.step_us + elementwise_gain);
+  // A bf16 cache quantizes nothing.
+  PredictionInput bf16 = sp.input;
+  bf16.kv_dtype = KvCacheDtype::BF16;
+  PredictionInput bf16_plain = plain_input;
+  bf16_plain.kv_dtype = KvCacheDtype::BF16;
+  EXPECT_DOUBLE_EQ(Predictor(c, bf16).predict(s.workload).eager.step_us,
+                   Predictor(c, bf16_plain).predict(s.workload).eager.step_us);
+}
+
 TEST(KernelDatabase, AnFp8QueryRunsTheMathAtTheFp8Peak) {
   MeasurementRow bf16 = aicRow("prefill", 8192, 8192);
   bf16.dtype = "fp8_e4m3";
