@@ -93,9 +93,17 @@ GemmEngineTiming fitGemmEngineTiming(const GemmSurface& s, const std::string& en
   }
   if (all.empty()) return t;
   const EngineGemmTerms pooled = fitTerms(all);
+  // The classes are where vLLM's FP8 dispatch changes path (gemmShapeClass): block-FP8's DeepGEMM,
+  // FlashInfer and CUTLASS, and per-tensor FP8's CUTLASS configs by M (swap-AB tiles of 32 rows of A up to
+  // M 16, of 64 up to 64: vllm-project/vllm csrc/quantization/w8a8/cutlass/c3x/scaled_mm_sm100_fp8_dispatch.cuh
+  // @487e7b0e). bf16 (F.linear) and nvfp4 (FlashInfer's CuTe-DSL kernel) take one path at every shape
+  // (collector/vllm/collect_gemm.py's kernel_source), so their classes share the fit over every call: split,
+  // a class's floor followed the training calls of that class alone (nvfp4 M >= 32 off 4: 8.8 µs where
+  // the others' are 7.0-7.2, and the held-out small calls of that class take 6.8-7.0).
+  const bool classes = s.dtype == "fp8_block" || s.dtype == "fp8";
   for (std::size_t c = 0; c < kGemmShapeClasses; ++c) {
     // A class with too few calls of its own takes the fit over every class's calls.
-    const EngineGemmTerms fit = by_class[c].size() >= 3 ? fitTerms(by_class[c]) : pooled;
+    const EngineGemmTerms fit = classes && by_class[c].size() >= 3 ? fitTerms(by_class[c]) : pooled;
     t.floor_us[c] = fit.floor;
     t.extra_us[c] = fit.extra;
     t.per_row_us[c] = fit.per_row;

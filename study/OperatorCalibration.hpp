@@ -32,10 +32,19 @@ struct OperatorErrors {
   OperatorPoint worst;
 };
 
+// Whether a GEMM surface's nodes above their neighbours were taken as stalls of the table's replays and
+// dropped (study/OperatorCalibration.cpp checkStalls), and the share of the table's one-tile calls that
+// lie 20% above their median beyond those as far below.
+struct GemmStallCheck {
+  bool dropped = true;
+  double stall_share = 0;
+};
+
 struct GemmCalibration {
   std::string hardware;
   std::string engine;  // whose grid rows were fitted (the engine with the most of them)
   GemmSurface surface;
+  GemmStallCheck stalls;
 };
 struct AllReduceCalibration {
   std::string hardware;
