@@ -134,6 +134,27 @@ KernelFamily::QueryQuant parseQueryQuant(const YamlReader& q) {
   return out;
 }
 
+// `performance.group1_decode`: the kernel a decode of one query head per KV head runs.
+KernelFamily::Group1Decode parseGroup1Decode(const YamlReader& g) {
+  KernelFamily::Group1Decode out;
+  if (g.has("architecture")) out.architecture = architectureIndex(g.getOneOf("architecture", kArchitectures));
+  out.source = g.get<std::string>("source");
+  for (const auto& rule : g.list("rules")) {
+    Group1DecodeRule r;
+    r.max_head_dim = static_cast<int>(rule.getInt("max_head_dim", 1, 4096));
+    if (rule.has("kv")) r.kv_bits = rule.getOneOf("kv", {"bf16", "fp8"}) == "fp8" ? 8 : 16;
+    r.factor = rule.getNumber("factor", 0.1, 10);
+    r.fixed_us = rule.findNumber("fixed_us", 0, 1000).value_or(0);
+    rule.finish();
+    if (!out.rules.empty() && r.max_head_dim < out.rules.back().max_head_dim)
+      g.fail("rules", "max_head_dim must ascend: the first rule that covers a call applies");
+    out.rules.push_back(r);
+  }
+  if (out.rules.empty() || out.rules.size() > 6) g.fail("rules", "1 to 6 rules");
+  g.finish();
+  return out;
+}
+
 void parsePerformance(const YamlReader& r, KernelFamily& k) {
   k.math = r.getOneOf("math", {"tensor", "vector"});
   if (r.has("working_precision")) k.working_precision = r.getOneOf("working_precision", {"native", "fp32"});
@@ -176,6 +197,7 @@ void parsePerformance(const YamlReader& r, KernelFamily& k) {
   if (auto t = r.findMap("token_cta")) k.token_cta = parseTokenCtas(*t);
   if (r.has("weight_padding")) k.weight_padding = parseWeightPadding(r);
   if (auto q = r.findMap("query_quant")) k.query_quant = parseQueryQuant(*q);
+  if (auto g = r.findMap("group1_decode")) k.group1_decode = parseGroup1Decode(*g);
   if (auto rule = r.findMap("split_rule")) k.split_policy = parseSplitPolicy(*rule, k.graph_split_engine);
   // A split over the page pool is the per-SM count cut by the share of the pool one sequence fills.
   if (k.split_spans_pool && k.split_policy.rule != SplitRule::PerSm)

@@ -27,6 +27,16 @@ struct HeadDimTiles {
   TilePhase phase = TilePhase::Any;
   int architecture = -1;  // architectureIndex of the only architecture the rule holds on; -1: every one
 };
+// A decode kernel the family runs for one query head per KV head (GQA group 1) instead of its grouped
+// kernel, timed against the grouped kernel at the same (request, KV head) programs: its time is
+// factor × the grouped kernel's + fixed_us (SGLang's _fwd_kernel_stage1 beside _fwd_grouped_kernel_stage1).
+// The first rule whose max_head_dim covers the call and whose KV width matches applies.
+struct Group1DecodeRule {
+  int max_head_dim = 0;  // 0: ends a rule list
+  int kv_bits = 0;       // 16 (bf16/fp16 cache), 8 (FP8 cache), 0: any
+  double factor = 1;
+  double fixed_us = 0;
+};
 // The position of an architecture family name in the catalog's list of them; -1 when it is none.
 int architectureIndex(std::string_view architecture);
 
@@ -167,6 +177,14 @@ struct KernelFamily {
     std::string source;
   };
   QueryQuant query_quant;
+  // performance.group1_decode: the decode kernel of one query head per KV head (Group1DecodeRule), on
+  // one architecture (-1: every one). No rules: a group-1 decode runs the family's one decode kernel.
+  struct Group1Decode {
+    std::vector<Group1DecodeRule> rules;  // ascending max_head_dim (at most 6)
+    int architecture = -1;
+    std::string source;
+  };
+  Group1Decode group1_decode;
   // performance.merge_launch_us: the fixed time of the split-KV merge kernel; unset (< 0), a merge
   // launch costs the family's whole fixed time again.
   double merge_launch_us = -1;

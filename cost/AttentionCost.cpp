@@ -87,6 +87,20 @@ const HeadDimTiles* tileRuleFor(const AttentionShape& s, const KernelModel& k) {
   return nullptr;
 }
 
+}  // namespace
+
+const Group1DecodeRule* group1RuleFor(const AttentionShape& s, const KernelModel& k, Phase phase) {
+  if (phase != Phase::Decode || s.num_heads != s.num_kv_heads) return nullptr;
+  const int kv_bits = s.kv_elem_bytes >= 1.5 ? 16 : 8;
+  for (const auto& rule : k.group1_rules) {
+    if (rule.max_head_dim == 0) break;
+    if (std::max(s.d_qk, s.d_v) <= rule.max_head_dim && (rule.kv_bits == 0 || rule.kv_bits == kv_bits)) return &rule;
+  }
+  return nullptr;
+}
+
+namespace {
+
 // The per-key time was fitted at the family's key tile: a kernel stepping by fewer keys pays more per
 // key. The rule list is emptied so the prediction with the rule applied does not look for one again.
 KernelModel withTileRule(const KernelModel& kernel, const HeadDimTiles& rule) {
@@ -354,6 +368,11 @@ AttentionCost predictAttention(const AttentionShape& shape, const KernelModel& k
   out.compute_us = out.flops_tiled / (c.peak * kernel.compute_efficiency);
   out.memory_us = out.bytes / (device.bytes_per_us * kernel.memory_efficiency);
   out.bound = attention_cost::roofBound(out);
+  // One query head per KV head: the family's group-1 decode kernel, timed from the grouped one's.
+  if (const Group1DecodeRule* g1 = group1RuleFor(shape, kernel, phase)) {
+    out.kernel_us = g1->factor * out.kernel_us + g1->fixed_us;
+    out.time_us = g1->factor * out.time_us + g1->fixed_us;
+  }
   if (kernel.corrected != nullptr || kernel.decode_rows != nullptr)
     attention_cost::applyMeasuredCorrection(out, shape, kernel, device, phase, groups, page_size);
   return out;

@@ -49,6 +49,9 @@ struct KernelModel {
   // Tile shapes by head dim (max_head_dim 0 ends the list); a rule's key tile also scales the
   // per-key time, which is fitted at tile_kv: a kernel stepping by fewer keys pays more per key.
   std::array<HeadDimTiles, 4> tiles_by_head_dim{};
+  // A decode call's rules for one query head per KV head (KernelFamily::group1_decode on this device's
+  // architecture; max_head_dim 0 ends the list): that kernel's time from the grouped kernel's.
+  std::array<Group1DecodeRule, 6> group1_rules{};
   bool split_kv = false;
   bool gqa_packing = false;
   bool query_blocks_span_requests = false;  // KernelFamily::query_blocks_span_requests
@@ -143,6 +146,16 @@ std::shared_ptr<const CorrectedGrid> correctedGridFor(const AttentionShape& shap
 struct SurfaceSlice;
 SurfaceSlice surfaceSliceFor(const SurfaceSlice& nearest, const AttentionShape& shape, const KernelModel& kernel,
                              Phase phase);
+
+// A decode of one query head per KV head on a kernel with group-1 rules (KernelModel::group1_rules):
+// the rule that covers its head size and KV width, else null.
+const Group1DecodeRule* group1RuleFor(const AttentionShape& shape, const KernelModel& kernel, Phase phase);
+// A group-1 decode corrected through a slice of the grouped kernel (its GQA group above 1): the slice's
+// nodes are predicted for the grouped kernel at the call's KV heads and the slice's group (the shape
+// returned), whose time at the same programs does not depend on the group it packs, and the corrected
+// grid is then turned into the group-1 kernel's times by the rule (toGroup1Times).
+AttentionShape groupedShapeFor(const AttentionShape& shape, const SurfaceSlice& slice);
+void toGroup1Times(CorrectedGrid& grid, const Group1DecodeRule& rule);
 
 // What a surface is looked up by for a resolved shape: heads, sizes, KV width, FP8 query, window.
 struct SurfaceShape;

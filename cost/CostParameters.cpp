@@ -68,6 +68,10 @@ KernelModel resolveKernel(const KernelFamily& kernel, const HardwareProfile& hw,
                          (rule.architecture < 0 || rule.architecture == architectureIndex(hw.architecture));
     if (applies && rules < k.tiles_by_head_dim.size()) k.tiles_by_head_dim[rules++] = rule;
   }
+  const auto& g1 = kernel.group1_decode;
+  if (phase == Phase::Decode && (g1.architecture < 0 || g1.architecture == architectureIndex(hw.architecture))) {
+    for (std::size_t i = 0; i < g1.rules.size() && i < k.group1_rules.size(); ++i) k.group1_rules[i] = g1.rules[i];
+  }
   k.split_kv = kernel.split_kv;
   k.gqa_packing = kernel.gqa_packing;
   k.query_blocks_span_requests = kernel.query_blocks_span_requests;

@@ -2,6 +2,7 @@
 // call's shape): docs/COST_MODEL.md "Measured surfaces".
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "cost/AttentionCost.hpp"
@@ -130,6 +131,19 @@ SurfaceSlice surfaceSliceFor(const SurfaceSlice& nearest, const AttentionShape& 
   return by_programs ? sliceAtPrograms(nearest, shape, phase, kernel.tile_q) : nearest;
 }
 
+AttentionShape groupedShapeFor(const AttentionShape& shape, const SurfaceSlice& slice) {
+  AttentionShape grouped = shape;
+  grouped.num_heads = shape.num_kv_heads * std::max(1, slice.heads / std::max(1, slice.kv_heads));
+  return grouped;
+}
+
+void toGroup1Times(CorrectedGrid& grid, const Group1DecodeRule& rule) {
+  for (std::size_t i = 0; i < grid.log_time.size(); ++i) {
+    grid.log_time[i] = std::log(rule.factor * std::exp(grid.log_time[i]) + rule.fixed_us);
+    grid.log_model[i] = std::log(rule.factor * std::exp(grid.log_model[i]) + rule.fixed_us);
+  }
+}
+
 std::shared_ptr<const CorrectedGrid> correctedGridFor(const AttentionShape& shape, const KernelModel& kernel,
                                                       const DeviceModel& device, Phase phase, std::int64_t page_size,
                                                       std::string_view engine) {
@@ -142,6 +156,9 @@ std::shared_ptr<const CorrectedGrid> correctedGridFor(const AttentionShape& shap
   const SurfaceSlice* slice = &applied;
   KernelModel model = kernel;
   model.corrected = nullptr;
+  // A group-1 decode through a grouped slice: the grouped kernel's nodes, then the group-1 kernel's times.
+  const Group1DecodeRule* g1 = nearest->heads > nearest->kv_heads ? group1RuleFor(shape, kernel, phase) : nullptr;
+  const AttentionShape node_shape = g1 != nullptr ? groupedShapeFor(shape, *nearest) : shape;
   std::vector<double> node_us;
   node_us.reserve(slice->log2_batch.size() * slice->log2_length.size());
   for (const double b : slice->log2_batch) {
@@ -149,10 +166,12 @@ std::shared_ptr<const CorrectedGrid> correctedGridFor(const AttentionShape& shap
       const auto length = std::llround(std::exp2(l));
       const RequestGroup node{std::max<std::int64_t>(1, std::llround(std::exp2(b))),
                               phase == Phase::Decode ? 1 : length, length, 1};
-      node_us.push_back(predictAttention(shape, model, device, phase, std::span(&node, 1), page_size).time_us);
+      node_us.push_back(predictAttention(node_shape, model, device, phase, std::span(&node, 1), page_size).time_us);
     }
   }
-  return std::make_shared<const CorrectedGrid>(correctedGrid(*slice, node_us));
+  CorrectedGrid grid = correctedGrid(*slice, node_us);
+  if (g1 != nullptr) toGroup1Times(grid, *g1);
+  return std::make_shared<const CorrectedGrid>(std::move(grid));
 }
 
 }  // namespace attnsim

@@ -244,17 +244,17 @@ def vllm_mla_call(mod, batch, kv_len, heads, kv_dtype):
 
 # ---- SGLang -----------------------------------------------------------------------------------
 
-def sglang_pool(seq_lens, kv_heads, d):
+def sglang_pool(seq_lens, kv_heads, d, kv_dtype=torch.bfloat16):
     """A per-token K/V pool and each sequence's slots in random order (kv_indptr int32, kv_indices int64)."""
     total = sum(seq_lens)
-    k_buf, v_buf = randn(total + 1, kv_heads, d), randn(total + 1, kv_heads, d)
+    k_buf, v_buf = randn(total + 1, kv_heads, d, dtype=kv_dtype), randn(total + 1, kv_heads, d, dtype=kv_dtype)
     indices = torch.randperm(total, device="cuda") + 1  # slot 0 is the pool's padding slot
     indptr = torch.tensor([0, *itertools.accumulate(seq_lens)], dtype=torch.int32, device="cuda")
     return k_buf, v_buf, indptr, indices
 
 
-def sglang_decode_call(mods, batch, kv_len, heads, kv_heads, d):
-    k_buf, v_buf, indptr, indices = sglang_pool([kv_len] * batch, kv_heads, d)
+def sglang_decode_call(mods, batch, kv_len, heads, kv_heads, d, kv_dtype=torch.bfloat16):
+    k_buf, v_buf, indptr, indices = sglang_pool([kv_len] * batch, kv_heads, d, kv_dtype)
     q = randn(batch, heads, d)
     o = torch.empty_like(q)
     logits = torch.empty(batch, heads, SGLANG_MAX_SPLITS, d, dtype=torch.float32, device="cuda")
@@ -271,9 +271,11 @@ def sglang_decode_call(mods, batch, kv_len, heads, kv_heads, d):
 
     def check():
         slots = indices[:kv_len]
-        return rel_error(o[0:1], reference(q[0:1], k_buf[slots], v_buf[slots], d ** -0.5))
+        keys, values = k_buf[slots].to(torch.bfloat16), v_buf[slots].to(torch.bfloat16)
+        return rel_error(o[0:1], reference(q[0:1], keys, values, d ** -0.5))
 
-    return run, check, f"page_size=1, max_kv_splits {SGLANG_MAX_SPLITS}, splits {splits[0].item()}"
+    kernel = "_fwd_kernel_stage1 (group 1)" if heads == kv_heads else "_fwd_grouped_kernel_stage1"
+    return run, check, f"{kernel}, page_size=1, max_kv_splits {SGLANG_MAX_SPLITS}, splits {splits[0].item()}"
 
 
 def sglang_extend_call(mods, batch, q_len, kv_len, heads, kv_heads, d):
@@ -305,6 +307,24 @@ def decode_shapes(quick):
     return shapes + [(b, c, 32, 8, 64) for b in (1, 32) for c in (1024, 4096, 16384)]
 
 
+def group1_shapes(quick):
+    """SGLang's decode with one query head per KV head runs its non-grouped kernel (decode_attention_fwd:
+    kv_group_num == 1 -> decode_attention_fwd_normal). (batch, context, heads, KV heads, head dim, KV dtype):
+    32/32 heads of 128 (Llama-2-7B) over the decode grid; 1/1 heads of 256 and 512 (the head sizes of
+    AIConfigurator's group-1 rows) beside the grouped kernel at the same programs (2/1 and 8/1: one
+    program per request either way), bf16 and fp8 caches; a few 32/8 rows to compare with the committed set."""
+    if quick:
+        return [(b, 4096, h, h // g, 128, "bf16") for b in (1, 32) for h, g in ((32, 1), (32, 4))]
+    shapes = [(b, c, 32, 32, 128, "bf16") for b in (1, 8, 32, 64) for c in (512, 1024, 2048, 4096, 8192, 16384, 32768)]
+    shapes += [(b, c, 32, 8, 128, "bf16") for b in (1, 8, 32, 64) for c in (4096, 16384)]
+    for d, grouped in ((256, 2), (512, 8)):
+        for h in (1, grouped):
+            for dtype in ("bf16", "fp8_e4m3"):
+                shapes += [(b, c, h, 1, d, dtype) for b in (1, 4, 16, 64, 256, 1024)
+                           for c in (16, 256, 1024, 4096, 16384) if b * c <= 1 << 22]
+    return shapes
+
+
 def prefill_shapes(quick):
     if quick:
         return [(2048, 32, 8, 128)]
@@ -329,8 +349,8 @@ class Runner:
         self.phases = phases  # None: every phase
         self.checked = set()
 
-    def measure(self, impl, phase, made, shape, work, dtype="bf16", commit="", page=0, rec=None):
-        if self.phases and phase not in self.phases:
+    def measure(self, impl, phase, made, shape, work, dtype="bf16", commit="", page=0, rec=None, section=None):
+        if self.phases and (section or phase) not in self.phases:
             return
         b, q_len, kv_len, heads, kv_heads, d = shape
         try:
@@ -419,6 +439,13 @@ def measure_sglang(runner, mods, commit, quick):
     for b, c, h, kh, d in decode_shapes(quick):
         runner.measure("sglang_triton_decode", "decode", lambda: sglang_decode_call(mods, b, c, h, kh, d),
                        (b, 1, c, h, kh, d), kv_work(b, 1, c, h, kh, d, "decode"), "bf16", commit, 1)
+    if runner.phases and "group1" in runner.phases:  # only when asked for (--engine-phases group1)
+        for b, c, h, kh, d, dtype in group1_shapes(quick):
+            kv_dtype = FP8 if dtype == "fp8_e4m3" else torch.bfloat16
+            runner.measure("sglang_triton_decode", "decode",
+                           lambda: sglang_decode_call(mods, b, c, h, kh, d, kv_dtype), (b, 1, c, h, kh, d),
+                           kv_work(b, 1, c, h, kh, d, "decode", kv_dtype.itemsize), dtype, commit, 1,
+                           section="group1")
     for n, h, kh, d in prefill_shapes(quick):
         runner.measure("sglang_triton_extend", "prefill", lambda: sglang_extend_call(mods, 1, n, n, h, kh, d),
                        (1, n, n, h, kh, d), kv_work(1, n, n, h, kh, d, "prefill"), "bf16", commit, 1)

@@ -577,7 +577,7 @@ def main():
     parser.add_argument("--sglang-src", help="an SGLang source tree: measure its Triton attention kernels")
     parser.add_argument("--engine-phases", default="",
                         help="comma list of the engine kernels' phases to measure (decode, prefill, extend, mixed); "
-                             "all by default")
+                             "all by default; group1: SGLang's decode of one query head per KV head, run only when named")
     args = parser.parse_args()
     try:
         engines = engine_kernels.load(args.vllm_src, args.sglang_src)

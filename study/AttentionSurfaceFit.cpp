@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <utility>
 
 #include "study/Store.hpp"
 
@@ -213,6 +214,9 @@ double predictCorrected(const FitPoint& p, const KernelModel& base, const Device
   auto found = cache.find(key);
   if (found == cache.end()) {
     const SurfaceSlice applied = surfaceSliceFor(*slice, p.shape, base, p.phase);
+    // A group-1 decode through a grouped slice: the grouped kernel's nodes, then the group-1 kernel's
+    // times (cost/MeasuredCorrection.cpp correctedGridFor does the same).
+    const Group1DecodeRule* g1 = slice->heads > slice->kv_heads ? group1RuleFor(p.shape, base, p.phase) : nullptr;
     std::vector<double> node_us;
     node_us.reserve(applied.log2_batch.size() * applied.log2_length.size());
     for (const double b : applied.log2_batch) {
@@ -224,10 +228,13 @@ double predictCorrected(const FitPoint& p, const KernelModel& base, const Device
         node.decodes.count = 0;
         node.kv_write_us = 0;
         node.q_quant_us = 0;
+        if (g1 != nullptr) node.shape = groupedShapeFor(p.shape, *slice);
         node_us.push_back(predictPoint(node, base, device, params));
       }
     }
-    found = cache.emplace(key, correctedGrid(applied, node_us)).first;
+    CorrectedGrid grid = correctedGrid(applied, node_us);
+    if (g1 != nullptr) toGroup1Times(grid, *g1);
+    found = cache.emplace(key, std::move(grid)).first;
   }
   KernelModel k = base;
   k.corrected = &found->second;

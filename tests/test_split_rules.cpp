@@ -134,4 +134,67 @@ TEST(AttentionSurfaceSlices, MatchedAtTheProgramCountTheNearestSliceIsTheNearest
 }
 
 }  // namespace
+// SGLang's decode of one query head per KV head runs its non-grouped kernel (_fwd_kernel_stage1), whose time the
+// family gives as a multiple of the grouped kernel's at the same programs (performance.group1_decode, Hopper).
+TEST(Group1Decode, SglangTritonDecodeOfOneQueryHeadPerKvHeadRunsTheNonGroupedKernelOnHopperOnly) {
+  const Catalog& c = defaultCatalog();
+  const HardwareProfile& h100 = c.hardware("h100-sxm");
+  const KernelModel k = resolveKernel(c.kernel("triton-sglang"), h100, Phase::Decode);
+  KernelModel grouped = k;
+  grouped.group1_rules = {};
+  const DeviceModel dev = resolveDevice(h100, DType::BF16);
+  const RequestGroup g{64, 1, 4096, 1};
+  const AttentionShape mha = headsShape(1, 1, 256);
+  const Group1DecodeRule* rule = group1RuleFor(mha, k, Phase::Decode);
+  ASSERT_NE(rule, nullptr);
+  EXPECT_GT(rule->factor, 1.0) << "at head size 256 over a 16-bit cache the group-1 kernel is the slower";
+  const double one = predictAttention(mha, k, dev, Phase::Decode, std::span(&g, 1), 1).time_us;
+  const double base = predictAttention(mha, grouped, dev, Phase::Decode, std::span(&g, 1), 1).time_us;
+  EXPECT_NEAR(one, rule->factor * base + rule->fixed_us, 1e-9 * one);
+  // A group of two runs the grouped kernel; a prefill, the extend kernel; the rules hold on Hopper only.
+  const AttentionShape gqa = headsShape(2, 1, 256);
+  EXPECT_EQ(group1RuleFor(gqa, k, Phase::Decode), nullptr);
+  EXPECT_DOUBLE_EQ(predictAttention(gqa, k, dev, Phase::Decode, std::span(&g, 1), 1).time_us,
+                   predictAttention(gqa, grouped, dev, Phase::Decode, std::span(&g, 1), 1).time_us);
+  EXPECT_EQ(group1RuleFor(mha, resolveKernel(c.kernel("triton-sglang"), h100, Phase::Prefill), Phase::Prefill),
+            nullptr);
+  EXPECT_EQ(
+      group1RuleFor(mha, resolveKernel(c.kernel("triton-sglang"), c.hardware("b200"), Phase::Decode), Phase::Decode),
+      nullptr);
+  // The rule follows the cache's width: FP8 at head size 512 has its own.
+  AttentionShape fp8 = headsShape(1, 1, 512);
+  fp8.kv_elem_bytes = 1;
+  const Group1DecodeRule* narrow = group1RuleFor(fp8, k, Phase::Decode);
+  ASSERT_NE(narrow, nullptr);
+  EXPECT_NE(narrow, group1RuleFor(headsShape(1, 1, 512), k, Phase::Decode));
+}
+
+TEST(Group1Decode, ThroughASliceOfTheGroupedKernelItTakesThatKernelsCorrectedTimeAtTheSamePrograms) {
+  const Catalog& c = defaultCatalog();
+  const HardwareProfile& h100 = c.hardware("h100-sxm");
+  AttentionSurface surface;
+  SurfaceSlice slice;
+  slice.engine = "sglang";
+  slice.heads = 2;
+  slice.kv_heads = 1;
+  slice.head_dim = 256;
+  slice.log2_batch = {0, 2, 4};
+  slice.log2_length = {8, 12};
+  slice.log_ratio = {0.3, -0.2, 0.1, 0.25, -0.4, 0.05};
+  surface.slices = {slice};
+  KernelModel k = resolveKernel(c.kernel("triton-sglang"), h100, Phase::Decode);
+  k.surface = &surface;
+  const DeviceModel dev = resolveDevice(h100, DType::BF16);
+  const auto one = correctedGridFor(headsShape(1, 1, 256), k, dev, Phase::Decode, 1, "sglang");
+  const auto two = correctedGridFor(headsShape(2, 1, 256), k, dev, Phase::Decode, 1, "sglang");
+  ASSERT_TRUE(one && two);
+  const Group1DecodeRule* rule = group1RuleFor(headsShape(1, 1, 256), k, Phase::Decode);
+  ASSERT_NE(rule, nullptr);
+  ASSERT_EQ(one->log_time.size(), two->log_time.size());
+  for (std::size_t i = 0; i < one->log_time.size(); ++i) {
+    EXPECT_NEAR(std::exp(one->log_time[i]), rule->factor * std::exp(two->log_time[i]) + rule->fixed_us, 1e-9)
+        << "node " << i;
+  }
+}
+
 }  // namespace attnsim::test
