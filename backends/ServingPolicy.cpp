@@ -44,6 +44,34 @@ ServingHost parseServingHost(const YamlReader& host, const std::vector<std::stri
   return h;
 }
 
+std::vector<StreamCostTerm> parseStreamTerms(const YamlReader& stream, const char* key,
+                                             const std::vector<std::string>& names) {
+  std::vector<StreamCostTerm> out;
+  if (!stream.has(key)) return out;
+  const std::vector<YamlReader> terms = stream.list(key);
+  out.reserve(terms.size());
+  for (const YamlReader& t : terms) {
+    StreamCostTerm c;
+    c.what = t.get<std::string>("what");
+    c.per_request_us = t.findNumber("per_request_us", 0, 1e7).value_or(0);
+    c.per_chunk_us = t.findNumber("per_chunk_us", 0, 1e7).value_or(0);
+    c.when = t.findExpr("when", checkAgainst(names));
+    c.source = t.get<std::string>("source");
+    t.finish();
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+ServingStream parseServingStream(const YamlReader& stream, const std::vector<std::string>& names) {
+  ServingStream s;
+  s.frontend = parseStreamTerms(stream, "frontend", names);
+  s.client = parseStreamTerms(stream, "client", {});  // the benchmark's: no engine option applies
+  s.source = stream.get<std::string>("source");
+  stream.finish();
+  return s;
+}
+
 }  // namespace
 
 ServingPolicy parseServingPolicy(const YamlReader& r, const std::vector<std::string>& known) {
@@ -96,6 +124,7 @@ ServingPolicy parseServingPolicy(const YamlReader& r, const std::vector<std::str
   p.scheduler.source = sched.get<std::string>("source");
   sched.finish();
   if (auto host = r.findMap("host")) p.host = parseServingHost(*host, names);
+  if (auto stream = r.findMap("stream")) p.stream = parseServingStream(*stream, names);
   r.finish();
   return p;
 }

@@ -76,6 +76,24 @@ struct ServingHost {
   std::string source;
 };
 
+// A cost on a token's path outside the engine core, in one serial loop: per request and per streamed
+// chunk, with its source. `when` as for HostWorkTerm.
+struct StreamCostTerm {
+  std::string what;
+  double per_request_us = 0, per_chunk_us = 0;
+  std::optional<Expr> when;
+  std::string source;
+};
+
+// serving.stream: the engine's front end (the API server or tokenizer/detokenizer processes a request and
+// every chunk pass through) and the engine's own benchmark client (`vllm bench serve`,
+// `sglang.bench_serving`: one asyncio loop that sends every request and reads every stream), each a
+// serial resource whose terms add up (docs/CAPACITY.md "The front end and the client as serial resources").
+struct ServingStream {
+  std::vector<StreamCostTerm> frontend, client;
+  std::string source;
+};
+
 struct ServingPolicy {
   std::vector<std::pair<std::string, Expr>> derive;  // evaluated in order
   // Attention replicas (SGLang's DP attention): each runs attention at tp / attention_dp ranks on its
@@ -84,7 +102,8 @@ struct ServingPolicy {
   std::optional<Expr> attention_dp;
   ServingMemory memory;
   ServingScheduler scheduler;
-  std::optional<ServingHost> host;  // absent: a step is its GPU time
+  std::optional<ServingHost> host;      // absent: a step is its GPU time
+  std::optional<ServingStream> stream;  // absent: tokens reach the client as the step ends
   std::string source;
 };
 

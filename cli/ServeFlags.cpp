@@ -64,7 +64,8 @@ void addArrivalFlags(CLI::App& app, ArrivalSpec& a, bool rate_inf) {
   app.add_option("--random-range-ratio", a.range_ratio, "random dataset: the length range (vLLM and SGLang differ)");
   app.add_option("--random-prefix-len", a.prefix_len, "random dataset (vLLM): tokens before every prompt")
       ->check(CLI::Range(0, 1 << 24));
-  app.add_option("--backend-bench", a.bench, "whose random dataset: vllm or sglang (default: the engine's)")
+  app.add_option("--backend-bench", a.bench,
+                 "whose benchmark: its random dataset and its client (vllm or sglang; default: the engine's)")
       ->check(CLI::IsMember({"vllm", "sglang"}));
   app.add_option("--seed", a.seed, "random seed");
 }
@@ -164,7 +165,7 @@ void addServeFlags(CLI::App& app, ServeFlags& f) {
 }
 
 void finishServeFlags(const CLI::App& app, ServeFlags& f) {
-  // The random dataset follows the engine's own benchmark unless --backend-bench names one.
+  // The random dataset and the client follow the engine's own benchmark unless --backend-bench names one.
   if (app.get_option("--backend-bench")->count() == 0)
     f.arrivals.bench = f.scenario.engines == "sglang" ? "sglang" : "vllm";
 }
@@ -172,7 +173,8 @@ void finishServeFlags(const CLI::App& app, ServeFlags& f) {
 ServeOutcome simulateServe(const Catalog& c, const ServeFlags& f) {
   ServeOutcome out;
   out.requests = f.trace.empty() ? generateRequests(f.arrivals) : readTrace(f.trace);
-  const ServeBenchmark bench{out.requests, sloOf(f), f.client, f.warmup_requests, f.ignore_eos, f.trace.empty()};
+  const ServeBenchmark bench{out.requests, sloOf(f),        f.client,        f.warmup_requests,
+                             f.ignore_eos, f.trace.empty(), f.arrivals.bench};
   out.bench = runServeBenchmark(c, serveScenarioOf(f), bench);
   return out;
 }

@@ -166,13 +166,14 @@ py::object serveSim(const Catalog* catalog, const py::kwargs& kwargs) {
   const auto c = catalogOf(catalog, std::nullopt);
   ServingKeywords k = servingFrom(kwargs, false);
   const Scenario s = scenarioFrom(k.scenario);
-  // The random dataset follows the engine's own benchmark unless backend_bench names one.
+  // The random dataset and the client follow the engine's own benchmark unless backend_bench names one.
   if (!k.bench_given) k.arrivals.bench = s.engine == "sglang" ? "sglang" : "vllm";
   const ServeSlo slo = k.goodput.empty()
                            ? ServeSlo{k.slo_ttft_ms / 1e3, k.slo_tpot_ms / 1e3, std::numeric_limits<double>::infinity()}
                            : goodputSlo(k.goodput, "goodput");
   const std::vector<ServeRequest> requests = k.trace.empty() ? generateRequests(k.arrivals) : readTrace(k.trace);
-  const ServeBenchmark bench{requests, slo, k.client, k.warmup_requests, k.ignore_eos, k.trace.empty()};
+  const ServeBenchmark bench{requests,        slo, k.client, k.warmup_requests, k.ignore_eos, k.trace.empty(),
+                             k.arrivals.bench};
   const ServeBenchmarkRun run = runServeBenchmark(*c, s, bench);
   if (!k.write_trace.empty()) writeFileAtomically(k.write_trace, requestsCsv(requests));
   if (!k.db.empty()) {

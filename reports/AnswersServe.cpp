@@ -116,6 +116,9 @@ json serveBenchmarkJson(const ServeBenchmarkRun& b) {
             {"per_token_us", h.per_token_us},
             {"overlap", h.overlap},
             {"host_bound_steps", r.host_bound_steps}}},
+          {"stream",
+           {{"frontend", {{"per_request_us", s.frontend.per_request_us}, {"per_chunk_us", s.frontend.per_chunk_us}}},
+            {"client", {{"per_request_us", b.client.per_request_us}, {"per_chunk_us", b.client.per_chunk_us}}}}},
           {"speculative", serveSpecJson(s.spec)},
           {"simulation_wall_s", b.wall_s},
           {"max_concurrency", b.max_concurrency > 0 ? json(b.max_concurrency) : json()},
@@ -153,6 +156,9 @@ std::string serveBenchmarkText(const ServeBenchmarkRun& b) {
           "engine CPU work per step {:.0f} us + {:.2f} us per request + {:.2f} us per token, {}; {} steps host-bound\n",
           h.fixed_us, h.per_request_us, h.per_token_us, h.overlap ? "under the GPU's" : "added to the GPU's",
           r.host_bound_steps);
+  appendf(out,
+          "front end {:.0f} us per request + {:.1f} us per chunk; client {:.0f} us per request + {:.1f} us per chunk\n",
+          s.frontend.per_request_us, s.frontend.per_chunk_us, b.client.per_request_us, b.client.per_chunk_us);
   if (s.spec) {
     appendf(out,
             "speculative decoding: {}, {} draft steps (topk {}), {} tokens verified and {:.2f} emitted per request "

@@ -19,7 +19,10 @@ ServeBenchmarkRun runServeBenchmark(const Catalog& c, const Scenario& s, const S
   const std::vector<ServeRequest> warmup = warmupRequests(b.requests, b.warmup_requests);
   ServeBenchmarkRun out;
   out.warmup_s = warmup.empty() ? 0 : session.run(warmup, b.slo).makespan_s;
-  out.run = {session.setup(), session.run(b.requests, b.slo, b.client)};
+  ServeClient client = b.client;
+  if (!b.client_of.empty()) client.loop = benchmarkClientOf(c, b.client_of);
+  out.client = client.loop;
+  out.run = {session.setup(), session.run(b.requests, b.slo, client)};
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   out.requests = b.requests.size();
   out.warmup_requests = warmup.size();

@@ -22,6 +22,9 @@ struct ServeBenchmark {
   std::int64_t warmup_requests = 0;  // sent together before the benchmark, outside its metrics
   bool ignore_eos = false;           // as the benchmarks' flag (serve-sim always runs outputs to length)
   bool generated = true;             // lengths drawn from a distribution (false: a trace)
+  // Whose benchmark client reads the streams (an engine id: its serving.stream.client, whose costs go
+  // into client.loop); empty: client.loop as given.
+  std::string client_of;
 };
 
 struct ServeBenchmarkRun {
@@ -32,6 +35,7 @@ struct ServeBenchmarkRun {
   std::int64_t max_concurrency = 0;
   bool ignore_eos = false, generated = true;
   bool meets_slo = false;  // p99 TTFT and TPOT within the SLO and nothing rejected (meetsSlo)
+  SerialStage client;      // the client's loop the run charged
 };
 
 // Warm-up as sglang.bench_serving runs it (benchmark(), @ 0033168f): copies of the first request with

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <vector>
 
 #include "simulator/PrefixCache.hpp"
@@ -39,7 +40,10 @@ class ServeEngine {
         out_(out),
         free_pages_(c.kv_tokens / c.page_size),
         limited_(client.max_concurrency > 0),
+        loop_(client.loop),
+        stream_(client.loop.costs() || c.frontend.costs()),
         ratio_(c.new_token_ratio ? c.new_token_ratio->init : 0) {
+    ready_.assign(requests.size(), 0.0);
     if (limited_) {
       const auto n = std::min<std::size_t>(static_cast<std::size_t>(client.max_concurrency), requests.size());
       slots_.assign(n, 0.0);  // every slot free from the start
@@ -83,6 +87,35 @@ class ServeEngine {
   // The requests due and sent by `seen_by` join the waiting queue (the closed-loop client sends one when
   // a slot frees).
   void admitArrivals(double seen_by);
+  // When the client sends request i: when it is due and (closed loop) a slot is free; +inf: no slot yet.
+  [[nodiscard]] double sendTime(std::size_t i) const {
+    if (!limited_) return req_[i].arrival_s;
+    return slots_.empty() ? std::numeric_limits<double>::infinity() : std::max(req_[i].arrival_s, slots_.front());
+  }
+  // The client sends every request due by t, in order; each reaches the scheduler after the client's
+  // and the front end's loops have handled it (ready_). The time in the system is counted up to
+  // `counted_to`: a request sent before it is added from its send.
+  void sendDue(double t, double counted_to);
+  // When the next request not yet admitted reaches the scheduler (sending it if it is due first).
+  [[nodiscard]] double nextVisible();
+  // The engine idles until t (nothing runnable).
+  void idleUntil(double t);
+  // A request sent at `sent` through the client's then the front end's loop; a chunk emitted at
+  // `emitted` through the front end's then the client's: the time it is through (tandem FIFO queues).
+  double inbound(double sent) {
+    if (!stream_) return sent;
+    client_free_ = std::max(client_free_, sent) + loop_.per_request_us * 1e-6;
+    fe_free_ = std::max(fe_free_, client_free_) + c_.frontend.per_request_us * 1e-6;
+    return fe_free_;
+  }
+  double outbound(double emitted) {
+    if (!stream_) return emitted;
+    fe_free_ = std::max(fe_free_, emitted) + c_.frontend.per_chunk_us * 1e-6;
+    client_free_ = std::max(client_free_, fe_free_) + loop_.per_chunk_us * 1e-6;
+    return client_free_;
+  }
+  // A slot of the closed-loop client frees at t (kept in order: the oldest first).
+  void freeSlot(double t) { slots_.push_back(slots_.empty() ? t : std::max(t, slots_.back())); }
   // Tokens of a prefill to run now: a chunk of the budget, or (chunking off) the whole rest when it
   // fits or the step has nothing else; 0 when it must wait.
   [[nodiscard]] std::int64_t prefillTokens(std::int64_t left, std::int64_t budget) const {
@@ -128,10 +161,16 @@ class ServeEngine {
   std::vector<Chunk> prefills_;
   std::vector<std::size_t> decodes_;
   std::vector<bool> done_;
-  bool limited_ = false;      // the client holds at most max_concurrency requests in flight
-  std::deque<double> slots_;  // the client's free slots, by the time each freed (oldest first)
-  double ratio_ = 0;          // SGLang's new-token ratio
-  bool preempted_ = false;    // this step's batch forming preempted a running request
+  bool limited_ = false;                  // the client holds at most max_concurrency requests in flight
+  std::deque<double> slots_;              // the client's free slots, by the time each freed (oldest first)
+  SerialStage loop_;                      // the client's loop
+  bool stream_ = false;                   // the client's or the front end's loop costs something
+  std::size_t next_send_ = 0;             // requests before it are sent (those from next_arrival_ on not yet admitted)
+  std::vector<double> ready_;             // when each sent request reaches the scheduler
+  double fe_free_ = 0, client_free_ = 0;  // when the front end's and the client's loops are next free
+  double last_seen_ = 0;                  // when the client read the last request's last chunk
+  double ratio_ = 0;                      // SGLang's new-token ratio
+  bool preempted_ = false;                // this step's batch forming preempted a running request
   PrefixCache cache_;
 };
 

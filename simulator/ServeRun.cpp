@@ -130,6 +130,22 @@ double BatchTimer::drafterUs(const Workload& rep) {
   return us + static_cast<double>(spec_->num_steps - 1) * stepUs(*draft_decode_, drafts);
 }
 
+SerialStage serialStageOf(const std::vector<StreamCostTerm>& terms, const Env& env) {
+  SerialStage out;
+  for (const StreamCostTerm& t : terms) {
+    if (t.when && !truthy(t.when->evaluate(env))) continue;
+    out.per_request_us += t.per_request_us;
+    out.per_chunk_us += t.per_chunk_us;
+  }
+  return out;
+}
+
+SerialStage benchmarkClientOf(const Catalog& c, const std::string& engine) {
+  const auto& serving = c.engine(engine).policy.serving;
+  if (!serving || !serving->stream) return {};
+  return serialStageOf(serving->stream->client, {});
+}
+
 ServeSetup serveSetup(const Catalog& c, const Scenario& s) {
   ServeSetup out;
   out.capacity = capacityOf(c, s);
@@ -165,6 +181,9 @@ ServeSetup serveSetup(const Catalog& c, const Scenario& s) {
   }
   if (const auto& host = c.engine(s.engine).policy.serving->host) {
     out.host = hostStepCost(*host, m.host_overlap, out.capacity.engine_env);
+  }
+  if (const auto& stream = c.engine(s.engine).policy.serving->stream) {
+    out.scheduler.frontend = serialStageOf(stream->frontend, out.capacity.engine_env);
   }
   return out;
 }

@@ -50,6 +50,11 @@ class BatchTimer {
   std::unordered_map<std::uint64_t, Timed> memo_;
 };
 
+// The serial stage of the terms that apply in `env` (their `when`), summed.
+SerialStage serialStageOf(const std::vector<StreamCostTerm>& terms, const Env& env);
+// The benchmark client of an engine (its serving.stream.client: `vllm` is `vllm bench serve`); none: free.
+SerialStage benchmarkClientOf(const Catalog& c, const std::string& engine);
+
 struct ServeSetup {
   CapacityReport capacity;
   SchedulerConfig scheduler;

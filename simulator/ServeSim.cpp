@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <limits>
 
 #include "simulator/ServeEngine.hpp"
 #include "simulator/ServeMetrics.hpp"
@@ -11,17 +12,30 @@ namespace attnsim {
 
 namespace servesim {
 
+void ServeEngine::sendDue(double t, double counted_to) {
+  while (next_send_ < req_.size()) {
+    const double sent = sendTime(next_send_);
+    if (sent > t || std::isinf(sent)) break;
+    if (limited_) slots_.pop_front();  // sent when it is due and a slot is free, in order (the semaphore is FIFO)
+    out_.requests[next_send_].arrival_s = sent;
+    ready_[next_send_] = inbound(sent);
+    out_.in_system_seconds += std::max(0.0, counted_to - sent);  // in the system from its send
+    ++next_send_;
+  }
+}
+
+double ServeEngine::nextVisible() {
+  if (next_arrival_ == next_send_) sendDue(sendTime(next_send_), now_);
+  return next_arrival_ < next_send_ ? ready_[next_arrival_] : std::numeric_limits<double>::infinity();
+}
+
 void ServeEngine::admitArrivals(double seen_by) {
-  while (next_arrival_ < req_.size() && req_[next_arrival_].arrival_s <= seen_by &&
-         (!limited_ || (!slots_.empty() && slots_.front() <= seen_by))) {
+  sendDue(now_, now_);
+  while (next_arrival_ < next_send_ && ready_[next_arrival_] <= seen_by) {
     const ServeRequest& r = req_[next_arrival_];
-    if (limited_) {  // sent when it is due and a slot is free, in order (the semaphore is FIFO)
-      out_.requests[next_arrival_].arrival_s = std::max(r.arrival_s, slots_.front());
-      slots_.pop_front();
-    }
     if (pagesFor(r.prompt_tokens + r.output_tokens + decodeSlots() - 1) > c_.kv_tokens / c_.page_size) {
       ++out_.rejected;  // never fits the pool, whatever else runs
-      if (limited_) slots_.push_back(now_);
+      if (limited_) freeSlot(now_);
     } else {
       Live l;
       l.index = next_arrival_;
@@ -30,6 +44,14 @@ void ServeEngine::admitArrivals(double seen_by) {
     }
     ++next_arrival_;
   }
+}
+
+void ServeEngine::idleUntil(double t) {
+  if (t <= now_) return;
+  // Requests sent but still on their way through the client and the front end are in the system.
+  for (std::size_t i = next_arrival_; i < next_send_; ++i)
+    out_.in_system_seconds += std::max(0.0, t - std::max(now_, out_.requests[i].arrival_s));
+  now_ = t;
 }
 
 // Recompute preemption: the newest running request gives its pages back and waits in front.
@@ -173,33 +195,25 @@ void ServeEngine::complete(std::size_t slot, double end_s, std::int64_t tokens) 
   RequestOutcome& o = out_.requests[l.index];
   l.generated += tokens;  // a verify's accepted tokens come out together, in one chunk
   out_.emitted_tokens += tokens;
+  const double seen = outbound(end_s);  // when the client reads the chunk
   if (l.generated == 1) {
-    o.first_token_s = end_s;
+    o.first_token_s = seen;
   } else {
-    out_.itl_samples.push_back(end_s - l.last_token_s);
+    out_.itl_samples.push_back(seen - l.last_token_s);
   }
-  l.last_token_s = end_s;
+  l.last_token_s = seen;
   if (l.generated >= o.output_tokens) {
-    o.finish_s = end_s;
+    o.finish_s = seen;
     release(l);
     free_pages_ += cache_.drop(ownKey(l.index));  // its own pages kept over a preemption: no one else's
     done_[slot] = true;
-    if (limited_) slots_.push_back(end_s);
+    if (limited_) freeSlot(seen);
+    out_.in_system_seconds += seen - end_s;  // done in the engine, its last chunk still on its way
+    last_seen_ = std::max(last_seen_, seen);
   }
 }
 
-std::size_t ServeEngine::sentNotSeen() const {
-  std::size_t free_slots = 0;  // the closed-loop client sends only into a freed slot
-  if (limited_) {
-    while (free_slots < slots_.size() && slots_[free_slots] <= now_) ++free_slots;
-  }
-  std::size_t n = 0;
-  for (std::size_t i = next_arrival_; i < req_.size() && req_[i].arrival_s <= now_; ++i) {
-    if (limited_ && n >= free_slots) break;
-    ++n;
-  }
-  return n;
-}
+std::size_t ServeEngine::sentNotSeen() const { return next_send_ - next_arrival_; }
 
 void ServeEngine::finishStep(double end_s, double step_s) {
   out_.timeline.push_back({now_, static_cast<std::int64_t>(running_.size()), static_cast<std::int64_t>(waiting_.size()),
@@ -207,6 +221,7 @@ void ServeEngine::finishStep(double end_s, double step_s) {
   out_.in_system_seconds += static_cast<double>(running_.size() + waiting_.size() + sentNotSeen()) * step_s;
   std::int64_t batch_tokens = 0;
   done_.assign(running_.size(), false);
+  if (stream_) sendDue(end_s, end_s);  // requests sent during the step reach the loops before its chunks
   for (const Chunk& ch : prefills_) {
     Live& l = running_[ch.live];
     l.cached += ch.tokens;
@@ -235,7 +250,7 @@ void ServeEngine::run(const StepTimer& timer) {
   bool ahead = false;     // its CPU work ran under the GPU's: the scheduler formed this step as it started
   bool chained = false;   // this step follows the last one with no empty iteration between
   while (next_arrival_ < req_.size() || !waiting_.empty() || !running_.empty()) {
-    if (waiting_.empty() && running_.empty()) now_ = std::max(now_, req_[next_arrival_].arrival_s);
+    if (waiting_.empty() && running_.empty()) idleUntil(nextVisible());
     const bool back_to_back = chained && now_ == last_end;
     // An overlapping scheduler (vLLM --async-scheduling, SGLang's overlap loop) formed this step while the
     // last one ran on the GPU: it saw the requests sent before that step started, not those sent during it.
@@ -244,7 +259,7 @@ void ServeEngine::run(const StepTimer& timer) {
     if (prefills_.empty() && decodes_.empty()) {
       chained = false;  // an empty pass of the loop: the next one sees every request sent so far
       if (next_arrival_ >= req_.size()) break;  // nothing runnable and nothing to come (cannot happen)
-      now_ = std::max(now_, req_[next_arrival_].arrival_s);
+      idleUntil(nextVisible());
       continue;
     }
     const StepTime st = timer(workload());
@@ -260,7 +275,7 @@ void ServeEngine::run(const StepTimer& timer) {
     now_ += step_s;
     last_end = now_;
   }
-  out_.makespan_s = now_;
+  out_.makespan_s = std::max(now_, last_seen_);  // until the client has read the last chunk
 }
 
 }  // namespace servesim

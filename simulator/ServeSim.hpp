@@ -56,6 +56,15 @@ struct SpecDecodeConfig {
   [[nodiscard]] std::int64_t lookahead() const { return std::max(draft_tokens, topk * num_steps); }
 };
 
+// One Python event loop on a token's path outside the engine core (docs/CAPACITY.md "The front end and
+// the client as serial resources"): it handles each request once on its way in (per_request_us) and
+// each streamed chunk on its way out (per_chunk_us), one at a time, in the order they reach it. When it
+// falls behind the steps, chunks wait for it: the client sees its tokens late.
+struct SerialStage {
+  double per_request_us = 0, per_chunk_us = 0;
+  [[nodiscard]] bool costs() const { return per_request_us > 0 || per_chunk_us > 0; }
+};
+
 // The scheduler's limits and the KV pool, per engine (backends/<engine>/engine.yaml serving:).
 struct SchedulerConfig {
   std::int64_t max_batched_tokens = 8192;
@@ -80,14 +89,19 @@ struct SchedulerConfig {
   bool admit_after_preemption = true;
   std::optional<NewTokenRatioAdmission> new_token_ratio;  // absent: admission by free pages only
   std::optional<SpecDecodeConfig> spec;                   // absent: one token per decode step
+  // The engine's front end (vLLM's API server process, SGLang's tokenizer and detokenizer managers): a
+  // request reaches the scheduler after it, and every chunk the client after it (serving.stream).
+  SerialStage frontend{};
 };
 
 // The benchmark client: at most max_concurrency requests in flight (0: no limit), as the semaphore
 // of `vllm bench serve --max-concurrency` and `sglang.bench_serving --max-concurrency` holds them.
 // A request waits on the client until a slot frees and is sent then; its TTFT and E2E count from
-// the send, as the benchmarks' request functions start their clocks after the semaphore.
+// the send, as the benchmarks' request functions start their clocks after the semaphore. `loop`: the
+// client's own asyncio loop, which sends every request and reads every stream's chunks (none: free).
 struct ServeClient {
   std::int64_t max_concurrency = 0;
+  SerialStage loop{};
 };
 
 // A request is good when it meets every target (goodput as `vllm bench serve --goodput` counts it).
