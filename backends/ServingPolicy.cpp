@@ -94,6 +94,7 @@ ServingPolicy parseServingPolicy(const YamlReader& r, const std::vector<std::str
   const YamlReader memory = r.map("memory");
   p.memory.kv_pool_mib = memory.getExpr("kv_pool_mib", checkAgainst(names));
   p.memory.logit_rows = memory.findExpr("logit_rows", checkAgainst(names));
+  p.memory.sliding_window_pool = memory.findExpr("sliding_window_pool", checkAgainst(names));
   p.memory.note = memory.get<std::string>("note", "");
   p.memory.source = memory.get<std::string>("source");
   memory.finish();

@@ -20,6 +20,10 @@ struct ServingMemory {
   Expr kv_pool_mib;
   // Rows of logits the engine's profiling run materialises (vLLM: max_num_seqs); 0 when unset.
   std::optional<Expr> logit_rows;
+  // Whether sliding-window layers keep only their window in a pool of their own (a hybrid pool); false:
+  // the engine lays every layer out alike, so each token costs every layer's KV (SGLang with
+  // disable_hybrid_swa_memory). Unset: true.
+  std::optional<Expr> sliding_window_pool;
   std::string note;  // what the engine counts and what it leaves out
   std::string source;
 };

@@ -36,6 +36,16 @@ void setServingSizeVariables(Env& env, const ModelSpec& m, const HardwareProfile
   env["moe_intermediate"] = static_cast<std::int64_t>(moe ? m.moe->expert_intermediate_size / std::max(1, tp) : 0);
 }
 
+// One pool for every layer: a sliding-window layer keeps every token as a full-attention one does.
+KvFootprint holdEveryToken(KvFootprint f) {
+  f.full_bytes += f.windowed_bytes;
+  f.full_layers += f.windowed_layers;
+  f.windowed_bytes = 0;
+  f.windowed_layers = 0;
+  f.max_window = 0;
+  return f;
+}
+
 }  // namespace
 
 double KvFootprint::requestBytes(std::int64_t context, std::int64_t page) const {
@@ -142,6 +152,9 @@ MemorySplit splitMemory(const MemoryInput& in) {
   s.activation_mib = activationPeakBytes(m, s.max_batched_tokens, std::llround(rows), in.tp) / kMiB;
   env["activation_mib"] = s.activation_mib;
   s.kv_pool_mib = evalNumber(sp.memory.kv_pool_mib, env, "memory.kv_pool_mib");
+  if (sp.memory.sliding_window_pool && !truthy(sp.memory.sliding_window_pool->evaluate(env))) {
+    s.kv = holdEveryToken(s.kv);
+  }
   if (s.kv_pool_mib > 0 && s.kv.perToken() > 0) {
     // Every token costs its full-attention KV; windowed layers are sized per request (checkFit).
     const double per_token = s.kv.full_bytes > 0 ? s.kv.full_bytes : s.kv.windowed_bytes;

@@ -29,6 +29,21 @@ std::vector<std::string> ids(const auto& items, auto field) {
   return out;
 }
 
+// engine_options: {ENGINE: {NAME: VALUE}}, for engines of the spec; the engine checks names and values.
+void readEngineOptions(const YamlReader& r, CapacitySpec& spec) {
+  const auto options = r.findMap("engine_options");
+  if (!options) return;
+  for (const auto& engine : options->keysOf()) {
+    const bool listed =
+        std::any_of(spec.engines.begin(), spec.engines.end(), [&](const SweepEngine& e) { return e.engine == engine; });
+    if (!listed) options->fail(engine, fmt::format("engine '{}' is not one of the spec's engines", engine));
+    const YamlReader flags = options->map(engine);
+    for (const auto& name : flags.keysOf()) spec.engine_options[engine][name] = flags.get<std::string>(name);
+    flags.finish();
+  }
+  options->finish();
+}
+
 void readEngines(const YamlReader& r, const Catalog& c, CapacitySpec& spec) {
   const auto engine_ids = ids(c.engines(), [](const Engine& e) { return e.policy.engine; });
   for (const auto& id : r.get<std::vector<std::string>>("engines", {})) {
@@ -103,6 +118,7 @@ CapacitySpec parseCapacitySpec(std::string_view text, const std::string& file, c
     }
   }
   spec.kv_dtype = r.find<std::string>("kv_dtype");
+  readEngineOptions(r, spec);
   spec.cuda_graphs = r.findOneOf("cuda_graphs", {"on", "off"}).value_or("on") == "on";
   readTraffic(r, spec);
   r.finish();
@@ -150,6 +166,9 @@ std::vector<CapacityConfig> capacityConfigs(const CapacitySpec& spec) {
           s.engine = e.engine;
           if (!e.backends.empty()) s.backend = e.backends.front();
           s.kv_dtype = spec.kv_dtype;
+          if (const auto flags = spec.engine_options.find(e.engine); flags != spec.engine_options.end()) {
+            for (const auto& [name, value] : flags->second) s.engine_options[name] = value;
+          }
           s.tp = tp;
           s.cuda_graphs = spec.cuda_graphs;
           out.push_back({s, !e.backends.empty()});

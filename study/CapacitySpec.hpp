@@ -5,6 +5,7 @@
 // ones are sweeps/capacity*.yaml, embedded beside the sweep specs.
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,6 +22,8 @@ struct CapacitySpec {
   std::vector<SweepEngine> engines;  // no backends: the engine's own choice
   std::vector<std::int64_t> tp;
   std::optional<std::string> kv_dtype;
+  // Engine flags per engine, as `--option name=value` gives them (engine_options: {sglang: {name: value}}).
+  std::map<std::string, std::map<std::string, std::string>> engine_options;
   bool cuda_graphs = true;
   ServeSlo slo;
   ArrivalSpec arrivals;  // the rate is searched

@@ -1,6 +1,8 @@
 // The memory split against hand-computed cases, the fit check, and the serving data's errors.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "TestSupport.hpp"
 #include "catalog/Catalog.hpp"
 #include "cost/Collective.hpp"
@@ -71,10 +73,61 @@ TEST(Capacity, SglangMemFractionStaticFollowsItsReservedRule) {
   // reserved = 512 + 8192·1.5 + 256·2 + 1/8·1024 + 8·(piecewise sizes) MiB, above the 10 GiB floor.
   const double reserved = 512 + 8192 * 1.5 + 256 * 2 + 1024.0 / 8 + 8.0 * static_cast<double>(s.prefill_graph_sizes);
   EXPECT_GT(reserved, 10240);
-  EXPECT_NEAR(s.kv_pool_mib, 80 * 1024 - reserved - s.weights_mib, 1e-6);
+  const double fraction = (80 * 1024 - reserved) / (80 * 1024);
+  // profile_max_num_token: the fraction of what was free at start (torch's total less the CUDA context) less the
+  // weights.
+  const double start_free = *defaultCatalog().hardware("h100-sxm").reported_memory_mib - 619;
+  EXPECT_NEAR(s.kv_pool_mib, start_free * fraction - s.weights_mib, 1e-6);
   EXPECT_EQ(s.max_batched_tokens, 8192);
   // max_num_reqs = min(max(kv_tokens / 131072 × 512, 2048), 4096).
   EXPECT_EQ(s.max_running_requests, 2048);
+}
+
+// SGLang's pool is mem_fraction_static of the H100's memory free at start (torch's total less the CUDA context):
+// a MiB more of the fraction's card is this share of a MiB of pool.
+double sglangStartShare() { return (*defaultCatalog().hardware("h100-sxm").reported_memory_mib - 619) / (80 * 1024); }
+
+CapacityReport sglangWithOptions(const std::string& hw, const std::string& model,
+                                 const std::map<std::string, std::string>& options) {
+  Scenario s = test::engineScenario("sglang", hw, model);
+  for (const auto& [name, value] : options) s.engine_options[name] = value;
+  return capacityOf(defaultCatalog(), s);
+}
+
+TEST(Capacity, SglangWithoutHybridSwaMemoryChargesEveryLayerForEveryToken) {
+  const CapacityReport hybrid = sglangWithOptions("h100-sxm", "gpt-oss-20b", {});
+  const CapacityReport one_pool = sglangWithOptions("h100-sxm", "gpt-oss-20b", {{"disable_hybrid_swa_memory", "true"}});
+  const KvFootprint layers = kvFootprint(defaultCatalog().model("gpt-oss-20b"), KvCacheDtype::Auto, DType::BF16, 1);
+  // Hybrid: a token costs the full-attention layers; the sliding-window ones keep their window per request.
+  EXPECT_DOUBLE_EQ(hybrid.split.kv.full_bytes, layers.full_bytes);
+  EXPECT_EQ(hybrid.split.kv.max_window, 128);
+  // One pool (model_runner.py profile_max_num_token over every layer): no window, every layer per token.
+  EXPECT_DOUBLE_EQ(one_pool.split.kv.full_bytes, layers.perToken());
+  EXPECT_DOUBLE_EQ(one_pool.split.kv.windowed_bytes, 0);
+  EXPECT_EQ(one_pool.split.kv.max_window, 0);
+  EXPECT_DOUBLE_EQ(one_pool.split.kv_pool_mib, hybrid.split.kv_pool_mib);  // the same memory, fewer tokens
+  EXPECT_NEAR(static_cast<double>(one_pool.split.kv_tokens), one_pool.split.kv_pool_mib * kMiB / layers.perToken(), 1);
+  EXPECT_LT(one_pool.split.kv_tokens, hybrid.split.kv_tokens);
+}
+
+TEST(Capacity, SglangCudaGraphMaxBsSetsTheGraphMaximumAndItsReserve) {
+  const CapacityReport unset = sglangWithOptions("h100-sxm", "llama-3.1-8b", {});
+  const CapacityReport small = sglangWithOptions("h100-sxm", "llama-3.1-8b", {{"cuda_graph_max_bs", "160"}});
+  EXPECT_EQ(unset.split.decode_graph_sizes - small.split.decode_graph_sizes, (256 - 160) / 8);
+  // reserved_mem counts 2 MiB per graph batch: 96 fewer raise the fraction by 192 MiB of the card, which the pool
+  // takes of the memory free at start.
+  EXPECT_NEAR(small.split.kv_pool_mib - unset.split.kv_pool_mib, 2.0 * (256 - 160) * sglangStartShare(), 1e-6);
+}
+
+TEST(Capacity, SglangWithoutPiecewiseGraphsCapturesNoPrefillSizesAndReservesNothingForThem) {
+  const CapacityReport on = sglangWithOptions("h100-sxm", "llama-3.1-8b", {});
+  const CapacityReport off = sglangWithOptions("h100-sxm", "llama-3.1-8b", {{"disable_piecewise_cuda_graph", "true"}});
+  EXPECT_GT(on.split.prefill_graph_sizes, 0);
+  EXPECT_EQ(off.split.prefill_graph_sizes, 0);
+  EXPECT_EQ(off.split.decode_graph_sizes, on.split.decode_graph_sizes);
+  // reserved_mem's 8 MiB per piecewise size goes back to the fraction, so to the pool.
+  EXPECT_NEAR(off.split.kv_pool_mib - on.split.kv_pool_mib,
+              8.0 * static_cast<double>(on.split.prefill_graph_sizes) * sglangStartShare(), 1e-6);
 }
 
 TEST(Capacity, RtpLlmKeepsOneGibAndARuntimeReserveThatShrinksWithTp) {

@@ -15,11 +15,13 @@ namespace {
 
 using nlohmann::json;
 
-// Llama-3.1-70B on two H100s under SGLang leaves a KV pool of a few thousand tokens: one 2,256-token
-// request at a time.
+// Llama-3.1-70B on two H100s under SGLang at --mem-fraction-static 0.844 leaves a KV pool of a few thousand
+// tokens (3,706): one 2,256-token request at a time. (Its default fraction leaves none: docs/CAPACITY.md.)
+const std::string kSmallPoolOption = "--option mem_fraction_static=0.844 ";
 const std::string kSmallPool =
     "capacity search --hardware h100-sxm --model llama-3.1-70b --engine sglang --tp 2 --prompt-len 2000 "
-    "--output-len 256 --target-rate 20 --requests 200";
+    "--output-len 256 --target-rate 20 --requests 200 " +
+    kSmallPoolOption;
 
 TEST(CapacitySearch, NonsenseTpAndRatesAreUsageErrorsNamingTheFlagAndItsRange) {
   const std::string search = "--json capacity search --hardware h100-sxm --model llama-3.1-8b --engine vllm ";
@@ -63,6 +65,7 @@ TEST(CapacitySearch, NoRateMeetingTheSloIsSaidWithTheReasonInTextAndJson) {
 TEST(CapacitySearch, RequestsThatNeverFitThePoolMeanNoRateAtAll) {
   Scenario s = engineScenario("sglang", "h100-sxm", "llama-3.1-70b");
   s.tp = 2;
+  s.engine_options["mem_fraction_static"] = "0.844";  // the pool of kSmallPool
   ServeSession session(defaultCatalog(), s);
   ArrivalSpec a;
   a.requests = 50;

@@ -228,8 +228,31 @@ TEST(CapacitySpec, BadSpecsNameTheFileLineAndKey) {
   const auto lengths = error("lengths: exponential", "lengths: zipf");
   EXPECT_EQ(lengths.exit_code, 2);
   EXPECT_NE(lengths.output.find("uniform"), std::string::npos) << lengths.output;
+  const auto options = error("tp: [1]", "tp: [1]\nengine_options: {trtllm: {max_batch_size: 8}}");
+  EXPECT_EQ(options.exit_code, 2);
+  EXPECT_NE(options.output.find("bad.yaml:9"), std::string::npos) << options.output;
+  EXPECT_NE(options.output.find("not one of the spec's engines"), std::string::npos) << options.output;
   EXPECT_EQ(runAttnsim("capacity study no-such-spec --db " + (capacityStoreScratch() / "bad.db").string()).exit_code,
             2);
+}
+
+// engine_options reach the configurations of their engine only, as --option would give them.
+TEST(CapacitySpec, EngineOptionsReachTheirEnginesConfigurations) {
+  std::string text = readFile(kCapacityStoreData / "capacity/small.yaml");
+  text.replace(text.find("tp: [1]"), 7, "tp: [1]\nengine_options: {sglang: {mem_fraction_static: 0.8}}");
+  const CapacitySpec spec = parseCapacitySpec(text, "small.yaml", test::defaultCatalog());
+  int sglang = 0;
+  for (const CapacityConfig& c : capacityConfigs(spec)) {
+    const auto& options = c.scenario.engine_options;
+    if (c.scenario.engine == "sglang") {
+      ++sglang;
+      ASSERT_EQ(options.count("mem_fraction_static"), 1U);
+      EXPECT_EQ(options.at("mem_fraction_static"), "0.8");
+    } else {
+      EXPECT_TRUE(options.empty());
+    }
+  }
+  EXPECT_EQ(sglang, 1);
 }
 
 }  // namespace

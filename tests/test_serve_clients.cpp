@@ -211,6 +211,27 @@ TEST(EngineSchedulerOptions, SglangLimitsReachTheScheduler) {
   EXPECT_THROW((void)serveSetup(test::defaultCatalog(), s), UsageError);
 }
 
+// SGLang's graph flags reach the steps: --cuda-graph-max-bs bounds the decode batches replayed as graphs, and
+// without piecewise graphs (the 0.5.x releases' default) prefill steps run eager.
+TEST(EngineSchedulerOptions, SglangGraphFlagsDecideWhichStepsReplayAGraph) {
+  const std::string run =
+      "--json serve-sim --engine sglang --hardware h100-sxm --model llama-3.1-8b --dataset-name random "
+      "--random-input-len 300 --random-output-len 64 --random-range-ratio 1 --num-prompts 20 --request-rate inf ";
+  const auto steps = [&](const std::string& options) {
+    const auto out = test::runAttnsim(run + options);
+    EXPECT_EQ(out.exit_code, 0) << out.output;
+    return nlohmann::json::parse(out.output);
+  };
+  const auto defaults = steps("");
+  const auto eager_prefill = steps("--option disable_piecewise_cuda_graph=true");
+  const auto small_graphs = steps("--option cuda_graph_max_bs=8");
+  EXPECT_GT(defaults["piecewise_steps"].get<std::int64_t>(), 0);
+  EXPECT_EQ(eager_prefill["piecewise_steps"], 0);
+  EXPECT_EQ(eager_prefill["full_graph_steps"], defaults["full_graph_steps"]);
+  // 20 requests decode together: above a graph maximum of 8 those steps run eager.
+  EXPECT_LT(small_graphs["full_graph_steps"].get<std::int64_t>(), defaults["full_graph_steps"].get<std::int64_t>());
+}
+
 TEST(EngineSchedulerOptions, ServeSimCommandTakesTheBenchmarkFlags) {
   const auto out = test::runAttnsim(
       "--json serve-sim --engine vllm --hardware h100-sxm --model llama-3.1-8b --option max_num_seqs=4 "
