@@ -83,7 +83,7 @@ TEST(VllmKvPool, LargerTokenBudgetLeavesASmallerPool) {
   EXPECT_NEAR(large.kv_pool_mib, large.gpu_mib * 0.9 - large.weights_mib - peak, 1e-6);
 }
 
-TEST(VllmKvPool, MarlinPadsMxfp4ExpertsBelowSm10Only) {
+TEST(VllmKvPool, Mxfp4ExpertsArePaddedForMarlinBelowSm10AndForTrtllmOnSm100) {
   const ModelSpec& m = test::defaultCatalog().model("gpt-oss-120b");
   const MemorySplit h100 = vllmSplit("h100-sxm", "gpt-oss-120b", {});
   // Intermediate 2880 -> 2944 (128), hidden 2880 -> 3072 (256), gate/up and down of every expert at 4.25 bits.
@@ -94,8 +94,10 @@ TEST(VllmKvPool, MarlinPadsMxfp4ExpertsBelowSm10Only) {
   const MemorySplit tp2 = vllmSplit("h100-sxm", "gpt-oss-120b", {}, 2);
   const double pad2 = layers * m.moe->num_experts * 3 * (1536.0 * 3072 - 1440.0 * 2880) * 17 / 32;
   EXPECT_NEAR(derivedOf(tp2, "moe_weight_padding_mib"), pad2 / kMiB, 1e-6);
-  // Blackwell takes another backend; bf16 and dense models have nothing to pad.
-  EXPECT_DOUBLE_EQ(derivedOf(vllmSplit("b200", "gpt-oss-120b", {}), "moe_weight_padding_mib"), 0);
+  // SM 10.0 runs FlashInfer's TRT-LLM MoE, which pads both sizes to 256: 2880 -> 3072 each.
+  const double pad_b200 = layers * m.moe->num_experts * 3 * (3072.0 * 3072 - 2880.0 * 2880) * 17 / 32;
+  EXPECT_NEAR(derivedOf(vllmSplit("b200", "gpt-oss-120b", {}), "moe_weight_padding_mib"), pad_b200 / kMiB, 1e-6);
+  // bf16 and dense models have nothing to pad.
   EXPECT_DOUBLE_EQ(derivedOf(vllmSplit("h100-sxm", "llama-3.1-8b", {}), "moe_weight_padding_mib"), 0);
 }
 
