@@ -122,6 +122,22 @@ std::vector<KernelFamily::WeightPadding> parseWeightPadding(const YamlReader& r)
   return out;
 }
 
+// `performance.moe_runner`: [{engines, dtypes, architectures, measured_as, source}].
+std::vector<KernelFamily::MoeRunnerProxy> parseMoeRunner(const YamlReader& r) {
+  std::vector<KernelFamily::MoeRunnerProxy> out;
+  for (const auto& p : r.list("moe_runner")) {
+    KernelFamily::MoeRunnerProxy m;
+    m.engines = p.getListOf("engines", {"vllm", "sglang", "rtp-llm"});
+    m.dtypes = p.getListOf("dtypes", {"bf16", "fp8", "fp8_block", "nvfp4", "mxfp4"});
+    m.architectures = p.getListOf("architectures", kArchitectures);
+    m.measured_as = p.getOneOf("measured_as", {"vllm", "sglang", "rtp-llm"});
+    m.source = p.get<std::string>("source");
+    p.finish();
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
 // `performance.query_quant`: the query's FP8 quantization an engine runs before this kernel.
 KernelFamily::QueryQuant parseQueryQuant(const YamlReader& q) {
   KernelFamily::QueryQuant out;
@@ -196,6 +212,7 @@ void parsePerformance(const YamlReader& r, KernelFamily& k) {
   }
   if (auto t = r.findMap("token_cta")) k.token_cta = parseTokenCtas(*t);
   if (r.has("weight_padding")) k.weight_padding = parseWeightPadding(r);
+  if (r.has("moe_runner")) k.moe_runner = parseMoeRunner(r);
   if (auto q = r.findMap("query_quant")) k.query_quant = parseQueryQuant(*q);
   if (auto g = r.findMap("group1_decode")) k.group1_decode = parseGroup1Decode(*g);
   if (auto rule = r.findMap("split_rule")) k.split_policy = parseSplitPolicy(*rule, k.graph_split_engine);
@@ -285,15 +302,32 @@ KernelFamily parseKernelFamily(const YamlReader& r) {
   return k;
 }
 
+namespace {
+bool kernelFamilyNames(const std::vector<std::string>& list, std::string_view v) {
+  return std::find(list.begin(), list.end(), v) != list.end();
+}
+}  // namespace
+
 int KernelFamily::weightPaddingOf(std::string_view engine, std::string_view dtype,
                                   std::string_view architecture) const {
-  auto named = [](const std::vector<std::string>& list, std::string_view v) {
-    return std::find(list.begin(), list.end(), v) != list.end();
-  };
   for (const auto& w : weight_padding) {
-    if (named(w.engines, engine) && named(w.dtypes, dtype) && named(w.architectures, architecture)) return w.multiple;
+    if (kernelFamilyNames(w.engines, engine) && kernelFamilyNames(w.dtypes, dtype) &&
+        kernelFamilyNames(w.architectures, architecture)) {
+      return w.multiple;
+    }
   }
   return 1;
+}
+
+const KernelFamily::MoeRunnerProxy* KernelFamily::moeRunnerOf(std::string_view engine, std::string_view dtype,
+                                                              std::string_view architecture) const {
+  for (const auto& m : moe_runner) {
+    if (kernelFamilyNames(m.engines, engine) && kernelFamilyNames(m.dtypes, dtype) &&
+        kernelFamilyNames(m.architectures, architecture)) {
+      return &m;
+    }
+  }
+  return nullptr;
 }
 
 }  // namespace attnsim

@@ -164,6 +164,18 @@ struct KernelFamily {
   // The multiple `engine`'s `dtype` experts are padded to on `architecture` (1: none).
   [[nodiscard]] int weightPaddingOf(std::string_view engine, std::string_view dtype,
                                     std::string_view architecture) const;
+  // performance.moe_runner: an engine whose MoE of these dtypes runs, on these architectures, the kernel another
+  // engine's measured fit times (SGLang's GPT-OSS experts on Hopper take the triton_kernels runner that vLLM's
+  // OAITritonExperts rows measure), so the step model takes that engine's fit and says so.
+  struct MoeRunnerProxy {
+    std::vector<std::string> engines, dtypes, architectures;
+    std::string measured_as;  // the engine whose fit stands for it
+    std::string source;
+  };
+  std::vector<MoeRunnerProxy> moe_runner;
+  // The proxy `engine`'s `dtype` experts take on `architecture`; null: its own fit.
+  [[nodiscard]] const MoeRunnerProxy* moeRunnerOf(std::string_view engine, std::string_view dtype,
+                                                  std::string_view architecture) const;
   // performance.query_quant: with an FP8 KV cache, the engines named quantize the model-dtype query to FP8
   // themselves before this kernel (SGLang's trtllm_mha backend: a dynamic per-tensor quantization, a few
   // small kernels over the query), a cost outside the attention call (queryQuantUs in cost/KvWrite.cpp)

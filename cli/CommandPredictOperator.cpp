@@ -10,6 +10,7 @@
 #include "core/Error.hpp"
 #include "core/Strings.hpp"
 #include "cost/Collective.hpp"
+#include "cost/OperatorSources.hpp"
 #include "cost/StepModel.hpp"
 #include "model/ModelSpec.hpp"
 
@@ -126,9 +127,7 @@ OperatorAnswer moeAnswer(const Catalog& c, const HardwareProfile& hw, const Scen
   if (const MoeFit* f = k.moe) {
     a.us = f->us(call);
     a.provenance = provenanceLabel(Provenance::Measured);
-    a.source = f->engine == flags.engines || flags.engines.empty()
-                   ? f->source
-                   : f->source + fmt::format(" ({} not measured)", flags.engines);
+    a.source = moeFitSource(k, flags.engines);
     a.band = bandOf(*f);
     return a;
   }

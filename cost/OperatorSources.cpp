@@ -10,6 +10,14 @@
 
 namespace attnsim {
 
+std::string moeFitSource(const LinearKernels& k, std::string_view engine) {
+  if (!k.moe) return {};
+  if (k.moe_proxy)
+    return fmt::format("{} ({} runs the same kernel here: {})", k.moe->source, engine, k.moe_proxy->source);
+  if (k.moe->engine == engine || engine.empty()) return k.moe->source;
+  return fmt::format("{} ({} not measured)", k.moe->source, engine);
+}
+
 std::vector<OperatorSource> stepOperatorSources(const Catalog& catalog, const HardwareProfile& hw,
                                                 const ModelSpec& model, std::string_view engine, int tp) {
   std::vector<OperatorSource> out;
@@ -21,10 +29,8 @@ std::vector<OperatorSource> stepOperatorSources(const Catalog& catalog, const Ha
                  {k.gemm.band, k.gemm.band_basis}});
   if (model.moe) {
     if (const MoeFit* f = k.moe) {
-      const std::string note =
-          f->engine == engine || engine.empty() ? std::string{} : fmt::format(" ({} not measured)", engine);
       out.push_back({fmt::format("routed experts ({}, {})", f->dtype, f->engine), Provenance::Measured,
-                     f->source + note, bandOf(*f)});
+                     moeFitSource(k, engine), bandOf(*f)});
     } else {
       out.push_back({fmt::format("routed experts ({})", model.weight_dtype),
                      Provenance::Default,

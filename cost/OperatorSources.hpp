@@ -12,6 +12,7 @@ namespace attnsim {
 
 class Catalog;
 struct HardwareProfile;
+struct LinearKernels;
 struct ModelSpec;
 
 struct OperatorSource {
@@ -23,6 +24,10 @@ struct OperatorSource {
 
 // The step's dense GEMMs (the checkpoint's dtype), a MoE model's routed experts and, at TP above 1,
 // its all-reduce.
+// The source of the routed experts' fit `k.moe` for `engine`: the fit's own, and when it is another engine's,
+// why (the same kernel: the family's moe_runner; or `engine` not measured).
+std::string moeFitSource(const LinearKernels& k, std::string_view engine);
+
 std::vector<OperatorSource> stepOperatorSources(const Catalog& catalog, const HardwareProfile& hw,
                                                 const ModelSpec& model, std::string_view engine, int tp);
 

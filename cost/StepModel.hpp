@@ -162,6 +162,9 @@ struct LinearKernels {
   // The routed experts (top-k, expert GEMMs, activation, combine) of a MoE model over the device's
   // fused-MoE fit for the engine and the checkpoint's dtype (HardwareProfile::moeFit). Null: roofline.
   const MoeFit* moe = nullptr;
+  // Set when the engine's experts run the kernel another engine's fit measured (grouped-gemm family's
+  // performance.moe_runner) and `moe` is that fit.
+  const KernelFamily::MoeRunnerProxy* moe_proxy = nullptr;
   std::string engine;  // the engine the step runs in (its KV-cache write kernel: kvWriteUs)
   // The query's FP8 quantization the engine runs before each layer's attention with an FP8 KV cache
   // (KernelFamily::query_quant of the prefill and of the decode family); null: none. Costed in the KV

@@ -255,6 +255,27 @@ TEST(MoeFits, TheOperatorSourcesNameTheRoutedExpertsFitOrTheDefault) {
     EXPECT_EQ(s.what.find("routed experts"), std::string::npos);
 }
 
+TEST(MoeFits, SglangsGptOssExpertsOnHopperTakeTheTritonKernelsFitVllmMeasured) {
+  const Catalog& c = defaultCatalog();
+  const ModelSpec& gpt_oss = c.model("gpt-oss-120b");
+  const LinearKernels sglang_h100 = resolveLinearKernels(c, c.hardware("h100-sxm"), gpt_oss, "sglang");
+  const LinearKernels vllm_h100 = resolveLinearKernels(c, c.hardware("h100-sxm"), gpt_oss, "vllm");
+  ASSERT_NE(sglang_h100.moe, nullptr);
+  EXPECT_EQ(sglang_h100.moe, vllm_h100.moe) << "the same triton_kernels library, vLLM's fit";
+  ASSERT_NE(sglang_h100.moe_proxy, nullptr);
+  EXPECT_NE(moeFitSource(sglang_h100, "sglang").find("sglang runs the same kernel here"), std::string::npos);
+  EXPECT_EQ(vllm_h100.moe_proxy, nullptr);
+  // On the B200 SGLang runs FlashInfer's MXFP4 MoE, its own fit; other dtypes keep SGLang's fit on Hopper.
+  const LinearKernels sglang_b200 = resolveLinearKernels(c, c.hardware("b200"), gpt_oss, "sglang");
+  ASSERT_NE(sglang_b200.moe, nullptr);
+  EXPECT_EQ(sglang_b200.moe->engine, "sglang");
+  EXPECT_EQ(sglang_b200.moe_proxy, nullptr);
+  const LinearKernels dsv3 = resolveLinearKernels(c, c.hardware("h100-sxm"), c.model("deepseek-v3"), "sglang");
+  ASSERT_NE(dsv3.moe, nullptr);
+  EXPECT_EQ(dsv3.moe->engine, "sglang");
+  EXPECT_EQ(dsv3.moe_proxy, nullptr);
+}
+
 TEST(PredictOperator, OneMoeLayerWithItsProvenanceAndBand) {
   const CommandResult h100 =
       runAttnsim("--json predict --hardware h100-sxm --moe 64 --model deepseek-v3 --tp 8 --engine sglang");
