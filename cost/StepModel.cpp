@@ -204,11 +204,9 @@ LinearKernels resolveLinearKernels(const Catalog& catalog, const HardwareProfile
   if (fp8 && hw.peak.fp8_tflops) k.device_weights.tensor_flops_per_us = *hw.peak.fp8_tflops * 1e6;
   k.gemm_bf16 = hw.gemmSurface("bf16");
   k.gemm_weights = fp8 ? hw.gemmSurface(model.weight_dtype) : k.gemm_bf16;
-  if (model.moe) {
-    const auto* proxy = catalog.kernel("grouped-gemm").moeRunnerOf(engine, model.weight_dtype, hw.architecture);
-    k.moe = hw.moeFit(proxy ? std::string_view(proxy->measured_as) : engine, model.weight_dtype);
-    if (proxy && k.moe && k.moe->engine == proxy->measured_as) k.moe_proxy = proxy;
-  }
+  const auto* proxy = catalog.kernel("grouped-gemm").moeRunnerOf(engine, model.weight_dtype, hw.architecture);
+  if (model.moe) k.moe = hw.moeFit(proxy ? std::string_view(proxy->measured_as) : engine, model.weight_dtype);
+  if (proxy && k.moe && k.moe->engine == proxy->measured_as) k.moe_proxy = proxy;
   // Measured surfaces stand for the family's figures: their source, provenance and the wider band.
   bool first = true;
   for (const GemmSurface* s : {k.gemm_weights, k.gemm_bf16}) {
