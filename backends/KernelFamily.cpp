@@ -106,14 +106,19 @@ KernelFamily::TokenCtas parseTokenCtas(const YamlReader& t) {
   return out;
 }
 
+// The engines, dtypes and architectures an entry of weight_padding or moe_runner covers.
+KernelFamily::MoeScope parseMoeScope(const YamlReader& p) {
+  return {p.getListOf("engines", {"vllm", "sglang", "rtp-llm"}),
+          p.getListOf("dtypes", {"bf16", "fp8", "fp8_block", "nvfp4", "mxfp4"}),
+          p.getListOf("architectures", kArchitectures)};
+}
+
 // `performance.weight_padding`: [{engines, dtypes, architectures, multiple, source}].
 std::vector<KernelFamily::WeightPadding> parseWeightPadding(const YamlReader& r) {
   std::vector<KernelFamily::WeightPadding> out;
   for (const auto& p : r.list("weight_padding")) {
     KernelFamily::WeightPadding w;
-    w.engines = p.getListOf("engines", {"vllm", "sglang", "rtp-llm"});
-    w.dtypes = p.getListOf("dtypes", {"bf16", "fp8", "fp8_block", "nvfp4", "mxfp4"});
-    w.architectures = p.getListOf("architectures", kArchitectures);
+    w.scope = parseMoeScope(p);
     w.multiple = static_cast<int>(p.getInt("multiple", 1, 4096));
     w.source = p.get<std::string>("source");
     p.finish();
@@ -127,9 +132,7 @@ std::vector<KernelFamily::MoeRunnerProxy> parseMoeRunner(const YamlReader& r) {
   std::vector<KernelFamily::MoeRunnerProxy> out;
   for (const auto& p : r.list("moe_runner")) {
     KernelFamily::MoeRunnerProxy m;
-    m.engines = p.getListOf("engines", {"vllm", "sglang", "rtp-llm"});
-    m.dtypes = p.getListOf("dtypes", {"bf16", "fp8", "fp8_block", "nvfp4", "mxfp4"});
-    m.architectures = p.getListOf("architectures", kArchitectures);
+    m.scope = parseMoeScope(p);
     m.measured_as = p.getOneOf("measured_as", {"vllm", "sglang", "rtp-llm"});
     m.source = p.get<std::string>("source");
     p.finish();
@@ -308,13 +311,16 @@ bool kernelFamilyNames(const std::vector<std::string>& list, std::string_view v)
 }
 }  // namespace
 
+bool KernelFamily::MoeScope::covers(std::string_view engine, std::string_view dtype,
+                                    std::string_view architecture) const {
+  return kernelFamilyNames(engines, engine) && kernelFamilyNames(dtypes, dtype) &&
+         kernelFamilyNames(architectures, architecture);
+}
+
 int KernelFamily::weightPaddingOf(std::string_view engine, std::string_view dtype,
                                   std::string_view architecture) const {
   for (const auto& w : weight_padding) {
-    if (kernelFamilyNames(w.engines, engine) && kernelFamilyNames(w.dtypes, dtype) &&
-        kernelFamilyNames(w.architectures, architecture)) {
-      return w.multiple;
-    }
+    if (w.scope.covers(engine, dtype, architecture)) return w.multiple;
   }
   return 1;
 }
@@ -322,10 +328,7 @@ int KernelFamily::weightPaddingOf(std::string_view engine, std::string_view dtyp
 const KernelFamily::MoeRunnerProxy* KernelFamily::moeRunnerOf(std::string_view engine, std::string_view dtype,
                                                               std::string_view architecture) const {
   for (const auto& m : moe_runner) {
-    if (kernelFamilyNames(m.engines, engine) && kernelFamilyNames(m.dtypes, dtype) &&
-        kernelFamilyNames(m.architectures, architecture)) {
-      return &m;
-    }
+    if (m.scope.covers(engine, dtype, architecture)) return &m;
   }
   return nullptr;
 }

@@ -155,8 +155,13 @@ struct KernelFamily {
   // performance.weight_padding: engines whose MoE expert weights are stored padded for this kernel, the
   // hidden size and the expert's intermediate width each rounded up to a multiple, so the expert GEMMs run
   // and read at the padded sizes (vLLM's and SGLang's MXFP4 experts for FlashInfer's trtllm-gen MoE on SM100).
-  struct WeightPadding {
+  // Which engines' MoE experts of which dtypes on which architectures an entry below applies to.
+  struct MoeScope {
     std::vector<std::string> engines, dtypes, architectures;
+    [[nodiscard]] bool covers(std::string_view engine, std::string_view dtype, std::string_view architecture) const;
+  };
+  struct WeightPadding {
+    MoeScope scope;
     int multiple = 1;
     std::string source;
   };
@@ -168,7 +173,7 @@ struct KernelFamily {
   // engine's measured fit times (SGLang's GPT-OSS experts on Hopper take the triton_kernels runner that vLLM's
   // OAITritonExperts rows measure), so the step model takes that engine's fit and says so.
   struct MoeRunnerProxy {
-    std::vector<std::string> engines, dtypes, architectures;
+    MoeScope scope;
     std::string measured_as;  // the engine whose fit stands for it
     std::string source;
   };
