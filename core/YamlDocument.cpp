@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <set>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -28,6 +31,7 @@ void checkMapping(const YAML::Node& node, const std::string& file, int depth, Vi
   if (!node.IsSequence() && !node.IsMap()) return;
   if (!node.Mark().is_null() && !visited.emplace(node.Mark().line, node.Mark().column).second) return;
   if (node.IsSequence()) {
+    (void)node.size();
     for (const auto& item : node) checkMapping(item, file, depth + 1, visited);
     return;
   }
@@ -45,9 +49,47 @@ void checkMapping(const YAML::Node& node, const std::string& file, int depth, Vi
   }
 }
 
+// Parsing is most of a catalog load, and a catalog's files are the same bytes in every load of one
+// process: an overlay (--catalog DIR; the bad-input and key-schema tests load hundreds) replaces a few
+// files and parses the rest again. So documents are kept once parsed and checked, keyed by their text,
+// up to kSharedMaxBytes of text (then the store starts afresh: fuzzing parses endless new texts). A kept
+// document is only read afterwards: the reader never changes a node, and checkMapping's walk has
+// computed every sequence's size, the one value yaml-cpp fills in lazily.
+constexpr std::size_t kSharedMaxBytes = 32U << 20U;
+
+struct SharedDocuments {
+  std::mutex mutex;
+  std::map<std::string, YAML::Node, std::less<>> roots;
+  std::size_t bytes = 0;
+};
+
+SharedDocuments& sharedDocuments() {
+  static SharedDocuments documents;
+  return documents;
+}
+
+std::optional<YAML::Node> sharedDocument(std::string_view text) {
+  SharedDocuments& shared = sharedDocuments();
+  const std::scoped_lock lock(shared.mutex);
+  const auto it = shared.roots.find(text);
+  if (it == shared.roots.end()) return std::nullopt;
+  return it->second;
+}
+
+void keepDocument(std::string_view text, const YAML::Node& root) {
+  SharedDocuments& shared = sharedDocuments();
+  const std::scoped_lock lock(shared.mutex);
+  if (shared.bytes + text.size() > kSharedMaxBytes) {
+    shared.roots.clear();
+    shared.bytes = 0;
+  }
+  if (shared.roots.emplace(std::string(text), root).second) shared.bytes += text.size();
+}
+
 }  // namespace
 
 YamlReader YamlReader::parseDocument(std::string_view text, const std::string& file) {
+  if (auto root = sharedDocument(text)) return {*root, std::make_shared<const std::string>(file), ""};
   if (const auto bad = findTextDefect(text)) {  // UTF-16, stray bytes, control characters: names print later
     throw CatalogError({file, bad->line, bad->column}, "", bad->what + ": the file must be UTF-8 text");
   }
@@ -75,6 +117,7 @@ YamlReader YamlReader::parseDocument(std::string_view text, const std::string& f
   if (!root.IsMap()) throw CatalogError({file, 1, 1}, "", "the document must be a mapping of keys to values");
   Visited visited;
   checkMapping(root, file, 0, visited);
+  keepDocument(text, root);
   return {root, std::make_shared<const std::string>(file), ""};
 }
 
