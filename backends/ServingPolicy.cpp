@@ -103,7 +103,7 @@ ServingPolicy parseServingPolicy(const YamlReader& r, const std::vector<std::str
   p.scheduler.max_batched_tokens = sched.getExpr("max_batched_tokens", checkAgainst(names));
   names.insert(names.end(), kServingSchedulerVariables.begin(), kServingSchedulerVariables.end());
   p.scheduler.max_running_requests = sched.getExpr("max_running_requests", checkAgainst(names));
-  p.scheduler.mixed_batches = sched.get<bool>("mixed_batches");
+  p.scheduler.mixed_batches = sched.getExpr("mixed_batches", checkAgainst(names));
   p.scheduler.chunked_prefill = sched.findExpr("chunked_prefill", checkAgainst(names));
   p.scheduler.policy = sched.getOneOf("policy", {"decode-first", "prefill-first"});
   p.scheduler.preemption = sched.findOneOf("preemption", {"recompute", "retract"}).value_or("recompute");

@@ -43,7 +43,9 @@ struct NewTokenRatioPolicy {
 struct ServingScheduler {
   Expr max_batched_tokens;    // token budget of one step (prefill chunk plus decodes)
   Expr max_running_requests;  // may also read kv_tokens
-  bool mixed_batches = true;  // chunked prefill runs in the same step as decodes
+  // Whether prefills run in the same step as decodes (an expression: vLLM's V0 mixes them only with
+  // chunked prefill on).
+  Expr mixed_batches;
   // Whether prompts are split over steps (vLLM enable_chunked_prefill); absent: always.
   std::optional<Expr> chunked_prefill;
   std::string policy;  // decode-first (vLLM) or prefill-first (SGLang, RTP-LLM)

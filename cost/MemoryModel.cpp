@@ -167,6 +167,7 @@ MemorySplit splitMemory(const MemoryInput& in) {
   if (sp.scheduler.chunked_prefill) {
     s.chunked_prefill = truthy(sp.scheduler.chunked_prefill->evaluate(env));
   }
+  s.mixed_batches = truthy(sp.scheduler.mixed_batches.evaluate(env));
   s.prefix_caching = sp.scheduler.prefix_caching && truthy(sp.scheduler.prefix_caching->evaluate(env));
   s.host_overlap = sp.host && truthy(sp.host->overlap.evaluate(env));
   s.other_mib = s.gpu_mib - s.weights_mib - s.kv_pool_mib;  // also right when the pool is negative

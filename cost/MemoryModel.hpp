@@ -69,6 +69,7 @@ struct MemorySplit {
   std::int64_t kv_pages = 0;
   std::int64_t max_batched_tokens = 0, max_running_requests = 0;
   bool chunked_prefill = true;  // the scheduler splits prompts over steps
+  bool mixed_batches = true;    // prefills run in the same step as decodes
   bool prefix_caching = false;  // computed prompt prefixes stay in the pool for later requests
   bool host_overlap = false;    // the engine's per-step CPU work runs under the GPU's (serving.host.overlap)
   std::int64_t decode_graph_sizes = 0, prefill_graph_sizes = 0;

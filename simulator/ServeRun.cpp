@@ -162,7 +162,7 @@ ServeSetup serveSetup(const Catalog& c, const Scenario& s) {
   out.scheduler.kv_tokens = m.engineKvTokens();
   out.scheduler.page_size = m.page_size;
   const ServingScheduler& sched = c.engine(s.engine).policy.serving->scheduler;
-  out.scheduler.mixed_batches = sched.mixed_batches;
+  out.scheduler.mixed_batches = m.mixed_batches;
   out.scheduler.preemption = sched.preemption == "retract" ? Preemption::Retract : Preemption::Recompute;
   if (sched.new_token_ratio) {
     const double dp = m.attention_dp > 1 ? sched.new_token_ratio->dp_attention_factor : 1.0;

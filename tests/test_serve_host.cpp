@@ -192,6 +192,79 @@ TEST(ServeHost, LaterVllmEngineCoresGiveAShorterStepAtTheSameBatch) {
   EXPECT_DOUBLE_EQ(host[1][2], host[1][0]);
 }
 
+// V0's scheduler (engine_core v0.5, v0.6) as its defaults leave it: chunked prefill off up to a 32K
+// max_model_len, whole prompts within max(max_model_len, 2048) tokens a step, 256 sequences, no prefix
+// caching, and prefill steps apart from decode steps; above 32K chunked prefill comes on with a
+// 512-token budget and mixed steps, as in V1.
+TEST(VllmV0Scheduler, DefaultsFollowTheEngineCoreAndMaxModelLen) {
+  const auto setupOf = [](const std::string& core, std::int64_t max_model_len) {
+    Scenario s = test::engineScenario("vllm", "h100-sxm", "llama-3.1-8b");
+    s.engine_options["engine_core"] = core;
+    s.engine_options["max_model_len"] = std::to_string(max_model_len);
+    return serveSetup(test::defaultCatalog(), s).scheduler;
+  };
+  for (const std::string core : {"v0.5", "v0.6"}) {
+    const SchedulerConfig shortCtx = setupOf(core, 2000);
+    EXPECT_FALSE(shortCtx.chunked_prefill) << core;
+    EXPECT_FALSE(shortCtx.mixed_batches) << core;
+    EXPECT_FALSE(shortCtx.prefix_caching) << core;
+    EXPECT_EQ(shortCtx.max_batched_tokens, 2048) << core;
+    EXPECT_EQ(shortCtx.max_running_requests, 256) << core;
+    EXPECT_EQ(setupOf(core, 16000).max_batched_tokens, 16000) << core;
+    const SchedulerConfig longCtx = setupOf(core, 65536);
+    EXPECT_TRUE(longCtx.chunked_prefill) << core;
+    EXPECT_TRUE(longCtx.mixed_batches) << core;
+    EXPECT_EQ(longCtx.max_batched_tokens, 512) << core;
+  }
+  const SchedulerConfig v1 = setupOf("v1", 2000);
+  EXPECT_TRUE(v1.chunked_prefill);
+  EXPECT_TRUE(v1.mixed_batches);
+  EXPECT_TRUE(v1.prefix_caching);
+  EXPECT_EQ(v1.max_running_requests, 1024);
+}
+
+// A burst under V0 without chunked prefill: every admissible request is prefilled (prefill-only steps,
+// two 1,000-token prompts within the 2,048-token budget) before any decodes, so every first token comes
+// before any request's second. V1 decodes the first prompts while it prefills the next.
+TEST(VllmV0Scheduler, ABurstIsPrefilledBeforeAnyRequestDecodes) {
+  const std::vector<ServeRequest> burst(64, ServeRequest{0, 1000, 2});
+  const auto run = [&](const std::string& core) {
+    Scenario s = test::engineScenario("vllm", "h100-sxm", "llama-3.1-8b");
+    s.engine_options["engine_core"] = core;
+    s.engine_options["max_model_len"] = "2000";
+    ServeSession session(test::defaultCatalog(), s);
+    const ServeResult r = session.run(burst, {});
+    double last_first = 0, first_second = std::numeric_limits<double>::infinity();
+    for (const RequestOutcome& o : r.requests) {
+      last_first = std::max(last_first, o.first_token_s);
+      first_second = std::min(first_second, o.finish_s);  // two tokens: the second ends it
+    }
+    return std::pair{last_first, first_second};
+  };
+  const auto [v0_last_first, v0_first_second] = run("v0.5");
+  EXPECT_LT(v0_last_first, v0_first_second);
+  const auto [v1_last_first, v1_first_second] = run("v1");
+  EXPECT_GT(v1_last_first, v1_first_second);
+}
+
+// V0 replays CUDA graphs for decode steps only: its prefill steps run eager where V1 replays piecewise graphs.
+TEST(VllmV0Scheduler, PrefillStepsRunEagerAndDecodeStepsReplayGraphs) {
+  const std::vector<ServeRequest> few(4, ServeRequest{0, 100, 20});  // a 400-token prefill
+  for (const std::string core : {"v0.5", "v1"}) {
+    Scenario s = test::engineScenario("vllm", "h100-sxm", "llama-3.1-8b");
+    s.engine_options["engine_core"] = core;
+    ServeSession session(test::defaultCatalog(), s);
+    const ServeResult r = session.run(few, {});
+    EXPECT_GT(r.full_graph_steps, 0) << core;
+    if (core == "v1") {
+      EXPECT_GT(r.piecewise_steps, 0);
+    } else {
+      EXPECT_EQ(r.piecewise_steps, 0);
+      EXPECT_LT(r.full_graph_steps, r.steps);
+    }
+  }
+}
+
 TEST(ServeHost, AnUnknownEngineCoreIsRefusedWithTheAllowedValues) {
   const auto run = test::runAttnsim(
       "serve-sim --engine vllm --hardware h100-sxm --model llama-3.1-8b --rate 5 --requests 20 --option "
