@@ -55,6 +55,8 @@ std::vector<StreamCostTerm> parseStreamTerms(const YamlReader& stream, const cha
     c.what = t.get<std::string>("what");
     c.per_request_us = t.findNumber("per_request_us", 0, 1e7).value_or(0);
     c.per_chunk_us = t.findNumber("per_chunk_us", 0, 1e7).value_or(0);
+    c.batch_wait_us = t.findNumber("batch_wait_us", 0, 1e7).value_or(0);
+    c.batch_max = t.findInt("batch_max", 1, 1 << 20).value_or(1);
     c.when = t.findExpr("when", checkAgainst(names));
     c.source = t.get<std::string>("source");
     t.finish();

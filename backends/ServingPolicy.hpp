@@ -83,10 +83,14 @@ struct ServingHost {
 };
 
 // A cost on a token's path outside the engine core, in one serial loop: per request and per streamed
-// chunk, with its source. `when` as for HostWorkTerm.
+// chunk, with its source. `when` as for HostWorkTerm. batch_wait_us / batch_max: a micro-batch window the
+// request waits in on its way in without holding the loop (vLLM's AsyncMicrobatchTokenizer: the first
+// request of a window waits batch_wait_us for up to batch_max - 1 others; 0: none).
 struct StreamCostTerm {
   std::string what;
   double per_request_us = 0, per_chunk_us = 0;
+  double batch_wait_us = 0;
+  std::int64_t batch_max = 1;
   std::optional<Expr> when;
   std::string source;
 };

@@ -117,7 +117,11 @@ json serveBenchmarkJson(const ServeBenchmarkRun& b) {
             {"overlap", h.overlap},
             {"host_bound_steps", r.host_bound_steps}}},
           {"stream",
-           {{"frontend", {{"per_request_us", s.frontend.per_request_us}, {"per_chunk_us", s.frontend.per_chunk_us}}},
+           {{"frontend",
+             {{"per_request_us", s.frontend.per_request_us},
+              {"per_chunk_us", s.frontend.per_chunk_us},
+              {"tokenizer_window_us", s.tokenizer_window.wait_us},
+              {"tokenizer_window_requests", s.tokenizer_window.max_requests}}},
             {"client", {{"per_request_us", b.client.per_request_us}, {"per_chunk_us", b.client.per_chunk_us}}}}},
           {"speculative", serveSpecJson(s.spec)},
           {"simulation_wall_s", b.wall_s},
@@ -159,6 +163,10 @@ std::string serveBenchmarkText(const ServeBenchmarkRun& b) {
   appendf(out,
           "front end {:.0f} us per request + {:.1f} us per chunk; client {:.0f} us per request + {:.1f} us per chunk\n",
           s.frontend.per_request_us, s.frontend.per_chunk_us, b.client.per_request_us, b.client.per_chunk_us);
+  if (s.tokenizer_window.wait_us > 0) {
+    appendf(out, "front end tokenizer micro-batch window {:.0f} us (up to {} requests) before the scheduler\n",
+            s.tokenizer_window.wait_us, s.tokenizer_window.max_requests);
+  }
   if (s.spec) {
     appendf(out,
             "speculative decoding: {}, {} draft steps (topk {}), {} tokens verified and {:.2f} emitted per request "

@@ -41,7 +41,7 @@ class ServeEngine {
         free_pages_(c.kv_tokens / c.page_size),
         limited_(client.max_concurrency > 0),
         loop_(client.loop),
-        stream_(client.loop.costs() || c.frontend.costs()),
+        stream_(client.loop.costs() || c.frontend.costs() || c.tokenizer_window.wait_us > 0),
         ratio_(c.new_token_ratio ? c.new_token_ratio->init : 0) {
     ready_.assign(requests.size(), 0.0);
     if (limited_) {
@@ -106,7 +106,18 @@ class ServeEngine {
     if (!stream_) return sent;
     client_free_ = std::max(client_free_, sent) + loop_.per_request_us * 1e-6;
     fe_free_ = std::max(fe_free_, client_free_) + c_.frontend.per_request_us * 1e-6;
-    return fe_free_;
+    return windowClose(fe_free_);
+  }
+  // When the tokenizer's micro-batch window that a request reaching it at t opens or joins closes.
+  double windowClose(double t) {
+    const BatchWindow& w = c_.tokenizer_window;
+    if (w.wait_us <= 0) return t;
+    if (t > window_close_ || window_members_ >= w.max_requests) {
+      window_close_ = t + w.wait_us * 1e-6;
+      window_members_ = 0;
+    }
+    ++window_members_;
+    return window_close_;
   }
   double outbound(double emitted) {
     if (!stream_) return emitted;
@@ -168,6 +179,8 @@ class ServeEngine {
   std::size_t next_send_ = 0;             // requests before it are sent (those from next_arrival_ on not yet admitted)
   std::vector<double> ready_;             // when each sent request reaches the scheduler
   double fe_free_ = 0, client_free_ = 0;  // when the front end's and the client's loops are next free
+  double window_close_ = -1;              // when the tokenizer's open micro-batch window closes
+  std::int64_t window_members_ = 0;       // requests in it
   double last_seen_ = 0;                  // when the client read the last request's last chunk
   double ratio_ = 0;                      // SGLang's new-token ratio
   bool preempted_ = false;                // this step's batch forming preempted a running request

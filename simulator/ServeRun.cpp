@@ -140,6 +140,16 @@ SerialStage serialStageOf(const std::vector<StreamCostTerm>& terms, const Env& e
   return out;
 }
 
+BatchWindow batchWindowOf(const std::vector<StreamCostTerm>& terms, const Env& env) {
+  BatchWindow out;
+  for (const StreamCostTerm& t : terms) {
+    if (t.batch_wait_us <= 0 || (t.when && !truthy(t.when->evaluate(env)))) continue;
+    out.wait_us = std::max(out.wait_us, t.batch_wait_us);
+    out.max_requests = std::max(out.max_requests, t.batch_max);
+  }
+  return out;
+}
+
 SerialStage benchmarkClientOf(const Catalog& c, const std::string& engine) {
   const auto& serving = c.engine(engine).policy.serving;
   if (!serving || !serving->stream) return {};
@@ -184,6 +194,7 @@ ServeSetup serveSetup(const Catalog& c, const Scenario& s) {
   }
   if (const auto& stream = c.engine(s.engine).policy.serving->stream) {
     out.scheduler.frontend = serialStageOf(stream->frontend, out.capacity.engine_env);
+    out.scheduler.tokenizer_window = batchWindowOf(stream->frontend, out.capacity.engine_env);
   }
   return out;
 }

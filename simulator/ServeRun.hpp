@@ -52,6 +52,8 @@ class BatchTimer {
 
 // The serial stage of the terms that apply in `env` (their `when`), summed.
 SerialStage serialStageOf(const std::vector<StreamCostTerm>& terms, const Env& env);
+// The front end's micro-batch window: the longest of the terms that apply (none: no wait).
+BatchWindow batchWindowOf(const std::vector<StreamCostTerm>& terms, const Env& env);
 // The benchmark client of an engine (its serving.stream.client: `vllm` is `vllm bench serve`); none: free.
 SerialStage benchmarkClientOf(const Catalog& c, const std::string& engine);
 

@@ -65,6 +65,16 @@ struct SerialStage {
   [[nodiscard]] bool costs() const { return per_request_us > 0 || per_chunk_us > 0; }
 };
 
+// A micro-batch window on the front end (vLLM's API server tokenizes through AsyncMicrobatchTokenizer,
+// docs/CAPACITY.md "The front end and the client as serial resources"): a request that finds no window
+// open opens one and waits wait_us for company; up to max_requests join it and all go on when it closes.
+// The request waits without holding the front end's loop. A window that fills closes here at its
+// deadline, not at its last request (at most wait_us late, and only above max_requests per wait_us).
+struct BatchWindow {
+  double wait_us = 0;
+  std::int64_t max_requests = 1;
+};
+
 // The scheduler's limits and the KV pool, per engine (backends/<engine>/engine.yaml serving:).
 struct SchedulerConfig {
   std::int64_t max_batched_tokens = 8192;
@@ -92,6 +102,7 @@ struct SchedulerConfig {
   // The engine's front end (vLLM's API server process, SGLang's tokenizer and detokenizer managers): a
   // request reaches the scheduler after it, and every chunk the client after it (serving.stream).
   SerialStage frontend{};
+  BatchWindow tokenizer_window{};  // after the front end's per-request work, before the scheduler
 };
 
 // The benchmark client: at most max_concurrency requests in flight (0: no limit), as the semaphore

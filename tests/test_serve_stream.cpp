@@ -71,15 +71,45 @@ TEST(ServeStream, WithFewStreamsTheFrontEndAddsOnlyItsPerRequestPathToTtft) {
   a.output_tokens = 10;
   SchedulerConfig c = roomyScheduler();
   c.frontend = {800, 40};
+  c.tokenizer_window = {2000, 32};
   ServeClient client;
   client.loop = {450, 19};
   const ServeResult r = simulateServing(generateRequests(a), c, tenMsStep, {}, client);
-  // The first step's path: the client sends, the front end takes the request in, the step, then the chunk
-  // through the front end and the client.
-  const double path = (450 + 800 + kStepUs + 40 + 19) * 1e-6;
+  // The first step's path: the client sends, the front end takes the request in, the request alone waits
+  // the tokenizer's whole window, the step, then the chunk through the front end and the client.
+  const double path = (450 + 800 + 2000 + kStepUs + 40 + 19) * 1e-6;
   for (const RequestOutcome& o : r.requests) EXPECT_NEAR(o.ttft(), path, 1e-9);
   // Later tokens: each loop keeps up with the steps, so they come at the step's pace.
   EXPECT_NEAR(r.tpot.mean, kStepUs * 1e-6, 1e-9);
+}
+
+// The tokenizer's micro-batch window (vLLM's AsyncMicrobatchTokenizer): requests that reach it within the
+// window of the first go on together when it closes; one more than the window holds opens the next.
+TEST(ServeStream, RequestsThatReachTheTokenizerWithinOneWindowGoOnTogether) {
+  std::vector<ServeRequest> requests;
+  for (const double ms : {0.0, 0.4, 0.8, 1.2, 1.6, 2.4}) requests.push_back({ms * 1e-3, 10, 3});
+  const auto firstTokens = [&](double wait_us, std::int64_t max_requests) {
+    SchedulerConfig c = roomyScheduler();
+    c.tokenizer_window = {wait_us, max_requests};
+    std::vector<double> out;
+    for (const RequestOutcome& o : simulateServing(requests, c, tenMsStep, {}).requests) {
+      out.push_back(o.first_token_s);
+    }
+    return out;
+  };
+  const double step = kStepUs * 1e-6;
+  // Room for 32: the first five share the window that closes at 2 ms and prefill in the step after it; the
+  // sixth comes after it closed and waits for its own (4.4 ms), then for the engine (busy to 12 ms).
+  const std::vector<double> roomy = firstTokens(2000, 32);
+  for (std::size_t i = 0; i < 5; ++i) EXPECT_NEAR(roomy[i], 2e-3 + step, 1e-9) << i;
+  EXPECT_NEAR(roomy[5], 2e-3 + 2 * step, 1e-9);
+  // Room for 4: the fifth opens a window of its own (closing at 3.6 ms) that the sixth joins.
+  const std::vector<double> four = firstTokens(2000, 4);
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_NEAR(four[i], 2e-3 + step, 1e-9) << i;
+  EXPECT_NEAR(four[4], 2e-3 + 2 * step, 1e-9);
+  EXPECT_NEAR(four[5], 2e-3 + 2 * step, 1e-9);
+  // No window: the first prefills at once.
+  EXPECT_NEAR(firstTokens(0, 1)[0], step, 1e-9);
 }
 
 // Little's law with both loops: a request on its way in, in the engine, or done but with chunks still on
@@ -87,6 +117,7 @@ TEST(ServeStream, WithFewStreamsTheFrontEndAddsOnlyItsPerRequestPathToTtft) {
 TEST(ServeStream, LittlesLawHoldsWithTheFrontEndAndTheClient) {
   SchedulerConfig c = roomyScheduler();
   c.frontend = {800, 60};
+  c.tokenizer_window = {2000, 32};
   ServeClient client;
   client.loop = {450, 40};
   const ServeResult r = simulateServing(generateRequests(test::exponentialLoad(20, 3000)), c, tenMsStep, {}, client);
@@ -134,6 +165,25 @@ TEST(ServeStream, VllmsBenchmarkClientIsTheMeasuredOneAndSglangHasNone) {
   EXPECT_DOUBLE_EQ(vllm.per_request_us, 450);
   EXPECT_DOUBLE_EQ(vllm.per_chunk_us, 19);
   EXPECT_FALSE(benchmarkClientOf(cat, "sglang").costs());
+}
+
+// vLLM's API server tokenizes through the micro-batch window from v0.10 on (V1), except gpt-oss's chat
+// prompts, which Harmony renders into token ids.
+TEST(ServeStream, VllmsTokenizerWindowAppliesToItsReleasesThatHaveIt) {
+  const auto windowUs = [](const std::string& model, const std::string& option) {
+    Scenario s = test::engineScenario("vllm", "h100-sxm", model);
+    if (const auto eq = option.find('='); eq != std::string::npos) {
+      s.engine_options[option.substr(0, eq)] = option.substr(eq + 1);
+    }
+    return serveSetup(test::defaultCatalog(), s).scheduler.tokenizer_window.wait_us;
+  };
+  EXPECT_DOUBLE_EQ(windowUs("llama-3.1-8b", ""), 2000);
+  EXPECT_DOUBLE_EQ(windowUs("llama-3.1-8b", "tokenizer_microbatch=false"), 0);
+  EXPECT_DOUBLE_EQ(windowUs("llama-3.1-8b", "engine_core=v0.5"), 0);
+  EXPECT_DOUBLE_EQ(windowUs("gpt-oss-20b", ""), 0);
+  EXPECT_DOUBLE_EQ(serveSetup(test::defaultCatalog(), test::engineScenario("sglang", "h100-sxm", "llama-3.1-8b"))
+                       .scheduler.tokenizer_window.wait_us,
+                   0);
 }
 
 TEST(ServeStream, TheBenchmarkNamedByBackendBenchChargesItsClient) {
