@@ -164,8 +164,8 @@ std::size_t gemmShapeClass(double m, double n, double k) {
 std::size_t gemmPerTensorFp8Class(double m) {
   if (m <= 1) return 0;
   if (m <= 16) return 1;
-  if (m <= 64) return 2;
-  return m <= 256 ? 3 : 4;
+  if (m <= 256) return 2;
+  return std::fmod(m, 256) == 0 ? 3 : 4;
 }
 
 double GemmSurface::engineUs(std::string_view engine, double m, double n, double k) const {
