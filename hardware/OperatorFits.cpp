@@ -32,7 +32,8 @@ std::vector<double> log2Axis(const YamlReader& r, std::string_view key, double m
   return axis;
 }
 
-// `engines: {<engine>: {floor_us, extra_us, per_row_us, kernel_scale (5 each), points, heldout}}`.
+// `engines: {<engine>: {floor_us, extra_us, per_row_us, kernel_scale (5 each), per_element_us (optional),
+// points, heldout}}`.
 std::vector<GemmEngineTiming> parseGemmEngineTimings(const YamlReader& engines) {
   std::vector<GemmEngineTiming> out;
   for (const auto& engine : engines.keysOf()) {
@@ -47,6 +48,7 @@ std::vector<GemmEngineTiming> parseGemmEngineTimings(const YamlReader& engines) 
         r.fail(key, fmt::format("{} values for {} shape classes", values.size(), kGemmShapeClasses));
       std::copy(values.begin(), values.end(), into->begin());
     }
+    t.per_element_us = r.findNumber("per_element_us", 0, 1).value_or(0);
     t.points = static_cast<int>(r.getInt("points", 1, 1 << 30));
     t.heldout = parseHeldOutResiduals(r);
     r.finish();
@@ -71,6 +73,7 @@ GemmSurface parseGemmSurface(const YamlReader& r, const std::string& dtype, cons
   for (double& e : s.log_efficiency) e = std::log(e);
   s.m_tile = r.findNumber("m_tile", 1, 4096).value_or(1);
   if (const auto engines = r.findMap("engines")) s.engines = parseGemmEngineTimings(*engines);
+  for (auto& e : s.engines) e.per_tensor_fp8 = dtype == "fp8";
   s.points = static_cast<int>(r.getInt("points", 1, 1 << 30));
   s.heldout = parseHeldOutResiduals(r);
   const auto own = r.find<std::string>("source");
@@ -156,6 +159,13 @@ std::size_t gemmShapeClass(double m, double n, double k) {
   if (std::fmod(n, 64) != 0 || std::fmod(k, 128) != 0) return 0;
   const bool unaligned = std::fmod(m, 4) != 0 && k > 128;
   return (m < 32 ? 1 : 3) + (unaligned ? 1 : 0);
+}
+
+std::size_t gemmPerTensorFp8Class(double m) {
+  if (m <= 1) return 0;
+  if (m <= 16) return 1;
+  if (m <= 256) return 2;
+  return std::fmod(m, 256) == 0 ? 3 : 4;
 }
 
 double GemmSurface::engineUs(std::string_view engine, double m, double n, double k) const {

@@ -54,15 +54,32 @@ inline constexpr std::size_t kGemmShapeClasses = 5;
 // 0: N % 64 or K % 128 off (no DeepGEMM); 1: M < 32, scales aligned; 2: M < 32, not; 3: M >= 32,
 // aligned; 4: M >= 32, not.
 std::size_t gemmShapeClass(double m, double n, double k);
+// Per-tensor FP8 (one scale for all of A) takes other classes: vLLM's CUTLASS scaled-mm picks its config
+// by M alone (SM100: swap-AB tiles of 32 rows of A up to M 16 and of 64 up to 64, 128-row tiles up to 256,
+// 256-row ones above: vllm-project/vllm@487e7b0e csrc/quantization/w8a8/cutlass/c3x/
+// scaled_mm_sm100_fp8_dispatch.cuh; SM90 splits at 16, 64 and 128, scaled_mm_sm90_fp8_dispatch.cuh), and
+// its timed call at M = 1 costs a fixed 9-16 µs more than at M = 2 on the B200 (docs/MEASUREMENTS.md).
+// 0: M = 1; 1: M 2-16 (one swap-AB tile); 2: M 17-256; 3: above, whole 256-row tiles (SM100's default
+// config); 4: above, the last tile part-filled.
+std::size_t gemmPerTensorFp8Class(double m);
 struct GemmEngineTiming {
   std::string engine;
   std::array<double, kGemmShapeClasses> floor_us{}, extra_us{}, per_row_us{};
   std::array<double, kGemmShapeClasses> kernel_scale{1, 1, 1, 1, 1};
   int points = 0;
+  bool per_tensor_fp8 = false;  // classes by gemmPerTensorFp8Class, else gemmShapeClass
+  // Per element of A (M · K), every class: per-tensor FP8's quantization reads all of A twice, once for
+  // its maximum and once to convert it (dynamic_scaled_fp8_quant above), where SGLang's per-token pass,
+  // inside the kernel surface, converts each row as it reads it. 0 for the other dtypes.
+  double per_element_us = 0;
   std::optional<HeldOutResiduals> heldout;
+  [[nodiscard]] std::size_t shapeClass(double m, double n, double k) const {
+    return per_tensor_fp8 ? gemmPerTensorFp8Class(m) : gemmShapeClass(m, n, k);
+  }
   [[nodiscard]] double us(double kernel_us, double m, double n, double k) const {
-    const std::size_t c = gemmShapeClass(m, n, k);
-    return std::max(floor_us[c], kernel_scale[c] * kernel_us + extra_us[c] + per_row_us[c] * m);
+    const std::size_t c = shapeClass(m, n, k);
+    const double added = extra_us[c] + per_row_us[c] * m + per_element_us * m * k;
+    return std::max(floor_us[c], kernel_scale[c] * kernel_us + added);
   }
 };
 

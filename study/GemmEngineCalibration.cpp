@@ -12,9 +12,10 @@ namespace attnsim {
 
 namespace {
 
-// One training call: its rows of A, the surface's kernel time and the engine's measured time.
+// One training call: its rows of A, its elements of A (M · K), the surface's kernel time and the engine's
+// measured time.
 struct EngineGemmCall {
-  double m = 0, kernel_us = 0, measured_us = 0;
+  double m = 0, elements = 0, kernel_us = 0, measured_us = 0;
 };
 
 // 0 and `count` values spread over the sorted `v` from its least to its largest (v not empty).
@@ -26,9 +27,9 @@ std::vector<double> spreadOf(std::vector<double> v, std::size_t count) {
   return out;
 }
 
-// A class's floor, fixed and per-row added times, and the kernel's scale.
+// A class's floor, fixed, per-row and per-element added times, and the kernel's scale.
 struct EngineGemmTerms {
-  double floor = 0, extra = 0, per_row = 0, scale = 1;
+  double floor = 0, extra = 0, per_row = 0, scale = 1, per_element = 0;
 };
 
 // The kernel scales tried: from 0.6 to 1.5 of the surface's time.
@@ -37,14 +38,17 @@ constexpr std::array<double, 8> kKernelScales{0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.25
 double sumRelativeError(const std::vector<EngineGemmCall>& calls, const EngineGemmTerms& t) {
   double sum = 0;
   for (const auto& c : calls) {
-    sum += std::fabs(std::max(t.floor, t.scale * c.kernel_us + t.extra + t.per_row * c.m) / c.measured_us - 1);
+    const double added = t.extra + t.per_row * c.m + t.per_element * c.elements;
+    sum += std::fabs(std::max(t.floor, t.scale * c.kernel_us + added) / c.measured_us - 1);
   }
   return sum;
 }
 
 // The terms of one class that make its calls' summed relative error least, over a spread of
-// candidates: floors from the measured times, added times from measured − kernel (whole, and per row).
-EngineGemmTerms fitTerms(const std::vector<EngineGemmCall>& calls) {
+// candidates: floors from the measured times, added times from measured − kernel (whole, and per row);
+// the per-element time is `per_elements`' candidates (from measured − kernel per element of A, or one
+// value fixed by the caller).
+EngineGemmTerms fitTerms(const std::vector<EngineGemmCall>& calls, const std::vector<double>& per_elements) {
   std::vector<double> measured, above, above_per_row;
   measured.reserve(calls.size());
   above.reserve(calls.size());
@@ -58,18 +62,30 @@ EngineGemmTerms fitTerms(const std::vector<EngineGemmCall>& calls) {
   double least = sumRelativeError(calls, best);
   const std::vector<double> floors = spreadOf(measured, 16), extras = spreadOf(above, 16);
   const std::vector<double> per_rows = spreadOf(above_per_row, 12);
-  for (double floor : floors) {
-    for (double extra : extras) {
-      for (double per_row : per_rows) {
-        for (double scale : kKernelScales) {
-          const EngineGemmTerms t{floor, extra, per_row, scale};
-          const double e = sumRelativeError(calls, t);
-          if (e < least) least = e, best = t;
+  for (double per_element : per_elements) {
+    for (double floor : floors) {
+      for (double extra : extras) {
+        for (double per_row : per_rows) {
+          for (double scale : kKernelScales) {
+            const EngineGemmTerms t{floor, extra, per_row, scale, per_element};
+            const double e = sumRelativeError(calls, t);
+            if (e < least) least = e, best = t;
+          }
         }
       }
     }
   }
   return best;
+}
+
+// The per-element candidates of a pooled fit: none (0) but for per-tensor FP8, whose activation
+// quantization streams all of A twice (GemmEngineTiming::per_element_us).
+std::vector<double> perElementCandidates(const std::vector<EngineGemmCall>& calls, bool per_tensor_fp8) {
+  if (!per_tensor_fp8) return {0.0};
+  std::vector<double> above_per_element;
+  above_per_element.reserve(calls.size());
+  for (const auto& c : calls) above_per_element.push_back(std::max(0.0, c.measured_us - c.kernel_us) / c.elements);
+  return spreadOf(above_per_element, 8);
 }
 
 }  // namespace
@@ -82,28 +98,31 @@ GemmEngineTiming fitGemmEngineTiming(const GemmSurface& s, const std::string& en
   std::vector<EngineGemmCall> all;
   GemmEngineTiming t;
   t.engine = engine;
+  t.per_tensor_fp8 = s.dtype == "fp8";
   for (const auto* r : rows) {
     if (r->engine != engine || gemmEngineRowHeldOut(*r)) continue;
     const auto m = static_cast<double>(r->batch), n = static_cast<double>(r->q_len);
     const auto k = static_cast<double>(r->kv_len);
-    const EngineGemmCall call{m, s.us(m, n, k), r->median_us};
-    by_class[gemmShapeClass(m, n, k)].push_back(call);
+    const EngineGemmCall call{m, m * k, s.us(m, n, k), r->median_us};
+    by_class[t.shapeClass(m, n, k)].push_back(call);
     all.push_back(call);
     ++t.points;
   }
   if (all.empty()) return t;
-  const EngineGemmTerms pooled = fitTerms(all);
-  // The classes are where vLLM's FP8 dispatch changes path (gemmShapeClass): block-FP8's DeepGEMM,
-  // FlashInfer and CUTLASS, and per-tensor FP8's CUTLASS configs by M (swap-AB tiles of 32 rows of A up to
-  // M 16, of 64 up to 64: vllm-project/vllm csrc/quantization/w8a8/cutlass/c3x/scaled_mm_sm100_fp8_dispatch.cuh
-  // @487e7b0e). bf16 (F.linear) and nvfp4 (FlashInfer's CuTe-DSL kernel) take one path at every shape
-  // (collector/vllm/collect_gemm.py's kernel_source), so their classes share the fit over every call: split,
-  // a class's floor followed the training calls of that class alone (nvfp4 M >= 32 off 4: 8.8 µs where
-  // the others' are 7.0-7.2, and the held-out small calls of that class take 6.8-7.0).
+  const EngineGemmTerms pooled = fitTerms(all, perElementCandidates(all, t.per_tensor_fp8));
+  // One per-element time for every class (the quantization pass does not change with the GEMM's config).
+  t.per_element_us = pooled.per_element;
+  // The classes are where vLLM's FP8 dispatch changes path: block-FP8's DeepGEMM, FlashInfer and CUTLASS
+  // (gemmShapeClass), per-tensor FP8's CUTLASS configs by M (gemmPerTensorFp8Class). bf16 (F.linear) and nvfp4
+  // (FlashInfer's CuTe-DSL kernel) take one path at every shape (collector/vllm/collect_gemm.py's kernel_source), so
+  // their classes share the fit over every call: split, a class's floor followed the training calls of that class alone
+  // (nvfp4 M >= 32 off 4: 8.8 µs where the others' are 7.0-7.2, and the held-out small calls of that class
+  // take 6.8-7.0).
   const bool classes = s.dtype == "fp8_block" || s.dtype == "fp8";
   for (std::size_t c = 0; c < kGemmShapeClasses; ++c) {
     // A class with too few calls of its own takes the fit over every class's calls.
-    const EngineGemmTerms fit = classes && by_class[c].size() >= 3 ? fitTerms(by_class[c]) : pooled;
+    const EngineGemmTerms fit =
+        classes && by_class[c].size() >= 3 ? fitTerms(by_class[c], {pooled.per_element}) : pooled;
     t.floor_us[c] = fit.floor;
     t.extra_us[c] = fit.extra;
     t.per_row_us[c] = fit.per_row;
@@ -116,12 +135,13 @@ std::string gemmEngineTimingsYaml(const GemmSurface& s) {
   if (s.engines.empty()) return {};
   std::string text =
       "    engines:  # other engines' timed calls: max(floor_us, kernel_scale · kernel + extra_us + per_row_us · M) "
-      "per class\n";
+      "per class, + per_element_us · M · K where given\n";
   for (const auto& e : s.engines) {
     text += fmt::format(
         "      {}: {{floor_us: [{:.2f}], extra_us: [{:.2f}], per_row_us: [{:.3g}], kernel_scale: [{:.2f}], points: {}",
         e.engine, fmt::join(e.floor_us, ", "), fmt::join(e.extra_us, ", "), fmt::join(e.per_row_us, ", "),
         fmt::join(e.kernel_scale, ", "), e.points);
+    if (e.per_element_us > 0) text += fmt::format(", per_element_us: {:.4g}", e.per_element_us);
     if (e.heldout) {
       text += fmt::format(", heldout: {{mape: {:.4f}, p90_abs_rel_error: {:.4f}, points: {}}}", e.heldout->mape,
                           e.heldout->p90_abs_rel_error, e.heldout->points);

@@ -234,6 +234,34 @@ TEST(GemmEngineTiming, ShapeClassesFollowDeepGemmsLimitsTheSmallBatchSwitchAndSc
   EXPECT_EQ(gemmShapeClass(2049, 4096, 4096), 4U);
 }
 
+TEST(GemmEngineTiming, PerTensorFp8ClassesFollowCutlassConfigsByMAloneWithMOneApart) {
+  EXPECT_EQ(gemmPerTensorFp8Class(1), 0U);
+  EXPECT_EQ(gemmPerTensorFp8Class(2), 1U);  // one swap-AB tile up to M 16
+  EXPECT_EQ(gemmPerTensorFp8Class(16), 1U);
+  EXPECT_EQ(gemmPerTensorFp8Class(17), 2U);
+  EXPECT_EQ(gemmPerTensorFp8Class(256), 2U);
+  EXPECT_EQ(gemmPerTensorFp8Class(512), 3U);  // whole 256-row tiles
+  EXPECT_EQ(gemmPerTensorFp8Class(513), 4U);  // the last one part-filled
+  // N and K do not move a per-tensor call's class, where they do a block-FP8 one's.
+  GemmEngineTiming t;
+  t.per_tensor_fp8 = true;
+  EXPECT_EQ(t.shapeClass(17, 32, 4096), t.shapeClass(17, 4096, 4096));
+  t.per_tensor_fp8 = false;
+  EXPECT_NE(t.shapeClass(17, 32, 4096), t.shapeClass(17, 4096, 4096));
+}
+
+TEST(GemmEngineTiming, PerTensorFp8AddsItsQuantizationPerElementOfAToEveryClass) {
+  GemmSurface s = flatSurface(0.5);
+  GemmEngineTiming t;
+  t.engine = "vllm";
+  t.per_tensor_fp8 = true;
+  t.per_element_us = 1e-6;
+  s.engines.push_back(t);
+  for (const double m : {1.0, 8.0, 300.0, 4096.0}) {
+    EXPECT_DOUBLE_EQ(s.engineUs("vllm", m, 4096, 2048), s.us(m, 4096, 2048) + 1e-6 * m * 2048) << m;
+  }
+}
+
 TEST(GemmEngineTiming, AnotherEnginesCallIsAtLeastItsFloorElseItsScaledKernelPlusItsAddedTimes) {
   GemmSurface s = flatSurface(0.5);
   GemmEngineTiming t;
