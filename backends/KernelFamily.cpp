@@ -141,6 +141,23 @@ std::vector<KernelFamily::MoeRunnerProxy> parseMoeRunner(const YamlReader& r) {
   return out;
 }
 
+// `performance.token_tiles`: [{engines, dtypes, architectures, tiles, source}].
+std::vector<KernelFamily::TokenTiles> parseTokenTiles(const YamlReader& r) {
+  std::vector<KernelFamily::TokenTiles> out;
+  for (const auto& p : r.list("token_tiles")) {
+    KernelFamily::TokenTiles t;
+    t.scope = parseMoeScope(p);
+    for (double v : p.getNumbers("tiles", 1, 4096)) t.tiles.push_back(static_cast<int>(v));
+    if (t.tiles.empty() || !std::is_sorted(t.tiles.begin(), t.tiles.end())) {
+      p.fail("tiles", "a non-empty ascending list of tile sizes (tokens)");
+    }
+    t.source = p.get<std::string>("source");
+    p.finish();
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
 // `performance.query_quant`: the query's FP8 quantization an engine runs before this kernel.
 KernelFamily::QueryQuant parseQueryQuant(const YamlReader& q) {
   KernelFamily::QueryQuant out;
@@ -216,6 +233,7 @@ void parsePerformance(const YamlReader& r, KernelFamily& k) {
   if (auto t = r.findMap("token_cta")) k.token_cta = parseTokenCtas(*t);
   if (r.has("weight_padding")) k.weight_padding = parseWeightPadding(r);
   if (r.has("moe_runner")) k.moe_runner = parseMoeRunner(r);
+  if (r.has("token_tiles")) k.token_tiles = parseTokenTiles(r);
   if (auto q = r.findMap("query_quant")) k.query_quant = parseQueryQuant(*q);
   if (auto g = r.findMap("group1_decode")) k.group1_decode = parseGroup1Decode(*g);
   if (auto rule = r.findMap("split_rule")) k.split_policy = parseSplitPolicy(*rule, k.graph_split_engine);
@@ -331,6 +349,14 @@ const KernelFamily::MoeRunnerProxy* KernelFamily::moeRunnerOf(std::string_view e
     if (m.scope.covers(engine, dtype, architecture)) return &m;
   }
   return nullptr;
+}
+
+std::vector<int> KernelFamily::tokenTilesOf(std::string_view engine, std::string_view dtype,
+                                            std::string_view architecture) const {
+  for (const auto& t : token_tiles) {
+    if (t.scope.covers(engine, dtype, architecture)) return t.tiles;
+  }
+  return {};
 }
 
 }  // namespace attnsim

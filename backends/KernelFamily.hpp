@@ -169,6 +169,19 @@ struct KernelFamily {
   // The multiple `engine`'s `dtype` experts are padded to on `architecture` (1: none).
   [[nodiscard]] int weightPaddingOf(std::string_view engine, std::string_view dtype,
                                     std::string_view architecture) const;
+  // performance.token_tiles: the token tiles (per expert) an engine's fused-MoE kernel of these dtypes picks among
+  // on these architectures by FlashInfer's trtllm-gen rule (the one below the next power of two of the tokens per
+  // expert, hardware/MoeTiles.cpp); the MoE fit then carries, per tile, how much of the power-of-two tile's
+  // padding a call short of it pays (docs/MEASUREMENTS.md, The MoE layer).
+  struct TokenTiles {
+    MoeScope scope;
+    std::vector<int> tiles;  // ascending
+    std::string source;
+  };
+  std::vector<TokenTiles> token_tiles;
+  // The tiles `engine`'s `dtype` experts pick among on `architecture`; empty: no token-tile rule.
+  [[nodiscard]] std::vector<int> tokenTilesOf(std::string_view engine, std::string_view dtype,
+                                              std::string_view architecture) const;
   // performance.moe_runner: an engine whose MoE of these dtypes runs, on these architectures, the kernel another
   // engine's measured fit times (SGLang's GPT-OSS experts on Hopper take the triton_kernels runner that vLLM's
   // OAITritonExperts rows measure), so the step model takes that engine's fit and says so.

@@ -55,6 +55,10 @@ struct MoeFit {
   // The engine stores the experts with the hidden size and the width rounded up to a multiple of this
   // (performance.weight_padding of the grouped-gemm family; 1: none): the call runs at the padded sizes.
   int pad_to = 1;
+  // The kernel's token tiles (performance.token_tiles of the grouped-gemm family; empty: no tile rule) and, per
+  // tile, the exponent of the call's fill of its power-of-two tile (moeTileFill) in the factor on its time beyond
+  // fixed_us: (next power of two / tokens per expert)^exponent where the tile is the call's own (0: none).
+  std::vector<double> token_tiles, tile_fill_exponent;
   std::string transferred_from;  // empty: this device's own measurements
   GemmRoofline roofline;         // the device's (set where the device is resolved)
 
@@ -62,16 +66,35 @@ struct MoeFit {
   [[nodiscard]] MoeCall padded(const MoeCall& call) const;
   // The call's time on the resolved device, µs. Allocation-free.
   [[nodiscard]] double us(const MoeCall& call) const;
+  // The same without the token-tile factor: fixed_us + roofline / efficiency of the grid.
+  [[nodiscard]] double gridUs(const MoeCall& call) const;
+  // The log of the token-tile factor on the call: its tile's exponent times its log shortfall (0 without tiles).
+  [[nodiscard]] double tileLogFactor(const MoeCall& call) const;
   [[nodiscard]] std::size_t index(std::size_t it, std::size_t iw, std::size_t ii) const {
     return (it * log2_weights_mib.size() + iw) * log2_inter.size() + ii;
   }
 };
 
+// FlashInfer's trtllm-gen token tile for a call: the index in `tiles` (ascending powers of two) of the one below
+// the next power of two of its tokens per active expert, clamped to the tiles (the smallest candidate of
+// computeSelectedTileN, which a call without a tuned tactic runs; hardware/MoeTiles.cpp).
+std::size_t moeTokenTileIndex(const std::vector<double>& tiles, double tokens_per_expert);
+// A call's own tile (its index in `tiles`) and the log of how far its tokens per active expert fall short of
+// their next power of two (0 at a power of two): the share of the power-of-two tile the padding wastes.
+struct MoeTileFill {
+  std::size_t tile = 0;
+  double log_shortfall = 0;
+};
+MoeTileFill moeTileFill(const std::vector<double>& tiles, const MoeCall& call);
+
 // The held-out p90 of the fit, else the non-attention default; at least that default when transferred.
 UncertaintyBand bandOf(const MoeFit& f);
 
-// `moe: {<engine>: {<dtype>: {kernel, fixed_us, tokens_per_expert, weights_mib, inter, efficiency, pad_to, points,
-// heldout, source}}}` of a calibration file (weights_mib absent: one node, the grid over the other two).
+// `moe: {<engine>: {<dtype>: {kernel, fixed_us, tokens_per_expert, weights_mib, inter, efficiency, pad_to,
+// token_tiles, tile_fill_exponent, points, heldout, source}}}` of a calibration file (weights_mib absent: one
+// node, the grid over the other two; token_tiles absent: no tile rule).
 std::vector<MoeFit> parseMoeFits(const YamlReader& moe, const std::string& origin);
+// A fit's `token_tiles` and `tile_fill_exponent` (one per tile) into f.
+void parseMoeTokenTiles(const YamlReader& r, MoeFit& f);
 
 }  // namespace attnsim

@@ -321,7 +321,11 @@ MoeCall MoeFit::padded(const MoeCall& call) const {
   return c;
 }
 
-double MoeFit::us(const MoeCall& unpadded) const {
+double MoeFit::us(const MoeCall& call) const {
+  return fixed_us + (gridUs(call) - fixed_us) * std::exp(tileLogFactor(call));
+}
+
+double MoeFit::gridUs(const MoeCall& unpadded) const {
   const MoeCall call = padded(unpadded);
   const AxisPosition bt = positionOn(log2_tokens_per_expert, std::log2(std::max(1.0, call.tokensPerExpert())));
   const AxisPosition bw = positionOn(log2_weights_mib, std::log2(std::max(1e-9, moeWeightMib(roofline, call))));
@@ -360,6 +364,7 @@ MoeFit parseMoeFit(const YamlReader& r, const std::string& engine, const std::st
   }
   for (double& e : f.log_efficiency) e = std::log(e);
   f.pad_to = static_cast<int>(r.findInt("pad_to", 1, 4096).value_or(1));
+  if (r.has("token_tiles")) parseMoeTokenTiles(r, f);
   f.points = static_cast<int>(r.getInt("points", 1, 1 << 30));
   f.heldout = parseHeldOutResiduals(r);
   const auto own = r.find<std::string>("source");

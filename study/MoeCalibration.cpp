@@ -61,7 +61,8 @@ void fitGrid(MoeFit& f, const std::vector<const MeasurementRow*>& train) {
   std::vector<double> sum(nt * nw * ni, 0.0), weight(nt * nw * ni, 0.0);
   for (const auto* r : train) {
     const MoeCall call = f.padded(moeCallOf(*r));
-    const double y = std::log(moeRooflineUs(f.roofline, call) / (r->median_us - f.fixed_us));
+    // The grid's efficiency is the call's without its token-tile factor (MoeFit::us).
+    const double y = std::log(moeRooflineUs(f.roofline, call) / (r->median_us - f.fixed_us)) + f.tileLogFactor(call);
     const auto x = moeGridPoint(f, call);
     std::array<AxisPosition, 3> at{};
     std::array<std::size_t, 3> up{};
@@ -102,6 +103,31 @@ void fitGrid(MoeFit& f, const std::vector<const MeasurementRow*>& train) {
   }
 }
 
+// Each tile's exponent: the least-squares slope, through the origin, of log((measured − fixed) / (grid − fixed))
+// on the log shortfall of the training calls of that tile (moeTileFill); 0 where they hardly fall short.
+void fitTileFactors(MoeFit& f, const std::vector<const MeasurementRow*>& train) {
+  std::vector<double> xy(f.token_tiles.size(), 0.0), xx(f.token_tiles.size(), 0.0);
+  for (const auto* r : train) {
+    const MoeCall call = moeCallOf(*r);
+    const MoeTileFill fill = moeTileFill(f.token_tiles, call);
+    const double grid = f.gridUs(call) - f.fixed_us;
+    if (fill.log_shortfall <= 1e-9 || grid <= 0) continue;
+    xy[fill.tile] += fill.log_shortfall * std::log((r->median_us - f.fixed_us) / grid);
+    xx[fill.tile] += fill.log_shortfall * fill.log_shortfall;
+  }
+  for (std::size_t i = 0; i < xy.size(); ++i) f.tile_fill_exponent[i] = xx[i] > 0.05 ? xy[i] / xx[i] : 0.0;
+}
+
+// The grid and the tile exponents, each fitted with the other's last values (three rounds).
+void fitGridAndTiles(MoeFit& f, const std::vector<const MeasurementRow*>& train) {
+  f.tile_fill_exponent.assign(f.token_tiles.size(), 0.0);
+  fitGrid(f, train);
+  for (int round = 0; round < 3 && !f.token_tiles.empty(); ++round) {
+    fitTileFactors(f, train);
+    fitGrid(f, train);
+  }
+}
+
 double trainingError(const MoeFit& f, const std::vector<const MeasurementRow*>& train) {
   double sum = 0;
   for (const auto* r : train) sum += std::fabs(f.us(moeCallOf(*r)) / r->median_us - 1);
@@ -139,6 +165,7 @@ void calibrateMoe(const Catalog& c, const std::vector<const MeasurementRow*>& ro
   f.engine = engine, f.dtype = dtype, f.kernel = mainKernel(rows);
   f.roofline = hw.gemmRoofline(dtype);
   f.pad_to = c.kernel("grouped-gemm").weightPaddingOf(engine, dtype, hw.architecture);
+  for (int tile : c.kernel("grouped-gemm").tokenTilesOf(engine, dtype, hw.architecture)) f.token_tiles.push_back(tile);
   std::vector<const MeasurementRow*> kept, train;
   for (const auto* r : rows) {
     if (r->impl != f.kernel) continue;
@@ -167,7 +194,7 @@ void calibrateMoe(const Catalog& c, const std::vector<const MeasurementRow*>& ro
   for (double fixed : kMoeFixedCandidates) {
     if (fixed >= 0.95 * min_us) break;
     f.fixed_us = fixed;
-    fitGrid(f, train);
+    fitGridAndTiles(f, train);
     const double error = trainingError(f, train);
     if (error < best_error) best = f, best_error = error;
   }
@@ -215,6 +242,19 @@ std::string moeCalibrationYaml(const OperatorCalibration& c, const std::string& 
       row.reserve(ni);
       for (std::size_t l = 0; l < ni; ++l) row.push_back(fmt::format("{:.4g}", std::exp(f.log_efficiency[i + l])));
       text += fmt::format("        {}\n", fmt::join(row, " "));  // a block of text: YamlReader::getNumbers
+    }
+    if (!f.token_tiles.empty()) {
+      std::vector<std::string> tiles, exponents;
+      tiles.reserve(f.token_tiles.size());
+      exponents.reserve(f.token_tiles.size());
+      for (std::size_t i = 0; i < f.token_tiles.size(); ++i) {
+        tiles.push_back(fmt::format("{:.6g}", f.token_tiles[i]));
+        exponents.push_back(fmt::format("{:.4g}", f.tile_fill_exponent[i]));
+      }
+      text += fmt::format(
+          "      token_tiles: [{}]  # the time beyond fixed_us x (next power of two / tokens per expert)^exponent\n"
+          "      tile_fill_exponent: [{}]  # of the call's own tile (moeTileFill)\n",
+          fmt::join(tiles, ", "), fmt::join(exponents, ", "));
     }
     text += fmt::format("      points: {}\n      source: \"{}\"\n", f.points, f.source);
     if (f.heldout) {
