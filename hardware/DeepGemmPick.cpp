@@ -67,7 +67,7 @@ DeepGemmTiles deepGemmSm90Tiles(double m_rows, double n_cols, double k_depth, in
           if (bn > kDeepGemmBlockK && bn % over != 0 && kDeepGemmBlockK % over != 0) continue;
           if (bm > 128 && bn > 128) continue;
           const std::int64_t stages = deepGemmStages(bm, bn, k);
-          if (stages < 3 || (bm * bn < 128 * 192 && stages < 4)) continue;
+          if (stages < 3 || (bm * bn < std::int64_t{128} * 192 && stages < 4)) continue;
           std::int64_t waves = 0;
           const double cycles = deepGemmCycles(m, n, k, bm, bn, cm, cn, sms, waves);
           if (cycles >= best_cycles) continue;
