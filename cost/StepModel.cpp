@@ -242,7 +242,7 @@ struct DenseGemm {
   Roofline roofline;
   double act;
   [[nodiscard]] double operator()(double m, double n, double kdim, double weight_bytes) const {
-    if (surface) return surface->us(m, n, kdim);
+    if (surface) return surface->surfaceUs(m, n, kdim);  // not the one-wave class: the step laws (docs)
     return roofline(2.0 * m * n * kdim, m * kdim * act + n * kdim * weight_bytes + m * n * act);
   }
 };

@@ -57,7 +57,9 @@ GemmRoofline gemmRoofline(const PeakThroughput& peak, double bandwidth_gbps, std
 }
 
 GemmRoofline HardwareProfile::gemmRoofline(std::string_view dtype) const {
-  return attnsim::gemmRoofline(peak, memory_bandwidth_gbps, dtype);
+  GemmRoofline r = attnsim::gemmRoofline(peak, memory_bandwidth_gbps, dtype);
+  r.sms = compute_units;
+  return r;
 }
 
 const GemmSurface* HardwareProfile::gemmSurface(std::string_view dtype) const {

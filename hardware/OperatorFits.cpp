@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "hardware/AxisPosition.hpp"
+#include "hardware/DeepGemmPick.hpp"
 #include "hardware/MoeFit.hpp"
 
 namespace attnsim {
@@ -72,6 +73,12 @@ GemmSurface parseGemmSurface(const YamlReader& r, const std::string& dtype, cons
   }
   for (double& e : s.log_efficiency) e = std::log(e);
   s.m_tile = r.findNumber("m_tile", 1, 4096).value_or(1);
+  if (const auto w = r.findMap("single_wave")) {
+    s.single_wave =
+        GemmSingleWave{w->get<std::string>("engine"), w->getNumber("fixed_us", 0, 1e4),
+                       w->getNumber("per_k_block_us", 0, 1e4), static_cast<int>(w->getInt("points", 1, 1 << 30))};
+    w->finish();
+  }
   if (const auto engines = r.findMap("engines")) s.engines = parseGemmEngineTimings(*engines);
   for (auto& e : s.engines) e.per_tensor_fp8 = dtype == "fp8";
   s.points = static_cast<int>(r.getInt("points", 1, 1 << 30));
@@ -135,7 +142,15 @@ void GemmSurface::resolve(const GemmRoofline& device) {
   }
 }
 
-double GemmSurface::us(double m_rows, double n, double k) const {
+double GemmSurface::kernelUs(std::string_view engine, double m, double n, double k) const {
+  const double surface = surfaceUs(m, n, k);
+  if (!single_wave || roofline.sms <= 0 || (!engine.empty() && engine != single_wave->engine)) return surface;
+  if (m * n > 256.0 * 128 * roofline.sms) return surface;  // no legal tile covers it in one wave
+  if (!deepGemmSingleWaveDeepTile(deepGemmSm90Tiles(m, n, k, roofline.sms))) return surface;
+  return std::max(surface, single_wave->us(k));
+}
+
+double GemmSurface::surfaceUs(double m_rows, double n, double k) const {
   const double m = m_rows > m_tile ? std::ceil(m_rows / m_tile) * m_tile : m_rows;
   const double cm = std::clamp(m, std::exp2(log2_m.front()), std::exp2(log2_m.back()));
   const double cn = std::clamp(n, std::exp2(log2_n.front()), std::exp2(log2_n.back()));
@@ -169,7 +184,7 @@ std::size_t gemmPerTensorFp8Class(double m) {
 }
 
 double GemmSurface::engineUs(std::string_view engine, double m, double n, double k) const {
-  const double kernel = us(m, n, k);
+  const double kernel = kernelUs(engine, m, n, k);
   for (const auto& e : engines) {
     if (e.engine == engine) return e.us(kernel, m, n, k);
   }

@@ -4,6 +4,7 @@
 // fraction of its roofline over a grid of shapes, and the TP all-reduce's two regimes.
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,6 +30,7 @@ struct GemmRoofline {
   double flops_per_us = 0;  // 0: the device has no peak for the dtype
   double bytes_per_us = 0;
   double a_bytes = 2, b_bytes = 2, c_bytes = 2;
+  int sms = 0;  // the device's SMs (a kernel's tile pick depends on them); 0: unknown
   [[nodiscard]] double us(double m, double n, double k) const;
 };
 struct PeakThroughput;
@@ -83,6 +85,20 @@ struct GemmEngineTiming {
   }
 };
 
+// DeepGEMM's Hopper FP8 launches of one wave of deep-pipelined tiles without multicast
+// (hardware/DeepGemmPick.hpp deepGemmSingleWaveDeepTile): each SM runs one tile along the whole K, so the
+// call takes a time fixed by K alone (fixed_us + per_k_block_us per 128 of K) whatever M and N, or the
+// surface's where that is longer (a large M over few N reads A at the DRAM's pace). Fitted on the grid
+// rows of that class, which the surface leaves out.
+// Only the engine whose DeepGEMM build was timed runs them so (vLLM 0.24's block-FP8 rows of those shapes
+// take 86-98 µs, its eager floor, where SGLang's take 155: its own DeepGEMM picks differently).
+struct GemmSingleWave {
+  std::string engine;  // whose rows show them (sglang)
+  double fixed_us = 0, per_k_block_us = 0;
+  int points = 0;
+  [[nodiscard]] double us(double k) const { return fixed_us + per_k_block_us * std::ceil(k / 128); }
+};
+
 // A dense GEMM's efficiency over (M, N, K): at each node of a grid of powers of two, the roofline
 // time over the measured time. On a device (resolve) each node's time is its roofline there over the
 // node's efficiency, made non-decreasing along M, N and K (more work never takes less time: what is
@@ -101,12 +117,17 @@ struct GemmSurface {
   // of the tile costs, the padded rows of its last tile computed and thrown away (study/OperatorCalibration.cpp
   // gemmMTile says which kernels and why); the grid's nodes, powers of two, are multiples of it already.
   double m_tile = 1;
-  GemmRoofline roofline;         // the device's (resolve)
-  std::vector<double> log_time;  // per node on the device (resolve)
+  std::optional<GemmSingleWave> single_wave;  // `single_wave:` of a Hopper fp8_block surface
+  GemmRoofline roofline;                      // the device's (resolve)
+  std::vector<double> log_time;               // per node on the device (resolve)
 
   void resolve(const GemmRoofline& device);
   // The GEMM's time on the resolved device, µs. Allocation-free.
-  [[nodiscard]] double us(double m, double n, double k) const;
+  [[nodiscard]] double us(double m, double n, double k) const { return kernelUs({}, m, n, k); }
+  // The kernel as `engine` runs it: the single-wave class only for its own engine (or none named).
+  [[nodiscard]] double kernelUs(std::string_view engine, double m, double n, double k) const;
+  // The surface's interpolation alone (no single-wave class).
+  [[nodiscard]] double surfaceUs(double m, double n, double k) const;
   // One engine's timed call of the shape (GemmEngineTiming), the kernel's time for any other engine.
   [[nodiscard]] double engineUs(std::string_view engine, double m, double n, double k) const;
   [[nodiscard]] std::size_t index(std::size_t im, std::size_t in, std::size_t ik) const {

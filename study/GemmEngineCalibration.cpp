@@ -2,9 +2,15 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
+#include "hardware/DeepGemmPick.hpp"
+#include "hardware/HardwareProfile.hpp"
 #include "study/OperatorCalibration.hpp"
 
 // What another engine's timed GEMM call adds to the fitted kernel surface (GemmEngineTiming).
@@ -103,7 +109,7 @@ GemmEngineTiming fitGemmEngineTiming(const GemmSurface& s, const std::string& en
     if (r->engine != engine || gemmEngineRowHeldOut(*r)) continue;
     const auto m = static_cast<double>(r->batch), n = static_cast<double>(r->q_len);
     const auto k = static_cast<double>(r->kv_len);
-    const EngineGemmCall call{m, m * k, s.us(m, n, k), r->median_us};
+    const EngineGemmCall call{m, m * k, s.kernelUs(engine, m, n, k), r->median_us};
     by_class[t.shapeClass(m, n, k)].push_back(call);
     all.push_back(call);
     ++t.points;
@@ -149,6 +155,62 @@ std::string gemmEngineTimingsYaml(const GemmSurface& s) {
     text += "}\n";
   }
   return text;
+}
+
+int gemmSingleWaveSms(const HardwareProfile& hw, const std::string& dtype) {
+  return hw.architecture == "hopper" && dtype == "fp8_block" ? hw.compute_units : 0;
+}
+
+bool gemmSingleWaveRow(const MeasurementRow& r, int sms) {
+  return sms > 0 &&
+         deepGemmSingleWaveDeepTile(deepGemmSm90Tiles(static_cast<double>(r.batch), static_cast<double>(r.q_len),
+                                                      static_cast<double>(r.kv_len), sms));
+}
+
+namespace {
+
+// fixed + per_k_block · x by least squares of the relative error over (x, measured) pairs.
+std::optional<GemmSingleWave> singleWaveLeastSquares(const std::vector<std::array<double, 2>>& calls) {
+  if (calls.size() < 4) return std::nullopt;
+  double s0 = 0, s1 = 0, s2 = 0, t0 = 0, t1 = 0;
+  for (const auto& [x, t] : calls) {
+    const double w = 1 / (t * t);
+    s0 += w, s1 += w * x, s2 += w * x * x, t0 += w * t, t1 += w * x * t;
+  }
+  const double det = s0 * s2 - s1 * s1;
+  if (det <= 0) return std::nullopt;
+  GemmSingleWave f;
+  f.fixed_us = std::max(0.0, (s2 * t0 - s1 * t1) / det);
+  f.per_k_block_us = std::max(0.0, (s0 * t1 - s1 * t0) / det);
+  f.points = static_cast<int>(calls.size());
+  return f;
+}
+
+}  // namespace
+
+std::optional<GemmSingleWave> fitGemmSingleWave(const GemmSurface& s, const std::vector<const MeasurementRow*>& rows,
+                                                const std::string& engine, int sms) {
+  std::vector<const MeasurementRow*> members;
+  for (const auto* r : rows) {
+    const bool grid = std::has_single_bit(static_cast<std::uint64_t>(r->batch)) &&
+                      std::has_single_bit(static_cast<std::uint64_t>(r->q_len)) &&
+                      std::has_single_bit(static_cast<std::uint64_t>(r->kv_len));
+    if (r->engine == engine && grid && gemmSingleWaveRow(*r, sms)) members.push_back(r);
+  }
+  std::optional<GemmSingleWave> fit;
+  for (int pass = 0; pass < 2; ++pass) {
+    std::vector<std::array<double, 2>> calls;
+    calls.reserve(members.size());
+    for (const auto* r : members) {
+      const auto k = static_cast<double>(r->kv_len);
+      const double surface = s.surfaceUs(static_cast<double>(r->batch), static_cast<double>(r->q_len), k);
+      if (fit && surface >= fit->us(k)) continue;
+      calls.push_back({std::ceil(k / 128), r->median_us});
+    }
+    if (auto next = singleWaveLeastSquares(calls)) fit = next;
+  }
+  if (fit) fit->engine = engine;
+  return fit;
 }
 
 }  // namespace attnsim

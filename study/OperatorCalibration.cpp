@@ -239,8 +239,9 @@ void fitGemm(const Catalog& c, const std::string& hardware, const std::string& d
   s.log2_m = log2Axis(ms), s.log2_n = log2Axis(ns), s.log2_k = log2Axis(ks);
   std::vector<double> sum(s.log2_m.size() * s.log2_n.size() * s.log2_k.size(), 0.0);
   std::vector<int> count(sum.size(), 0);
+  const int single_wave_sms = gemmSingleWaveSms(hw, dtype);  // those launches stay off the surface
   for (const auto* r : rows) {
-    if (r->engine != engine || !onGemmGrid(*r)) continue;
+    if (r->engine != engine || !onGemmGrid(*r) || gemmSingleWaveRow(*r, single_wave_sms)) continue;
     const auto [m, n, k] = shapeOf(*r);
     const std::size_t i =
         s.index(axisIndex(s.log2_m, r->batch), axisIndex(s.log2_n, r->q_len), axisIndex(s.log2_k, r->kv_len));
@@ -256,6 +257,7 @@ void fitGemm(const Catalog& c, const std::string& hardware, const std::string& d
   const GemmStallCheck stalls = checkStalls(dtype, rows, engine);
   if (stalls.dropped) dropStalledNodes(s, rates);
   s.resolve(rates);
+  if (single_wave_sms > 0) s.single_wave = fitGemmSingleWave(s, rows, engine, single_wave_sms);
   for (const auto& other : otherEngines(rows, engine)) s.engines.push_back(fitGemmEngineTiming(s, other, rows));
   const std::size_t first = out.points.size();
   for (const auto* r : rows) {
@@ -318,6 +320,13 @@ std::string operatorCalibrationYaml(const OperatorCalibration& c, const std::str
                         g.engine.empty() ? std::string("the") : g.engine + "'s");
     text += fmt::format("    m: {}\n    n: {}\n    k: {}\n", sizes(s.log2_m), sizes(s.log2_n), sizes(s.log2_k));
     if (s.m_tile > 1) text += fmt::format("    m_tile: {:.0f}  # M above it padded to a whole tile\n", s.m_tile);
+    if (const auto& w = s.single_wave) {
+      text += fmt::format(
+          "    single_wave: {{engine: {}, fixed_us: {:.3f}, per_k_block_us: {:.4f}, points: {}}}  # DeepGEMM's "
+          "one-wave "
+          "launches\n",
+          w->engine, w->fixed_us, w->per_k_block_us, w->points);
+    }
     text += fmt::format("    # nodes above their neighbours {} ({:.1f}% of the one-tile calls lifted by a stall)\n",
                         g.stalls.dropped ? "dropped" : "kept", 100 * g.stalls.stall_share);
     // The grid as one block of text (one row of k per line): YamlReader::getNumbers says why.

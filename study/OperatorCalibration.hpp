@@ -4,10 +4,12 @@
 // rows (AIConfigurator's tables as measurements/aic_convert.py writes them), each checked on rows
 // kept out of the fit, against the catalog's defaults on the same rows.
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "hardware/HardwareProfile.hpp"
 #include "hardware/MoeFit.hpp"
 #include "hardware/OperatorFits.hpp"
 #include "study/Store.hpp"
@@ -86,6 +88,17 @@ GemmEngineTiming fitGemmEngineTiming(const GemmSurface& s, const std::string& en
                                      const std::vector<const MeasurementRow*>& rows);
 // The `engines:` block of a surface's calibration entry ("" without).
 std::string gemmEngineTimingsYaml(const GemmSurface& s);
+
+// The SMs of a device whose fp8_block surface keeps DeepGEMM's single-wave launches apart
+// (GemmSingleWave: Hopper, where SGLang's block-FP8 linear runs DeepGEMM's SM90 kernel); 0: none.
+int gemmSingleWaveSms(const HardwareProfile& hw, const std::string& dtype);
+// Whether the row's shape is one of those launches on `sms` SMs (hardware/DeepGemmPick.hpp).
+bool gemmSingleWaveRow(const MeasurementRow& r, int sms);
+// The single-wave launches' time fitted on `engine`'s grid rows of the class by least relative squares
+// of fixed_us + per_k_block_us · ⌈K / 128⌉, then again without those the surface already puts slower
+// (a large M over few N reads A at the DRAM's pace); none below 4 rows.
+std::optional<GemmSingleWave> fitGemmSingleWave(const GemmSurface& s, const std::vector<const MeasurementRow*>& rows,
+                                                const std::string& engine, int sms);
 
 // Where rows of `engine` came from: the tables they were converted from, else their files' names.
 std::string operatorRowOrigins(const std::vector<const MeasurementRow*>& rows, const std::string& engine);

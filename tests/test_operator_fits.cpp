@@ -10,6 +10,7 @@
 #include "core/YamlReader.hpp"
 #include "cost/Collective.hpp"
 #include "cost/StepModel.hpp"
+#include "hardware/DeepGemmPick.hpp"
 #include "simulator/Evaluation.hpp"
 #include "study/Measurements.hpp"
 #include "study/OperatorCalibration.hpp"
@@ -135,6 +136,72 @@ TEST(GemmCalibration, ABf16NodeAboveItsNeighboursIsKeptUnlessTheTablesOneTileCal
   EXPECT_NEAR(dropped.gemm[0].surface.us(256, 2048, 2048) / smooth, 1, 0.11);
 }
 
+TEST(DeepGemmPick, OnlyOneWaveOfDeepTilesWithoutMulticastIsTheSlowClass) {
+  // N 2,048 × K 16,384 on 132 SMs: up to M 2,048 one wave of 256 × 128 tiles (3 stages, no multicast:
+  // DeepGEMM never multicasts one wave); from M 2,049 two waves over clusters of two.
+  const DeepGemmTiles one = deepGemmSm90Tiles(2048, 2048, 16384, 132);
+  EXPECT_EQ(one.waves, 1);
+  EXPECT_EQ(one.cluster, 1);
+  EXPECT_GE(one.block_m * one.block_n, 128 * 192);
+  EXPECT_TRUE(deepGemmSingleWaveDeepTile(one));
+  const DeepGemmTiles two = deepGemmSm90Tiles(2049, 2048, 16384, 132);
+  EXPECT_GE(two.waves, 2);
+  EXPECT_FALSE(deepGemmSingleWaveDeepTile(two));
+  EXPECT_FALSE(deepGemmSingleWaveDeepTile(deepGemmSm90Tiles(64, 4096, 4096, 132)));  // small tiles, deep pipeline
+  for (double m : {1.0, 17.0, 300.0, 1025.0, 4097.0, 32768.0}) {
+    for (double n : {256.0, 3072.0, 16384.0}) {
+      const DeepGemmTiles t = deepGemmSm90Tiles(m, n, 7168, 132);
+      EXPECT_GE(static_cast<double>(t.blocks) * t.block_m * t.block_n, m * n) << m << " " << n;  // tiles cover C
+      EXPECT_GE(t.waves * 132, t.blocks);
+      EXPECT_GE(t.stages, 3);
+      if (t.waves == 1) {
+        EXPECT_EQ(t.cluster, 1) << m << " " << n;
+      }
+    }
+  }
+  EXPECT_EQ(deepGemmSm90Tiles(8, 4096, 4096, 132).block_m, 16);  // block M 16 only for M up to 16
+}
+
+TEST(GemmSurface, DeepGemmsOneWaveLaunchesTakeTheirKTimeWhereItIsLongerThanTheSurface) {
+  GemmSurface s = flatSurface(0.5);
+  s.single_wave = GemmSingleWave{"sglang", 10, 2, 8};
+  s.resolve({.flops_per_us = 1e6, .bytes_per_us = 1e3, .sms = 132});
+  ASSERT_TRUE(deepGemmSingleWaveDeepTile(deepGemmSm90Tiles(2048, 2048, 4096, 132)));
+  EXPECT_DOUBLE_EQ(s.us(2048, 2048, 4096), std::max(s.surfaceUs(2048, 2048, 4096), 10 + 2 * 32.0));
+  EXPECT_DOUBLE_EQ(s.us(2048, 2048, 4000), std::max(s.surfaceUs(2048, 2048, 4000), 10 + 2 * 32.0));  // ⌈K/128⌉
+  EXPECT_DOUBLE_EQ(s.us(2049, 2048, 4096), s.surfaceUs(2049, 2048, 4096));  // two waves: the surface
+  EXPECT_DOUBLE_EQ(s.kernelUs("sglang", 2048, 2048, 4096), s.us(2048, 2048, 4096));
+  EXPECT_DOUBLE_EQ(s.kernelUs("vllm", 2048, 2048, 4096), s.surfaceUs(2048, 2048, 4096));  // its own DeepGEMM
+  s.resolve({.flops_per_us = 1e6, .bytes_per_us = 1e3});                                  // SMs unknown: the surface
+  EXPECT_DOUBLE_EQ(s.us(2048, 2048, 4096), s.surfaceUs(2048, 2048, 4096));
+}
+
+TEST(GemmCalibration, HopperBlockFp8OneWaveLaunchesFitTheirOwnTimeAndStayOffTheSurface) {
+  const Catalog& c = defaultCatalog();
+  const int sms = c.hardware("h100-sxm").compute_units;
+  std::vector<MeasurementRow> rows = halfRooflineGemmRows(c, "fp8_block", {16, 64, 256, 1024, 2048});
+  int slow = 0;
+  for (auto& r : rows) {
+    if (!gemmSingleWaveRow(r, sms)) continue;
+    r.median_us = 5 + 1.5 * std::ceil(static_cast<double>(r.kv_len) / 128);
+    ++slow;
+  }
+  ASSERT_GE(slow, 4);
+  const OperatorCalibration fit = calibrateOperators(c, rows, "h100-sxm");
+  ASSERT_EQ(fit.gemm.size(), 1U);
+  const GemmSurface& s = fit.gemm[0].surface;
+  ASSERT_TRUE(s.single_wave.has_value());
+  EXPECT_NEAR(s.single_wave->fixed_us, 5, 1e-6);
+  EXPECT_NEAR(s.single_wave->per_k_block_us, 1.5, 1e-6);
+  for (const auto& r : rows) {
+    const auto m = static_cast<double>(r.batch), n = static_cast<double>(r.q_len), k = static_cast<double>(r.kv_len);
+    const double at = gemmSingleWaveRow(r, sms) ? std::max(r.median_us, s.surfaceUs(m, n, k)) : r.median_us;
+    EXPECT_NEAR(s.us(m, n, k) / at, 1, 1e-6) << m << " " << n << " " << k;  // the slow rows left the others alone
+  }
+  // Per-tensor FP8 (CUTLASS) has no such class.
+  EXPECT_FALSE(calibrateOperators(c, halfRooflineGemmRows(c, "fp8"), "h100-sxm").gemm[0].surface.single_wave);
+}
+
 TEST(OperatorFits, TheH100AndB200CarryMeasuredSurfacesAndSameArchitectureDevicesTakeThem) {
   const Catalog& c = defaultCatalog();
   for (const char* dtype : {"bf16", "fp8", "fp8_block"}) {
@@ -149,6 +216,11 @@ TEST(OperatorFits, TheH100AndB200CarryMeasuredSurfacesAndSameArchitectureDevices
     EXPECT_NE(h200->source.find("measured on h100-sxm"), std::string::npos) << h200->source;
   }
   EXPECT_EQ(c.hardware("gb200").gemmSurface("nvfp4")->transferred_from, "b200");
+  // DeepGEMM's one-wave launches: measured on the H100, carried to the H200 (the same SM90 kernel and
+  // 132 SMs); the B200 runs DeepGEMM's SM100 kernel, whose picks differ.
+  EXPECT_TRUE(c.hardware("h100-sxm").gemmSurface("fp8_block")->single_wave.has_value());
+  EXPECT_TRUE(c.hardware("h200").gemmSurface("fp8_block")->single_wave.has_value());
+  EXPECT_FALSE(c.hardware("b200").gemmSurface("fp8_block")->single_wave.has_value());
   // The H100 has no FP4 peak: no nvfp4 surface; other architectures keep the roofline defaults.
   EXPECT_EQ(c.hardware("h100-sxm").gemmSurface("nvfp4"), nullptr);
   EXPECT_EQ(c.hardware("mi300x").gemmSurface("bf16"), nullptr);
