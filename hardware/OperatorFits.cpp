@@ -312,50 +312,6 @@ std::vector<AllReduceFit> parseAllReduceFits(const YamlReader& allreduce, const 
   return out;
 }
 
-double MoeCall::activeExperts() const {
-  const double a = active >= 0 ? active : std::min(experts, assignments);
-  return std::max(1.0, a);
-}
-
-double moeRooflineUs(const GemmRoofline& rates, const MoeCall& call) {
-  const double a = call.assignments, h = call.hidden, i = call.inter, m = call.matrices;
-  const double bytes = call.activeExperts() * m * h * i * rates.b_bytes + a * (2 * h + m * i) * 2;
-  return std::max(2 * m * a * h * i / rates.flops_per_us, bytes / rates.bytes_per_us);
-}
-
-double moeWeightMib(const GemmRoofline& rates, const MoeCall& call) {
-  return call.activeExperts() * call.matrices * call.hidden * call.inter * rates.b_bytes / (1024.0 * 1024.0);
-}
-
-MoeCall MoeFit::padded(const MoeCall& call) const {
-  if (pad_to <= 1) return call;
-  MoeCall c = call;
-  const double multiple = pad_to;
-  c.hidden = std::ceil(call.hidden / multiple) * multiple;
-  c.inter = std::ceil(call.inter / multiple) * multiple;
-  return c;
-}
-
-double MoeFit::us(const MoeCall& call) const {
-  return fixed_us + (gridUs(call) - fixed_us) * std::exp(tileLogFactor(call));
-}
-
-double MoeFit::gridUs(const MoeCall& unpadded) const {
-  const MoeCall call = padded(unpadded);
-  const AxisPosition bt = positionOn(log2_tokens_per_expert, std::log2(std::max(1.0, call.tokensPerExpert())));
-  const AxisPosition bw = positionOn(log2_weights_mib, std::log2(std::max(1e-9, moeWeightMib(roofline, call))));
-  const AxisPosition bi = positionOn(log2_inter, std::log2(std::max(1.0, call.inter)));
-  const std::size_t ut = std::min(bt.lo + 1, log2_tokens_per_expert.size() - 1);
-  const std::size_t uw = std::min(bw.lo + 1, log2_weights_mib.size() - 1);
-  const std::size_t ui = std::min(bi.lo + 1, log2_inter.size() - 1);
-  auto along_inter = [&](std::size_t it, std::size_t iw) {
-    return (1 - bi.t) * log_efficiency[index(it, iw, bi.lo)] + bi.t * log_efficiency[index(it, iw, ui)];
-  };
-  auto along_weights = [&](std::size_t it) { return (1 - bw.t) * along_inter(it, bw.lo) + bw.t * along_inter(it, uw); };
-  const double log_eff = (1 - bt.t) * along_weights(bt.lo) + bt.t * along_weights(ut);
-  return fixed_us + moeRooflineUs(roofline, call) / std::exp(log_eff);
-}
-
 UncertaintyBand bandOf(const MoeFit& f) { return operatorBand(f.heldout, 0, f.transferred_from); }
 
 namespace {

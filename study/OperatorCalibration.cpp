@@ -212,6 +212,26 @@ double defaultGemmUs(const Catalog& c, const HardwareProfile& hw, const GemmRoof
   return rooflineUs(k, device, 2 * m * n * kd, m * kd * 2 + n * kd * rates.b_bytes + m * n * 2);
 }
 
+// Each grid node's log efficiency: the mean over the engine's grid rows at that node, DeepGEMM's one-wave
+// launches left out (fitted apart); nodes without rows stay NaN for fillMissing.
+void averageGridNodes(GemmSurface& s, const std::vector<const MeasurementRow*>& rows, const std::string& engine,
+                      const GemmRoofline& rates, int single_wave_sms) {
+  std::vector<double> sum(s.log2_m.size() * s.log2_n.size() * s.log2_k.size(), 0.0);
+  std::vector<int> count(sum.size(), 0);
+  for (const auto* r : rows) {
+    if (r->engine != engine || !onGemmGrid(*r) || gemmSingleWaveRow(*r, single_wave_sms)) continue;
+    const auto [m, n, k] = shapeOf(*r);
+    const std::size_t i =
+        s.index(axisIndex(s.log2_m, r->batch), axisIndex(s.log2_n, r->q_len), axisIndex(s.log2_k, r->kv_len));
+    sum[i] += std::log(rates.us(m, n, k) / r->median_us);
+    ++count[i];
+  }
+  s.log_efficiency.assign(sum.size(), std::nan(""));
+  for (std::size_t i = 0; i < sum.size(); ++i) {
+    if (count[i] > 0) s.log_efficiency[i] = sum[i] / count[i], ++s.points;
+  }
+}
+
 void fitGemm(const Catalog& c, const std::string& hardware, const std::string& dtype,
              const std::vector<const MeasurementRow*>& rows, OperatorCalibration& out) {
   const HardwareProfile& hw = c.hardware(hardware);
@@ -237,21 +257,8 @@ void fitGemm(const Catalog& c, const std::string& hardware, const std::string& d
   s.dtype = dtype;
   s.source = operatorRowOrigins(rows, engine);
   s.log2_m = log2Axis(ms), s.log2_n = log2Axis(ns), s.log2_k = log2Axis(ks);
-  std::vector<double> sum(s.log2_m.size() * s.log2_n.size() * s.log2_k.size(), 0.0);
-  std::vector<int> count(sum.size(), 0);
   const int single_wave_sms = gemmSingleWaveSms(hw, dtype);  // those launches stay off the surface
-  for (const auto* r : rows) {
-    if (r->engine != engine || !onGemmGrid(*r) || gemmSingleWaveRow(*r, single_wave_sms)) continue;
-    const auto [m, n, k] = shapeOf(*r);
-    const std::size_t i =
-        s.index(axisIndex(s.log2_m, r->batch), axisIndex(s.log2_n, r->q_len), axisIndex(s.log2_k, r->kv_len));
-    sum[i] += std::log(rates.us(m, n, k) / r->median_us);
-    ++count[i];
-  }
-  s.log_efficiency.assign(sum.size(), std::nan(""));
-  for (std::size_t i = 0; i < sum.size(); ++i) {
-    if (count[i] > 0) s.log_efficiency[i] = sum[i] / count[i], ++s.points;
-  }
+  averageGridNodes(s, rows, engine, rates, single_wave_sms);
   fillMissing(s);
   s.m_tile = gemmMTile(dtype);
   const GemmStallCheck stalls = checkStalls(dtype, rows, engine);
