@@ -9,6 +9,9 @@
 # ones first on a fresh clone, before it has timings of its own.
 #
 #   attnsim_add_suite_tests(TARGET ONE_BY_ONE Suite1 Suite2 ...)
+# ATTNSIM_SUITES_PER_TEST (default 1) puts that many of the other suites in one process: scripts/test.sh's
+# sanitizer build, where a process's first catalog parse costs about a second, groups them.
+set(ATTNSIM_SUITES_PER_TEST 1 CACHE STRING "GoogleTest suites per ctest entry (ONE_BY_ONE suites excepted)")
 function(attnsim_add_suite_tests target)
   cmake_parse_arguments(ARG "" "" "ONE_BY_ONE" ${ARGN})
   set(ctest_file "${CMAKE_CURRENT_BINARY_DIR}/${target}_suites.cmake")
@@ -17,6 +20,7 @@ function(attnsim_add_suite_tests target)
     TARGET ${target} POST_BUILD
     COMMAND ${CMAKE_COMMAND} -D "TEST_EXECUTABLE=$<TARGET_FILE:${target}>" -D "CTEST_FILE=${ctest_file}"
             -D "ONE_BY_ONE=${one_by_one}" -D "WORKING_DIRECTORY=${CMAKE_CURRENT_BINARY_DIR}"
+            -D "SUITES_PER_TEST=${ATTNSIM_SUITES_PER_TEST}"
             -P "${PROJECT_SOURCE_DIR}/cmake/WriteSuiteTests.cmake"
     BYPRODUCTS "${ctest_file}"
     VERBATIM)

@@ -21,6 +21,10 @@ if [[ ! -f $build/build.ninja ]]; then
     -DATTNSIM_BUILD_TESTS=OFF -DATTNSIM_BUILD_BENCH=OFF -DATTNSIM_BUILD_PYTHON=OFF \
     ${CMAKE_CXX_COMPILER_LAUNCHER:+-DCMAKE_CXX_COMPILER_LAUNCHER=$CMAKE_CXX_COMPILER_LAUNCHER} >/dev/null
 fi
+if grep -q '^ATTNSIM_FUZZ_COVERAGE:BOOL=OFF' "$build/CMakeCache.txt"; then
+  echo "fuzz.sh: $build is built without libFuzzer's coverage (it only replays inputs); use another FUZZ_BUILD" >&2
+  exit 2
+fi
 cmake --build $build -j"${FUZZ_JOBS:-2}" --target "$target" >/dev/null
 
 work=$build/corpus/$target findings=$build/findings/$target

@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 
+#include "SanitizerSample.hpp"
 #include "TestSupport.hpp"
 #include "cost/Predictor.hpp"
 #include "study/SweepGroups.hpp"
@@ -158,11 +159,12 @@ TEST(FastPaths, PredictStepsIsPredictOnEveryBackendOverACatalogSample) {
     std::vector<StepPrediction> fast(predictors.size());
     Predictor::predictSteps(predictors, w.workload, fast);
     for (std::size_t i = 0; i < predictors.size(); ++i) {
+      if (!test::checkedInThisBuild(i)) continue;
       expectSameStep(fast[i], predictors[i]->predict(w.workload), names[i]);
       ++compared;
     }
   }
-  EXPECT_GT(compared, 3000U) << "the sample covers the catalog";
+  EXPECT_GT(compared, test::sweepFloor(3000)) << "the sample covers the catalog";
   RecordProperty("predictions_compared", static_cast<int>(compared));
 }
 
