@@ -17,12 +17,13 @@ namespace attnsim::cli {
 
 namespace {
 
-// One setup's flags parsed as serve-sim parses them; a bad flag names the setup's line.
-ServeFlags parseSetupFlags(const ServingSetup& s, const std::string& path) {
+// One setup's flags (its own or under another reading) parsed as serve-sim parses them; a bad flag
+// names the setup's line.
+ServeFlags parseSetupFlags(const ServingSetup& s, const std::vector<std::string>& flags, const std::string& path) {
   CLI::App app("serve-sim");
   ServeFlags f;
   addServeFlags(app, f);
-  std::vector<std::string> args(s.flags.rbegin(), s.flags.rend());  // CLI11 takes them last first
+  std::vector<std::string> args(flags.rbegin(), flags.rend());  // CLI11 takes them last first
   try {
     app.parse(args);
   } catch (const CLI::ParseError& e) {
@@ -36,20 +37,33 @@ ServeFlags parseSetupFlags(const ServingSetup& s, const std::string& path) {
   return f;
 }
 
-ServingComparison compareRun(const Catalog& c, const PublishedServingRun& run, const ServingSetup& s,
-                             const std::string& path) {
-  const ServeFlags f = parseSetupFlags(s, path);
-  ServingComparison out{&run, &s, "attnsim serve-sim " + join(s.flags, " "), {}, {}};
+// serve-sim's metrics for `flags`; fills `backend` with the engine:backend it ran.
+std::map<std::string, double> simulateSetup(const Catalog& c, const ServingSetup& s,
+                                            const std::vector<std::string>& flags, const std::string& path,
+                                            std::string& backend) {
+  const ServeFlags f = parseSetupFlags(s, flags, path);
   try {
     const ServeOutcome o = simulateServe(c, f);
     const ServeRun& r = o.bench.run;
-    out.backend = fmt::format("{}:{}", r.setup.capacity.engine, r.setup.capacity.backend);
-    out.predicted = servingMetricsOf(r.result);
+    backend = fmt::format("{}:{}", r.setup.capacity.engine, r.setup.capacity.backend);
+    return servingMetricsOf(r.result);
   } catch (const InputError& e) {
     throw LocatedInputError({path, s.line, 1}, "serve_sim_flags", fmt::format("{}: {}", s.id, e.what()));
   } catch (const EngineRefusal& e) {
     throw LocatedInputError({path, s.line, 1}, "serve_sim_flags",
                             fmt::format("{}: the engine refuses the setup: {}", s.id, e.what()));
+  }
+}
+
+ServingComparison compareRun(const Catalog& c, const PublishedServingRun& run, const ServingSetup& s,
+                             const std::string& path) {
+  ServingComparison out{&run, &s, "attnsim serve-sim " + join(s.flags, " "), {}, {}, {}};
+  out.predicted = simulateSetup(c, s, s.flags, path, out.backend);
+  for (const auto& reading : s.readings) {
+    const auto flags = flagsUnderReading(s.flags, reading);
+    std::string backend;
+    out.readings.push_back(
+        {reading, "attnsim serve-sim " + join(flags, " "), simulateSetup(c, s, flags, path, backend)});
   }
   return out;
 }

@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <map>
 #include <utility>
 #include <vector>
+
+#include "core/Strings.hpp"
 
 namespace attnsim {
 
@@ -75,6 +78,8 @@ void runTable(std::string& md, const ServingValidation& v) {
   }
 }
 
+std::string readingsNote(const ServingComparison& c);
+
 // Runs within the target of one metric, over the runs that publish it.
 std::pair<std::size_t, std::size_t> withinTarget(const ServingValidation& v, const ServingTarget& t) {
   std::size_t within = 0, n = 0;
@@ -104,8 +109,59 @@ void targetSection(std::string& md, const ServingValidation& v) {
       if (!misses.empty()) misses.append(", ");
       misses.append(fmt::format("{} {}", metricLabel(m.c_str()), signedPercent(*c.error(m))));
     }
-    md.append(fmt::format("- **{}**: {}. Why: {}\n", c.run->id, misses,
-                          c.setup->not_modelled.empty() ? "no cause identified yet" : c.setup->not_modelled));
+    md.append(fmt::format("- **{}**: {}. Why: {}{}\n", c.run->id, misses,
+                          c.setup->not_modelled.empty() ? "no cause identified yet" : c.setup->not_modelled,
+                          readingsNote(c)));
+  }
+}
+
+// The run's headline errors under each other reading of its setup, for the targets list.
+std::string readingsNote(const ServingComparison& c) {
+  std::string note;
+  for (const auto& r : c.readings) {
+    std::string errors;
+    for (const char* m : kHeadlineMetrics) {
+      if (const auto e = servingError(*c.run, r.predicted, m)) {
+        errors.append(fmt::format("{}{} {}", errors.empty() ? "" : ", ", metricLabel(m), signedPercent(*e)));
+      }
+    }
+    note.append(fmt::format(" Read as `{}` instead: {}.", join(r.reading, " "), errors));
+  }
+  return note;
+}
+
+// MAPE of the runs read two ways, under the stated setup and under each other reading (grouped by
+// the reading's flags): whether the other reading explains them better, metric by metric.
+void readingsSection(std::string& md, const ServingValidation& v) {
+  std::map<std::string, std::vector<std::pair<const ServingComparison*, const ServingReading*>>> by_reading;
+  for (const auto& c : v.compared) {
+    for (const auto& r : c.readings) by_reading[join(r.reading, " ")].emplace_back(&c, &r);
+  }
+  if (by_reading.empty()) return;
+  md.append(
+      "\n## Runs whose setup the source leaves ambiguous\n\nMAPE over the runs of each other reading "
+      "(setups.csv `other_readings`), as stated and as read the other way; the rest of the report uses the stated "
+      "setup.\n\n| reading | runs |");
+  for (const char* m : kHeadlineMetrics) md.append(fmt::format(" {} MAPE stated → other (n) |", metricLabel(m)));
+  md.append("\n|---|---|---|---|---|---|\n");
+  for (const auto& [reading, runs] : by_reading) {
+    md.append(fmt::format("| `{}` | {} |", reading, runs.size()));
+    for (const char* m : kHeadlineMetrics) {
+      double stated = 0, other = 0;
+      std::size_t n = 0;
+      for (const auto& [c, r] : runs) {
+        const auto a = c->error(m);
+        const auto b = servingError(*c->run, r->predicted, m);
+        if (!a || !b) continue;
+        stated += std::abs(*a);
+        other += std::abs(*b);
+        ++n;
+      }
+      md.append(n == 0 ? " – |"
+                       : fmt::format(" {:.1f}% → {:.1f}% ({}) |", 100 * stated / static_cast<double>(n),
+                                     100 * other / static_cast<double>(n), n));
+    }
+    md.append("\n");
   }
 }
 
@@ -115,6 +171,7 @@ void commandList(std::string& md, const ServingValidation& v) {
                           c.run->engine_version.empty() ? "version by date" : c.run->engine_version, c.run->gpu,
                           c.run->source_url, c.run->source_locator, c.command));
     if (!c.setup->approximations.empty()) md.append(fmt::format("  approximated: {}\n", c.setup->approximations));
+    for (const auto& r : c.readings) md.append(fmt::format("  read as `{}`: `{}`\n", join(r.reading, " "), r.command));
   }
 }
 
@@ -138,6 +195,7 @@ std::string servingValidationMarkdown(const ServingValidation& v, const std::str
   }
   md.append("\n## Against the targets\n\n");
   targetSection(md, v);
+  readingsSection(md, v);
   md.append("\n## Runs\n\n");
   runTable(md, v);
   md.append("\n## Commands\n\n");
@@ -186,6 +244,17 @@ nlohmann::json servingValidationJson(const ServingValidation& v, const std::stri
     for (const auto& m : kServingMetrics) {
       if (const auto e = c.error(m.column)) errors[m.column] = *e;
     }
+    nlohmann::json readings = nlohmann::json::array();
+    for (const auto& r : c.readings) {
+      nlohmann::json reading_errors = nlohmann::json::object();
+      for (const auto& m : kServingMetrics) {
+        if (const auto e = servingError(*c.run, r.predicted, m.column)) reading_errors[m.column] = *e;
+      }
+      readings.push_back({{"reading", join(r.reading, " ")},
+                          {"command", r.command},
+                          {"predicted", r.predicted},
+                          {"error", reading_errors}});
+    }
     runs.push_back({{"id", c.run->id},
                     {"engine", c.run->engine},
                     {"backend", c.backend},
@@ -195,7 +264,8 @@ nlohmann::json servingValidationJson(const ServingValidation& v, const std::stri
                     {"error", errors},
                     {"approximations", c.setup->approximations},
                     {"not_modelled", c.setup->not_modelled},
-                    {"beyond_target", c.beyondTargets()}});
+                    {"beyond_target", c.beyondTargets()},
+                    {"other_readings", readings}});
   }
   nlohmann::json targets = nlohmann::json::array();
   for (const auto& t : kServingTargets) {

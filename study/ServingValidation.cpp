@@ -107,6 +107,19 @@ std::string loadOf(const ServingSetup& s) {
   return rate == "inf" ? "load all at once (--rate inf)" : "load open loop at a rate";
 }
 
+// setups.csv `other_readings`: readings separated by ';', each a list of words.
+std::vector<std::vector<std::string>> readingsOf(const std::string& cell) {
+  std::vector<std::vector<std::string>> out;
+  std::istringstream parts(cell);
+  for (std::string part; std::getline(parts, part, ';');) {
+    std::istringstream words(part);
+    std::vector<std::string> reading;
+    for (std::string w; words >> w;) reading.push_back(w);
+    if (!reading.empty()) out.push_back(std::move(reading));
+  }
+  return out;
+}
+
 }  // namespace
 
 bool PublishedServingRun::complete() const { return notes.rfind("complete", 0) == 0; }
@@ -140,11 +153,31 @@ std::vector<PublishedServingRun> readPublishedServing(const std::string& path) {
   return runs;
 }
 
+std::vector<std::string> flagsUnderReading(const std::vector<std::string>& flags,
+                                           const std::vector<std::string>& reading) {
+  std::vector<std::string> out = flags;
+  for (std::size_t i = 0; i < reading.size(); i += 2) {
+    if (reading[i].rfind("--", 0) != 0 || i + 1 >= reading.size() || reading[i + 1].rfind("--", 0) == 0) {
+      throw InputError(
+          fmt::format("reading '{}': '{}' is not a --flag followed by its value", join(reading, " "), reading[i]));
+    }
+    const auto it = std::find(out.begin(), out.end(), reading[i]);
+    if (it != out.end() && it + 1 != out.end()) {
+      *(it + 1) = reading[i + 1];
+    } else {
+      out.push_back(reading[i]);
+      out.push_back(reading[i + 1]);
+    }
+  }
+  return out;
+}
+
 std::vector<ServingSetup> readServingSetups(const std::string& path,
                                             const std::vector<PublishedServingRun>& published) {
   const CsvTable t = readServingCsv(path);
   const std::size_t id = t.column(path, "id"), flags = t.column(path, "serve_sim_flags"),
                     approx = t.column(path, "approximations"), gaps = t.column(path, "not_modelled");
+  const auto other = std::find(t.header.begin(), t.header.end(), "other_readings");  // optional column
   std::vector<std::string> ids;
   ids.reserve(published.size());
   for (const auto& p : published) ids.push_back(p.id);
@@ -160,12 +193,21 @@ std::vector<ServingSetup> readServingSetups(const std::string& path,
     if (!seen.insert(cells[id]).second) {
       throw LocatedInputError({path, line, 1}, "id", fmt::format("'{}' has a setup already", cells[id]));
     }
-    ServingSetup s{cells[id], {}, cells[approx], cells[gaps], line};
+    ServingSetup s{cells[id], {}, cells[approx], cells[gaps], line, {}};
     std::istringstream words(cells[flags]);
     for (std::string w; words >> w;) s.flags.push_back(w);
     if (s.flags.empty() && s.not_modelled.empty()) {
       throw LocatedInputError({path, line, 1}, "not_modelled",
                               "a setup without serve_sim_flags must say in not_modelled why it cannot be expressed");
+    }
+    if (other != t.header.end()) s.readings = readingsOf(cells[static_cast<std::size_t>(other - t.header.begin())]);
+    try {
+      for (const auto& r : s.readings) {
+        if (s.flags.empty()) throw InputError("a setup without serve_sim_flags has no other reading");
+        (void)flagsUnderReading(s.flags, r);
+      }
+    } catch (const InputError& e) {
+      throw LocatedInputError({path, line, 1}, "other_readings", fmt::format("{}: {}", s.id, e.what()));
     }
     setups.push_back(std::move(s));
   }
@@ -184,11 +226,16 @@ std::map<std::string, double> servingMetricsOf(const ServeResult& r) {
           {"total_throughput", r.total_tokens_per_s}};
 }
 
-std::optional<double> ServingComparison::error(const std::string& column) const {
+std::optional<double> servingError(const PublishedServingRun& run, const std::map<std::string, double>& predicted,
+                                   const std::string& column) {
   const auto p = predicted.find(column);
-  const auto m = run->metrics.find(column);
-  if (p == predicted.end() || m == run->metrics.end() || m->second <= 0) return std::nullopt;
+  const auto m = run.metrics.find(column);
+  if (p == predicted.end() || m == run.metrics.end() || m->second <= 0) return std::nullopt;
   return (p->second - m->second) / m->second;
+}
+
+std::optional<double> ServingComparison::error(const std::string& column) const {
+  return servingError(*run, predicted, column);
 }
 
 std::vector<std::string> ServingComparison::beyondTargets() const {

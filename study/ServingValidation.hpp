@@ -53,13 +53,22 @@ struct PublishedServingRun {
 };
 
 // How a published run is expressed in serve-sim: its flags, what they approximate, what is not
-// modelled. Empty flags: the run cannot be expressed (not_modelled says why).
+// modelled. Empty flags: the run cannot be expressed (not_modelled says why). `readings`: other
+// readings of a setup the source leaves ambiguous (setups.csv `other_readings`, optional: readings
+// separated by ';', each serve-sim flags with their values that replace the same flags of `flags`,
+// e.g. `--hardware h100-pcie`); the report predicts the run under each beside the stated one.
 struct ServingSetup {
   std::string id;
   std::vector<std::string> flags;
   std::string approximations, not_modelled;
   int line = 0;
+  std::vector<std::vector<std::string>> readings;
 };
+
+// `flags` with each `--name value` of `reading` in place of the same flag's value (appended when
+// `flags` lacks it). A reading word that is not a `--name value` pair is an InputError.
+std::vector<std::string> flagsUnderReading(const std::vector<std::string>& flags,
+                                           const std::vector<std::string>& reading);
 
 std::vector<PublishedServingRun> readPublishedServing(const std::string& path);
 // Every id must be one of `published` (an unknown or repeated id is an error naming the line).
@@ -68,12 +77,25 @@ std::vector<ServingSetup> readServingSetups(const std::string& path, const std::
 // serve-sim's answers for one run, in the benchmarks' units (ms, tok/s, req/s).
 std::map<std::string, double> servingMetricsOf(const ServeResult& r);
 
+// Signed relative error (predicted - published) / published of one metric; none when either side
+// lacks it or the published value is not positive.
+std::optional<double> servingError(const PublishedServingRun& run, const std::map<std::string, double>& predicted,
+                                   const std::string& column);
+
+// serve-sim's answers under another reading of the setup (ServingSetup::readings).
+struct ServingReading {
+  std::vector<std::string> reading;  // the flags that replace the stated ones
+  std::string command;
+  std::map<std::string, double> predicted;
+};
+
 struct ServingComparison {
   const PublishedServingRun* run = nullptr;
   const ServingSetup* setup = nullptr;
   std::string command;  // the attnsim command that reproduces the prediction
   std::string backend;  // engine:backend serve-sim ran (its own choice unless the flags force one)
   std::map<std::string, double> predicted;
+  std::vector<ServingReading> readings;  // one per ServingSetup::readings, in order
   // Signed relative error (predicted - published) / published, per metric both sides have.
   [[nodiscard]] std::optional<double> error(const std::string& column) const;
   // The targeted metrics (kServingTargets) whose |error| exceeds the target, in that order.

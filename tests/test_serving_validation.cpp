@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "TestSupport.hpp"
+#include "core/Error.hpp"
 #include "study/ServingValidation.hpp"
 
 namespace attnsim {
@@ -103,6 +104,64 @@ TEST(ServingValidation, ServingReportReadsPublishedNotDb) {
   const auto r = runAttnsim("report serving --db x.db --out /tmp/never");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--published"), std::string::npos) << r.output;
+}
+
+TEST(ServingValidation, AReadingReplacesTheSameFlagsValueAndAppendsAFlagTheSetupLacks) {
+  const std::vector<std::string> flags{"--hardware", "h100-sxm", "--model", "llama-3.1-8b", "--ignore-eos"};
+  EXPECT_EQ(flagsUnderReading(flags, {"--hardware", "h100-pcie"}),
+            (std::vector<std::string>{"--hardware", "h100-pcie", "--model", "llama-3.1-8b", "--ignore-eos"}));
+  EXPECT_EQ(
+      flagsUnderReading(flags, {"--tp", "2", "--hardware", "a100-sxm-80g"}),
+      (std::vector<std::string>{"--hardware", "a100-sxm-80g", "--model", "llama-3.1-8b", "--ignore-eos", "--tp", "2"}));
+  EXPECT_EQ(flagsUnderReading(flags, {}), flags);
+  EXPECT_THROW((void)flagsUnderReading(flags, {"--hardware"}), InputError);
+  EXPECT_THROW((void)flagsUnderReading(flags, {"h100-pcie"}), InputError);
+  EXPECT_THROW((void)flagsUnderReading(flags, {"--hardware", "--tp"}), InputError);
+}
+
+// A setup the source leaves ambiguous carries other readings: the report predicts the run under each
+// (the same numbers as serve-sim run with the reading's command), beside the stated setup.
+TEST(ServingValidation, EachOtherReadingIsPredictedByItsOwnCommandBesideTheStatedSetup) {
+  const auto out = test::suiteScratchDir("ServingValidation") / "readings";
+  const auto r = runAttnsim("--json report serving --published " + fixture("readings") + " --out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  ASSERT_EQ(j["runs"].size(), 1U);
+  const auto& run = j["runs"][0];
+  ASSERT_EQ(run["other_readings"].size(), 2U);
+  EXPECT_EQ(run["other_readings"][0]["reading"], "--hardware h100-pcie");
+  EXPECT_EQ(run["other_readings"][1]["reading"], "--hardware a100-sxm-80g --max-concurrency 8");
+  const std::string stated = run["command"];
+  EXPECT_NE(stated.find("--hardware h100-sxm"), std::string::npos) << stated;
+  for (const auto& reading : run["other_readings"]) {
+    const std::string command = reading["command"];
+    EXPECT_EQ(command.find("h100-sxm"), std::string::npos) << command;
+    const auto alone = runAttnsim("--json " + command.substr(std::string("attnsim ").size()));
+    ASSERT_EQ(alone.exit_code, 0) << alone.output;
+    const auto sim = nlohmann::json::parse(alone.output);
+    EXPECT_DOUBLE_EQ(reading["predicted"]["output_throughput"].get<double>(), sim["output_tokens_per_s"].get<double>());
+    const double pub = run["published"]["tpot_mean_ms"], pred = reading["predicted"]["tpot_mean_ms"];
+    EXPECT_NEAR(reading["error"]["tpot_mean_ms"].get<double>(), (pred - pub) / pub, 1e-12);
+  }
+  EXPECT_EQ(run["other_readings"][1]["command"].get<std::string>().find("--max-concurrency 4"), std::string::npos);
+  // A slower card predicts a slower decode: the reading changes the prediction, not just the command.
+  EXPECT_GT(run["other_readings"][0]["predicted"]["tpot_mean_ms"].get<double>(),
+            run["predicted"]["tpot_mean_ms"].get<double>());
+  // The summaries stay those of the stated setup; the markdown tables the runs read two ways.
+  EXPECT_NEAR(j["groups"][0]["metrics"]["tpot_mean_ms"]["mape"].get<double>(),
+              std::abs(run["error"]["tpot_mean_ms"].get<double>()), 1e-12);
+  const auto md = test::readFile(out / "serving-validation.md");
+  EXPECT_NE(md.find("## Runs whose setup the source leaves ambiguous"), std::string::npos);
+  EXPECT_NE(md.find("| `--hardware h100-pcie` | 1 |"), std::string::npos);
+}
+
+TEST(ServingValidation, AReadingThatIsNotFlagsAndValuesNamesTheFileLineAndColumn) {
+  const auto r = runAttnsim("report serving --published " + fixture("bad_reading") + " --out " +
+                            (test::suiteScratchDir("ServingValidation") / "bad_reading").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("setups.csv:2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("other_readings"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("fixture-vllm-llama8b-h100-c4"), std::string::npos) << r.output;
 }
 
 // The shipped set (measurements/data/serving): every complete run has a setup, at least 30 of them
