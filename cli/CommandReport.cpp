@@ -44,6 +44,7 @@ int runValidationReport(const GlobalOptions& global, const ReportFlags& f) {
   writeFileAtomically(std::filesystem::path(f.out_dir) / "validation.md", markdown);
   writeFileAtomically(std::filesystem::path(f.out_dir) / "scatter.svg", validationScatterSvg(validation));
   writeFileAtomically(std::filesystem::path(f.out_dir) / "heldout.csv", validationPointsCsv(validation));
+  writeFileAtomically(std::filesystem::path(f.out_dir) / "ranking.csv", validationRankingCsv(validation));
   if (global.json) {
     nlohmann::json summary = validationSummaryJson(validation, f.out_dir + "/validation.md");
     if (!checks.empty()) summary["published_kernels"] = publishedKernelsJson(checks);

@@ -16,6 +16,9 @@ std::string validationMarkdown(const Validation& validation, const StepValidatio
 std::string validationScatterSvg(const Validation& validation);
 // Every held-out point: hardware, kernel, implementation, phase, shape, measured, before and after (µs).
 std::string validationPointsCsv(const Validation& validation);
+// Every held-out problem whose fastest measured implementation is not the fastest predicted: its
+// verdict (measured tie, stated tie, miss), both implementations' measured and predicted µs and bands.
+std::string validationRankingCsv(const Validation& validation);
 // Published kernel figures of GPUs without measurements beside the catalog's prediction of each call
 // (report validation --published FILE): per GPU and family the MAPE and the signed mean, then every point.
 std::string publishedKernelsMarkdown(std::span<const PublishedKernelCheck> checks);

@@ -11,6 +11,7 @@
 #include "backends/KernelFamily.hpp"
 #include "catalog/Catalog.hpp"
 #include "study/AttentionSurfaceFit.hpp"
+#include "study/CalibrationRun.hpp"
 
 namespace attnsim {
 
@@ -34,20 +35,6 @@ std::string problemKey(const MeasurementRow& r) {
 
 std::string shapeKey(const MeasurementRow& r) {
   return problemKey(r) + (r.page_size > 0 ? fmt::format(" paged/{}", r.page_size) : std::string{});
-}
-
-// Kendall's tau between two orderings of the same items (ties count as neither).
-double kendallTau(const std::vector<double>& a, const std::vector<double>& b) {
-  double concordant = 0, discordant = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    for (std::size_t j = i + 1; j < a.size(); ++j) {
-      const double s = (a[i] - a[j]) * (b[i] - b[j]);
-      concordant += s > 0 ? 1 : 0;
-      discordant += s < 0 ? 1 : 0;
-    }
-  }
-  const double n = concordant + discordant;
-  return n > 0 ? (concordant - discordant) / n : 1.0;
 }
 
 double mean(const std::vector<double>& v) {
@@ -123,28 +110,95 @@ std::vector<ScoredPoint> worstPoints(const std::vector<ScoredPoint>& points, std
   return out;
 }
 
-// Per shape: which implementation is fastest, and the order of all.
-RankingAgreement rankingAgreement(const std::vector<ScoredPoint>& points) {
-  std::map<std::pair<std::string, std::string>, std::vector<const ScoredPoint*>> by_shape;
-  for (const auto& s : points) by_shape[{s.hardware, s.problem}].push_back(&s);
-  RankingAgreement out;
-  int top1 = 0;
-  double tau_sum = 0;
-  for (const auto& [key, group] : by_shape) {
-    if (group.size() < 2) continue;
-    std::vector<double> measured, predicted;
-    for (const auto* s : group) {
-      measured.push_back(s->measured_us);
-      predicted.push_back(s->after_us);
-    }
-    const auto best_m = std::min_element(measured.begin(), measured.end()) - measured.begin();
-    const auto best_p = std::min_element(predicted.begin(), predicted.end()) - predicted.begin();
-    top1 += best_m == best_p ? 1 : 0;
-    tau_sum += kendallTau(measured, predicted);
-    ++out.shapes;
+// Relative spread of repeated measurements of one call, per GPU, over the rows that keep only a
+// mean (no p20-p80): rows of one implementation, engine version and shape. AIConfigurator's MLA
+// grid reaches most local head counts twice, from 64 and from 128 heads over TP 1 to 64
+// (ai-dynamo/aiconfigurator collector/sglang/collect_mla.py get_generation_mla_test_cases).
+std::vector<RepeatSpread> repeatSpreads(const std::vector<MeasurementRow>& rows) {
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, std::vector<double>> calls;
+  for (const auto& r : rows) {
+    if (r.kind != "attention" || r.p20_us > 0 || r.p80_us > 0) continue;
+    calls[{r.hardware, r.impl, r.engine_version, shapeKey(r)}].push_back(r.median_us);
   }
-  out.top1 = out.shapes > 0 ? static_cast<double>(top1) / out.shapes : 0;
-  out.mean_kendall_tau = out.shapes > 0 ? tau_sum / out.shapes : 0;
+  std::map<std::string, std::vector<double>> spreads;
+  for (const auto& [key, times] : calls) {
+    if (times.size() < 2) continue;
+    const auto [low, high] = std::minmax_element(times.begin(), times.end());
+    spreads[std::get<0>(key)].push_back(*high / *low - 1);
+  }
+  std::vector<RepeatSpread> out;
+  for (auto& [hardware, s] : spreads) {
+    if (s.size() < static_cast<std::size_t>(kMinHeldOutPoints)) continue;  // too few for a p90
+    std::sort(s.begin(), s.end());
+    const auto rank = static_cast<std::size_t>(std::ceil(0.9 * static_cast<double>(s.size())));
+    out.push_back({hardware, s[std::max<std::size_t>(rank, 1) - 1], static_cast<int>(s.size())});
+  }
+  return out;
+}
+
+// The band `rank` would give each family's predictions: its fit's, from the held-out residuals of
+// its phase class (bandOf, as the calibration calibrate exports carries it).
+std::map<FitKey, double> familyBands(const std::vector<ScoredPoint>& points, const std::vector<FamilyFit>& fits) {
+  std::map<FitKey, double> out;
+  for (const auto& f : fits) {
+    KernelEfficiency e;
+    e.provenance = Provenance::Measured;
+    e.fit_mape = f.fit.mape;
+    e.fit_points = f.fit.points;
+    const HeldOutStats h = heldOutStats(points, f.hardware, f.kernel, f.phase);
+    if (h.points > 0) e.heldout = HeldOutResiduals{h.mape, h.p90_abs_rel_error, h.points};
+    out[{f.hardware, f.kernel, f.phase}] = bandOf(e).band;
+  }
+  return out;
+}
+
+// The band of a point's prediction: its phase class's fit, an extend's prefill fit, else the family's own.
+double bandOfPoint(const Catalog& c, const std::map<FitKey, double>& bands, const ScoredPoint& s) {
+  auto it = bands.find({s.hardware, s.kernel, s.phase_class});
+  if (it == bands.end() && s.phase_class == "extend") it = bands.find({s.hardware, s.kernel, "prefill"});
+  if (it != bands.end()) return it->second;
+  return bandOf(c.kernel(s.kernel).efficiencyFor(c.hardware(s.hardware).architecture)).band;
+}
+
+// One entry per implementation and KV layout of a problem: repeated measurements averaged.
+RankedEntry rankedEntry(const std::vector<const ScoredPoint*>& repeats, double band, double repeat_spread) {
+  RankedEntry e;
+  e.impl = repeats.front()->impl;
+  e.band = band;
+  e.repeat_spread = repeat_spread;
+  e.repeats = static_cast<int>(repeats.size());
+  bool spread = true;
+  e.p20_us = repeats.front()->row->p20_us;
+  for (const ScoredPoint* s : repeats) {
+    e.measured_us += s->measured_us / e.repeats;
+    e.predicted_us += s->after_us / e.repeats;
+    spread = spread && s->row->p20_us > 0 && s->row->p80_us > 0;
+    e.p20_us = std::min(e.p20_us, s->row->p20_us);
+    e.p80_us = std::max(e.p80_us, s->row->p80_us);
+  }
+  if (!spread) e.p20_us = e.p80_us = 0;
+  return e;
+}
+
+// The held-out points grouped per (hardware, problem), whatever their KV layout.
+std::vector<RankingProblem> rankingProblems(const Catalog& c, const std::vector<ScoredPoint>& points,
+                                            const std::vector<FamilyFit>& fits,
+                                            const std::vector<RepeatSpread>& spreads) {
+  const std::map<FitKey, double> bands = familyBands(points, fits);
+  using Entries = std::map<std::pair<std::string, std::string>, std::vector<const ScoredPoint*>>;
+  std::map<std::pair<std::string, std::string>, Entries> problems;
+  for (const auto& s : points) problems[{s.hardware, s.problem}][{s.impl, s.shape}].push_back(&s);
+  std::vector<RankingProblem> out;
+  for (const auto& [key, entries] : problems) {
+    RankingProblem p{key.first, key.second, {}};
+    const auto spread =
+        std::find_if(spreads.begin(), spreads.end(), [&p](const RepeatSpread& r) { return r.hardware == p.hardware; });
+    for (const auto& [impl_shape, repeats] : entries) {
+      p.entries.push_back(
+          rankedEntry(repeats, bandOfPoint(c, bands, *repeats.front()), spread == spreads.end() ? 0 : spread->p90));
+    }
+    out.push_back(std::move(p));
+  }
   return out;
 }
 
@@ -221,7 +275,9 @@ Validation runValidation(const Catalog& c, const std::vector<MeasurementRow>& ro
   out.errors = heldOutErrors(out.held_out);
   for (const auto& e : out.errors) out.worst_test_mape = std::max(out.worst_test_mape, e.mape_after);
   out.worst = worstPoints(out.held_out, 10);
-  out.ranking = rankingAgreement(out.held_out);
+  const std::vector<RepeatSpread> spreads = repeatSpreads(rows);
+  out.ranking = rankingAgreement(rankingProblems(c, out.held_out, out.fits, spreads));
+  out.ranking.repeat_spreads = spreads;
   std::set<std::string> devices;
   for (const auto& f : out.fits) devices.insert(f.hardware);
   out.devices = devices.size();

@@ -8,6 +8,7 @@
 
 #include "hardware/AttentionSurface.hpp"
 #include "study/Calibration.hpp"
+#include "study/RankingAgreement.hpp"
 
 namespace attnsim {
 
@@ -47,13 +48,6 @@ struct HeldOutError {
   // shapes it did not (reached through the nearest measured one); 0 points where there are none.
   std::size_t measured_shape_points = 0, other_shape_points = 0;
   double measured_shape_mape = 0, other_shape_mape = 0;
-};
-
-// Over the held-out shapes measured with two or more implementations.
-struct RankingAgreement {
-  int shapes = 0;
-  double top1 = 0;              // share of shapes whose fastest measured is the fastest predicted
-  double mean_kendall_tau = 0;  // predicted against measured order
 };
 
 // One device's fit predicting every measurement of another device.
