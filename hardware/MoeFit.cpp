@@ -42,7 +42,7 @@ double MoeFit::gridUs(const MoeCall& unpadded) const {
   const MoeCall call = padded(unpadded);
   const AxisPosition bt = positionOn(log2_tokens_per_expert, std::log2(std::max(1.0, call.tokensPerExpert())));
   const AxisPosition bw = positionOn(log2_weights_mib, std::log2(std::max(1e-9, moeWeightMib(roofline, call))));
-  const AxisPosition bi = positionOn(log2_inter, std::log2(std::max(1.0, call.inter)));
+  const AxisPosition bi = positionOn(log2_inter, std::log2(std::max(1.0, call.gridWidth())));
   const std::size_t ut = std::min(bt.lo + 1, log2_tokens_per_expert.size() - 1);
   const std::size_t uw = std::min(bw.lo + 1, log2_weights_mib.size() - 1);
   const std::size_t ui = std::min(bi.lo + 1, log2_inter.size() - 1);

@@ -26,6 +26,10 @@ struct MoeCall {
   double matrices = 3;
   [[nodiscard]] double activeExperts() const;
   [[nodiscard]] double tokensPerExpert() const { return assignments / activeExperts(); }
+  // The width on the fit's grid: the expert's first GEMM's output width, (matrices - 1) · inter (gate and up
+  // fused, 2 · inter, with a gate; inter without), over 2: a gated expert's intermediate width, half of it
+  // without a gate (FlashInfer's trtllm-gen runs that GEMM intermediateSizeFactor · inter wide, 2 gated).
+  [[nodiscard]] double gridWidth() const { return (matrices - 1) * inter / 2; }
 };
 
 // The roofline of a call's expert GEMMs: gate-up (2·inter; up alone, inter, without a gate) and down over

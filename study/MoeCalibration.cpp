@@ -50,7 +50,7 @@ std::string mainKernel(const std::vector<const MeasurementRow*>& rows) {
 // `call` as the kernel runs it (MoeFit::padded).
 std::array<double, 3> moeGridPoint(const MoeFit& f, const MoeCall& call) {
   return {std::log2(std::max(1.0, call.tokensPerExpert())), std::log2(moeWeightMib(f.roofline, call)),
-          std::log2(call.inter)};
+          std::log2(call.gridWidth())};
 }
 
 // Each node the hat-weighted mean of log(roofline / (measured − fixed)) of the calls around it; a node
@@ -180,8 +180,8 @@ void calibrateMoe(const Catalog& c, const std::vector<const MeasurementRow*>& ro
   double min_inter = 1e18, max_inter = 0, min_mib = 1e18, max_mib = 0, min_us = 1e18;
   for (const auto* r : train) {
     const MoeCall call = f.padded(moeCallOf(*r));
-    min_inter = std::min(min_inter, call.inter);
-    max_inter = std::max(max_inter, call.inter);
+    min_inter = std::min(min_inter, call.gridWidth());
+    max_inter = std::max(max_inter, call.gridWidth());
     min_mib = std::min(min_mib, moeWeightMib(f.roofline, call));
     max_mib = std::max(max_mib, moeWeightMib(f.roofline, call));
     min_us = std::min(min_us, r->median_us);
