@@ -139,7 +139,7 @@ void readingsSection(std::string& md, const ServingValidation& v) {
   }
   if (by_reading.empty()) return;
   md.append(
-      "\n## Runs whose setup the source leaves ambiguous\n\nMAPE over the runs of each other reading "
+      "\n## Runs whose own figures contradict their stated setup\n\nMAPE over the runs of each other reading "
       "(setups.csv `other_readings`), as stated and as read the other way; the rest of the report uses the stated "
       "setup.\n\n| reading | runs |");
   for (const char* m : kHeadlineMetrics) md.append(fmt::format(" {} MAPE stated → other (n) |", metricLabel(m)));

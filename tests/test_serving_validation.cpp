@@ -151,7 +151,7 @@ TEST(ServingValidation, EachOtherReadingIsPredictedByItsOwnCommandBesideTheState
   EXPECT_NEAR(j["groups"][0]["metrics"]["tpot_mean_ms"]["mape"].get<double>(),
               std::abs(run["error"]["tpot_mean_ms"].get<double>()), 1e-12);
   const auto md = test::readFile(out / "serving-validation.md");
-  EXPECT_NE(md.find("## Runs whose setup the source leaves ambiguous"), std::string::npos);
+  EXPECT_NE(md.find("## Runs whose own figures contradict their stated setup"), std::string::npos);
   EXPECT_NE(md.find("| `--hardware h100-pcie` | 1 |"), std::string::npos);
 }
 
