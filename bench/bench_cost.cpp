@@ -93,5 +93,25 @@ void BM_StepDeepSeekV3Decode(benchmark::State& state) {
 }
 BENCHMARK(BM_StepDeepSeekV3Decode)->Unit(benchmark::kMicrosecond);
 
+// The same step on the H100, where SGLang's block-FP8 linears run DeepGEMM and take its one-wave class
+// (GemmSurface::kernelUs, its pick cached per thread: hardware/DeepGemmPick.hpp); batches 1-512 cross
+// the class's windows.
+void BM_StepDeepSeekV3DecodeH100(benchmark::State& state) {
+  const Catalog c = Catalog::loadDefault();
+  const Engine& e = c.engine("sglang");
+  const HardwareProfile& hw = c.hardware("h100-sxm");
+  const ModelSpec& m = c.model("deepseek-v3");
+  const EngineRun run = runEngine(c, hw, m, e, {}, std::nullopt, Phase::Decode);
+  const Predictor predictor(c, predictionInputFor(c, hw, m, e, run, true));
+  std::int64_t batch = 1;
+  const auto before = bench::allocations();
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(predictor.predict(Workload::uniform(Phase::Decode, batch, 1, 4096)));
+    batch = batch < 512 ? batch + 1 : 1;
+  }
+  reportPerCall(state, bench::allocations() - before);
+}
+BENCHMARK(BM_StepDeepSeekV3DecodeH100)->Unit(benchmark::kMicrosecond);
+
 }  // namespace
 }  // namespace attnsim

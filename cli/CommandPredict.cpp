@@ -18,7 +18,9 @@ Runner addPredictCommand(CLI::App& app, const GlobalOptions& global) {
   app.add_option("--engine", flags->engines, "predict the engine's own auto-selected backend");
   app.add_option("--kernel", flags->kernel, "a kernel family directly, outside any engine (what-if)");
   auto op = std::make_shared<OperatorFlags>();
-  app.add_option("--gemm", op->gemm, "one dense GEMM of M,N,K instead of a step (with --gemm-dtype)");
+  app.add_option("--gemm", op->gemm,
+                 "one dense GEMM of M,N,K instead of a step (with --gemm-dtype; --engine E: as E's step "
+                 "prices it, none: with DeepGEMM's one-wave class where the surface has one)");
   app.add_option("--gemm-dtype", op->gemm_dtype, "the --gemm call's dtype: bf16, fp8, fp8_block, nvfp4");
   app.add_option("--allreduce", op->allreduce_bytes,
                  "one TP all-reduce of this many bytes over --tp GPUs instead of a step (--engine E: E's, "
@@ -37,15 +39,14 @@ Runner addPredictCommand(CLI::App& app, const GlobalOptions& global) {
   return [&global, flags, op]() {
     if (op->ep > 1 && op->moe_tokens <= 0) throw UsageError("--ep applies to --moe only");
     if (op->given() > 0) {
-      // One operator: the flags of a step do not apply to it (an all-reduce takes --engine and --tp; an
-      // MoE call --model, --engine, --tp, --ep and --weight-dtype).
+      // One operator: the flags of a step do not apply to it (a GEMM takes --engine; an all-reduce --engine
+      // and --tp; an MoE call --model, --engine, --tp, --ep and --weight-dtype).
       for (const auto& [given, name] : {std::pair{flags->backend, "--backend"}, std::pair{flags->kernel, "--kernel"},
                                         std::pair{flags->context, "--context"}}) {
         if (!given.empty()) throw UsageError(std::string(name) + " does not apply to --gemm, --allreduce or --moe");
       }
       if (!flags->models.empty() && op->moe_tokens <= 0)
         throw UsageError("--model does not apply to --gemm or --allreduce");
-      if (!op->gemm.empty() && !flags->engines.empty()) throw UsageError("--engine does not apply to --gemm");
       predictOperator(*flags->catalog(global), *flags, *op, global.json);
       return 0;
     }

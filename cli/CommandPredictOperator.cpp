@@ -1,5 +1,6 @@
-// `attnsim predict --gemm M,N,K`, `predict --allreduce BYTES` and `predict --moe TOKENS --model M`: one of the step's
-// operators beside attention, as the step model costs it, with where its figures come from and how sure they are.
+// `attnsim predict --gemm M,N,K [--engine E]`, `predict --allreduce BYTES` and `predict --moe TOKENS --model M`: one of
+// the step's operators beside attention, as the step model costs it, with where its figures come from and how sure they
+// are.
 #include <fmt/format.h>
 
 #include <iostream>
@@ -43,8 +44,19 @@ std::array<double, 3> parseGemmShape(const std::string& text) {
   return mnk;
 }
 
+// Which kernel a measured surface's price stands for: with a single-wave class (DeepGEMM's one-wave launches,
+// GemmSurface::kernelUs), whether `engine` (none named: the class's own engine) runs it.
+std::string gemmKernelNote(const GemmSurface& s, const std::string& engine) {
+  if (!s.single_wave) return {};
+  const std::string& own = s.single_wave->engine;
+  if (engine.empty())
+    return fmt::format(" (as {} runs it, with DeepGEMM's one-wave class; --engine names another engine)", own);
+  if (engine == own) return fmt::format(" (as {} runs it, with DeepGEMM's one-wave class)", own);
+  return fmt::format(" (the surface alone: DeepGEMM's one-wave class is {}'s, not {}'s)", own, engine);
+}
+
 OperatorAnswer gemmAnswer(const Catalog& c, const HardwareProfile& hw, const std::string& shape,
-                          const std::string& dtype) {
+                          const std::string& dtype, const std::string& engine) {
   if (std::find(kGemmDtypes.begin(), kGemmDtypes.end(), dtype) == kGemmDtypes.end())
     throw UsageError(fmt::format("--gemm-dtype: no GEMM dtype '{}' (one of: {})", dtype, join(kGemmDtypes, ", ")));
   const auto [m, n, k] = parseGemmShape(shape);
@@ -52,12 +64,13 @@ OperatorAnswer gemmAnswer(const Catalog& c, const HardwareProfile& hw, const std
   if (roofline.flops_per_us <= 0)
     throw UsageError(fmt::format("--gemm-dtype {}: {} has no {} peak in its profile", dtype, hw.id, dtype));
   OperatorAnswer a;
-  a.what = fmt::format("{} · GEMM m={:.0f} n={:.0f} k={:.0f} {}", hw.id, m, n, k, dtype);
+  a.what = fmt::format("{} · GEMM m={:.0f} n={:.0f} k={:.0f} {}{}", hw.id, m, n, k, dtype,
+                       engine.empty() ? std::string{} : " (" + engine + ")");
   a.roofline_us = roofline.us(m, n, k);
   if (const GemmSurface* s = hw.gemmSurface(dtype)) {
-    a.us = s->us(m, n, k);
+    a.us = s->kernelUs(engine, m, n, k);  // the step's price for a linear in `engine` (cost/StepModel.cpp)
     a.provenance = provenanceLabel(Provenance::Measured);
-    a.source = s->source;
+    a.source = s->source + gemmKernelNote(*s, engine);
     a.band = bandOf(*s);
     return a;
   }
@@ -149,7 +162,7 @@ bool predictOperator(const Catalog& c, const ScenarioFlags& flags, const Operato
   const OperatorAnswer a = op.moe_tokens > 0 ? moeAnswer(c, hw, flags, op)
                            : op.gemm.empty()
                                ? allReduceAnswer(hw, op.allreduce_bytes, static_cast<int>(flags.tp), flags.engines)
-                               : gemmAnswer(c, hw, op.gemm, op.gemm_dtype);
+                               : gemmAnswer(c, hw, op.gemm, op.gemm_dtype, flags.engines);
   if (as_json) {
     nlohmann::json j{{"operator", a.what},
                      {"us", a.us},

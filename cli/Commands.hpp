@@ -103,7 +103,7 @@ struct ScenarioFlags {
   // The catalog, with the study's calibrations when --db is given.
   [[nodiscard]] std::shared_ptr<const Catalog> catalog(const GlobalOptions& global) const;
 };
-// predict --gemm M,N,K [--gemm-dtype D] and predict --allreduce BYTES --tp G [--engine E]: one operator.
+// predict --gemm M,N,K [--gemm-dtype D] [--engine E] and predict --allreduce BYTES --tp G [--engine E]: one operator.
 struct OperatorFlags {
   std::string gemm, gemm_dtype = "bf16";
   double allreduce_bytes = 0;

@@ -236,13 +236,14 @@ struct Roofline {
   [[nodiscard]] double operator()(double flops, double bytes) const { return rooflineUs(kernel, device, flops, bytes); }
 };
 
-// A dense GEMM: over the device's measured surface for its dtype, else the family's roofline.
+// A dense GEMM: over the device's measured surface for its dtype as the engine runs it, else the roofline.
 struct DenseGemm {
   const GemmSurface* surface;
   Roofline roofline;
   double act;
+  std::string_view engine;  // GemmSurface::kernelUs: SGLang's DeepGEMM on Hopper; none: the surface alone
   [[nodiscard]] double operator()(double m, double n, double kdim, double weight_bytes) const {
-    if (surface) return surface->surfaceUs(m, n, kdim);  // not the one-wave class: the step laws (docs)
+    if (surface) return engine.empty() ? surface->surfaceUs(m, n, kdim) : surface->kernelUs(engine, m, n, kdim);
     return roofline(2.0 * m * n * kdim, m * kdim * act + n * kdim * weight_bytes + m * n * act);
   }
 };
@@ -287,8 +288,8 @@ LinearOps linearOps(const ModelSpec& model, const LinearKernels& k, const Worklo
       .grouped = {k.grouped_gemm, k.device_weights},
       .elementwise = {k.elementwise, k.device},
       .kv_write = {k.kv_write, k.device},
-      .dense_low = {k.gemm_weights, {k.gemm, k.device_weights}, bytesOf(model.dtype)},
-      .dense_bf = {k.gemm_bf16, {k.gemm, k.device}, bytesOf(model.dtype)},
+      .dense_low = {k.gemm_weights, {k.gemm, k.device_weights}, bytesOf(model.dtype), k.engine},
+      .dense_bf = {k.gemm_bf16, {k.gemm, k.device}, bytesOf(model.dtype), k.engine},
       .kernels = &k};
 }
 

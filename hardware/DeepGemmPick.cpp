@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 
@@ -86,5 +87,41 @@ DeepGemmTiles deepGemmSm90Tiles(double m_rows, double n_cols, double k_depth, in
 }
 
 bool deepGemmSingleWaveDeepTile(const DeepGemmTiles& t) { return t.waves == 1 && t.cluster == 1 && t.stages <= 4; }
+
+namespace {
+
+// One remembered pick: the shape's key (⌈M/64⌉, N, K, SMs) and whether it is in the class.
+struct SingleWaveEntry {
+  std::int64_t row_blocks = 0, n = 0, k = 0, sms = 0;  // row_blocks 0: empty
+  bool single_wave = false;
+};
+constexpr std::size_t kSingleWaveSlots = 1024;  // a power of two: the slot is the hash's low bits
+
+std::size_t singleWaveSlot(std::int64_t row_blocks, std::int64_t n, std::int64_t k, std::int64_t sms) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (const std::int64_t v : {row_blocks, n, k, sms}) h = (h ^ static_cast<std::uint64_t>(v)) * 1099511628211ULL;
+  return static_cast<std::size_t>(h ^ (h >> 29)) & (kSingleWaveSlots - 1);
+}
+
+}  // namespace
+
+bool deepGemmSingleWaveClass(double m_rows, double n_cols, double k_depth, int sms_count) {
+  // The same integers as deepGemmSm90Tiles reads.
+  const auto m = static_cast<std::int64_t>(std::max(1.0, m_rows));
+  const auto n = static_cast<std::int64_t>(std::max(1.0, n_cols));
+  const auto k = static_cast<std::int64_t>(std::max(1.0, k_depth));
+  const std::int64_t sms = std::max(1, sms_count);
+  if (m <= 64 || static_cast<double>(m) * static_cast<double>(n) > 256.0 * 128 * static_cast<double>(sms)) return false;
+  const std::int64_t row_blocks = deepGemmCeilDiv(m, 64);
+  thread_local std::array<SingleWaveEntry, kSingleWaveSlots> cache{};
+  SingleWaveEntry& e = cache[singleWaveSlot(row_blocks, n, k, sms)];
+  if (e.row_blocks != row_blocks || e.n != n || e.k != k || e.sms != sms) {
+    // Any M of the same ⌈M/64⌉ picks the same tiles: its last row stands for them.
+    const DeepGemmTiles t = deepGemmSm90Tiles(static_cast<double>(row_blocks * 64), static_cast<double>(n),
+                                              static_cast<double>(k), static_cast<int>(sms));
+    e = {row_blocks, n, k, sms, deepGemmSingleWaveDeepTile(t)};
+  }
+  return e.single_wave;
+}
 
 }  // namespace attnsim

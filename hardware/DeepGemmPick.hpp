@@ -25,4 +25,13 @@ DeepGemmTiles deepGemmSm90Tiles(double m, double n, double k, int sms);
 // neighbours (H100, N 2,048 × K 16,384: M 1,281-2,048 take 333-364 µs, M 2,049 172).
 bool deepGemmSingleWaveDeepTile(const DeepGemmTiles& t);
 
+// deepGemmSingleWaveDeepTile(deepGemmSm90Tiles(m, n, k, sms)), remembered per thread so that a step can
+// ask it for every linear: allocation-free, a fixed table of the last answers per (⌈M/64⌉, N, K, SMs).
+// Above 32 rows the pick reads M only through its blocks of 64, 128 and 256 rows, all fixed by ⌈M/64⌉,
+// so one answer stands for 64 values of M. No call of M ≤ 64 is in the class (a 64-row tile of the same
+// block N has as many blocks and moves fewer bytes, so it wins; tests/test_operator_fits.cpp checks it
+// over a grid), nor one of M × N above 256 × 128 per SM (no legal tile covers it in one wave): both are
+// answered without the pick.
+bool deepGemmSingleWaveClass(double m, double n, double k, int sms);
+
 }  // namespace attnsim

@@ -4,12 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <iostream>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/Error.hpp"
 #include "cost/Predictor.hpp"
+#include "cost/StepModel.hpp"
 #include "simulator/Evaluation.hpp"
 #include "tests/TestSupport.hpp"
 
@@ -99,6 +102,31 @@ TEST(StepLaws, GraphReplayBeatsEagerForSmallDecodeBatches) {
   EXPECT_LT(padded_moe, replayed);
 }
 
+// The linears of a decode step of `tokens` rows that the engine's DeepGEMM runs in one wave of deep tiles
+// at a dearer price than the surface's (GemmSurface::kernelUs, SGLang's block-FP8 linears on Hopper): one
+// bit per StepOp, found by costing the step's linears again with the surface alone. 0 wherever the
+// engine's surface has no single-wave class.
+std::uint32_t oneWaveLinears(const Predictor& p, std::int64_t tokens) {
+  const PredictionInput& in = p.input();
+  const LinearKernels as_run = resolveLinearKernels(defaultCatalog(), *in.hardware, *in.model, in.engine);
+  if (!as_run.gemm_weights || !as_run.gemm_weights->single_wave) return 0;
+  EXPECT_EQ(in.attention_dp, 1) << "the check costs the linears of one replica";
+  LinearKernels surface = as_run;
+  surface.engine.clear();  // a step outside any engine: the surface alone
+  StepCosts run, alone;
+  const Workload w = Workload::uniform(Phase::Decode, tokens, 1, 2048);
+  costLinearOps(*in.model, as_run, w, in.tp, 2, run);
+  costLinearOps(*in.model, surface, w, in.tp, 2, alone);
+  std::uint32_t mask = 0;
+  for (const StepOp op :
+       {StepOp::QkvProj, StepOp::QbProj, StepOp::QAbsorb, StepOp::OAbsorb, StepOp::OProj, StepOp::GateUp, StepOp::Down,
+        StepOp::Router, StepOp::SharedGateUp, StepOp::SharedDown, StepOp::LmHead}) {
+    const auto i = static_cast<std::size_t>(op);
+    if (run.op_us[i] != alone.op_us[i]) mask |= 1U << i;
+  }
+  return mask;
+}
+
 // More requests or more context never make a step faster, eager or replayed. Batches run densely
 // to 64 (capture sizes and kernel tiles change there) and then by steps; the graph step may jump
 // where padding or the end of the captured sizes changes the mode, but never downwards.
@@ -107,24 +135,53 @@ TEST(StepLaws, GraphReplayBeatsEagerForSmallDecodeBatches) {
 // vLLM's 3D/2D switch at 128 / KV heads sequences, SGLang's get_num_kv_splits_triton) launches the
 // split count its engine's heuristic picks, not the fastest, so where that count changes with the
 // batch the step may get faster. Only such a change of split count is exempt.
+//
+// A second, also on purpose: DeepGEMM's one-wave launches (SGLang's block-FP8 linears on Hopper) take
+// longer than the launch of a larger M just past their window, which leaves one wave for two over pairs of
+// SMs (docs/MEASUREMENTS.md: SGLang's own rows, N 2,048 K 2,048, take 56.2 µs at M 2,048 and 41.4 at
+// 4,096). A decrease is allowed only where one of the step's linears enters or leaves such a window between
+// the two batches (the timeline's own rows: the eager batch, the graph's padded batch); each is counted.
 TEST(StepLaws, StepTimeNeverDecreasesWithBatch) {
-  forEveryScenario([](const Predictor& p) {
+  int exempted = 0;
+  forEveryScenario([&](const Predictor& p) {
     double eager = 0, graph = 0;
     std::vector<int> splits;
+    std::uint32_t eager_class = 0, graph_class = 0;
     for (std::int64_t batch = 1; batch <= 600; batch += batch < 64 ? 1 : 24) {
       const Prediction r = p.predict(Workload::uniform(Phase::Decode, batch, 1, 2048));
       const bool ruled = p.input().decode_kernel->split_policy.rule != SplitRule::Search;
       std::vector<int> now;
       for (const auto& a : r.attention) now.push_back(a.cost.splits);
+      const std::uint32_t eager_now = oneWaveLinears(p, batch);
+      const std::uint32_t graph_now =
+          r.graph_decision.mode == GraphMode::Eager ? eager_now : oneWaveLinears(p, r.graph_decision.padded_batch);
       if (!(ruled && !splits.empty() && now != splits)) {
-        EXPECT_GE(r.eager.step_us, eager) << "eager, batch " << batch;
-        EXPECT_GE(r.graph.step_us, graph) << "graph, batch " << batch << ": " << r.graph_decision.why;
+        if (r.eager.step_us < eager && eager_now != eager_class) {
+          ++exempted;
+          std::cout << "exempt (one-wave window): " << p.input().hardware->id << " " << p.input().engine << " "
+                    << p.input().model->id << " eager, batch " << batch << ", " << r.eager.step_us << " < " << eager
+                    << " µs\n";
+        } else {
+          EXPECT_GE(r.eager.step_us, eager) << "eager, batch " << batch;
+        }
+        if (r.graph.step_us < graph && graph_now != graph_class) {
+          ++exempted;
+          std::cout << "exempt (one-wave window): " << p.input().hardware->id << " " << p.input().engine << " "
+                    << p.input().model->id << " graph, batch " << batch << ", " << r.graph.step_us << " < " << graph
+                    << " µs\n";
+        } else {
+          EXPECT_GE(r.graph.step_us, graph) << "graph, batch " << batch << ": " << r.graph_decision.why;
+        }
       }
       eager = r.eager.step_us;
       graph = r.graph.step_us;
       splits = now;
+      eager_class = eager_now;
+      graph_class = graph_now;
     }
   });
+  std::cout << exempted << " decreases exempted: a linear entered or left DeepGEMM's one-wave class\n";
+  EXPECT_LE(exempted, 40);  // a handful of windows crossed, not a general decrease
 }
 
 // The same exemption as for the batch: a split rule that cuts the keys into fixed partitions (the

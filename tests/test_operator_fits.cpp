@@ -1,9 +1,13 @@
 // The step's operators beside attention measured (issue 27): GEMM efficiency surfaces and the engines'
 // custom all-reduces fitted to AIConfigurator's tables, carried to devices of the same architecture,
 // and predicted one call at a time (`predict --gemm`, `predict --allreduce`).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
+#include <nlohmann/json.hpp>
+#include <vector>
 
 #include "catalog/Catalog.hpp"
 #include "core/Error.hpp"
@@ -160,6 +164,47 @@ TEST(DeepGemmPick, OnlyOneWaveOfDeepTilesWithoutMulticastIsTheSlowClass) {
     }
   }
   EXPECT_EQ(deepGemmSm90Tiles(8, 4096, 4096, 132).block_m, 16);  // block M 16 only for M up to 16
+}
+
+// The pre-check of deepGemmSingleWaveClass: at M ≤ 64 the pick never is one wave of deep tiles (a 64-row
+// tile of the same block N has as many blocks as any taller one and moves fewer bytes).
+TEST(DeepGemmPick, NoCallOfAtMost64RowsIsInTheOneWaveClass) {
+  int calls = 0;
+  for (const int sms : {78, 114, 132}) {
+    for (const double n : {16.0,   48.0,   64.0,   96.0,   128.0,  192.0,  256.0,  320.0,  512.0,   576.0,   1024.0,
+                           1536.0, 2048.0, 2112.0, 3072.0, 4096.0, 4608.0, 7168.0, 8192.0, 16384.0, 32768.0, 65536.0}) {
+      for (const double k : {128.0, 256.0, 512.0, 1536.0, 2048.0, 4096.0, 7168.0, 16384.0}) {
+        for (double m = 1; m <= 64; ++m) {
+          EXPECT_FALSE(deepGemmSingleWaveDeepTile(deepGemmSm90Tiles(m, n, k, sms))) << m << " " << n << " " << k;
+          ++calls;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(calls, 3 * 22 * 8 * 64);
+}
+
+// The per-thread cache answers as the pick does, for every M (one answer per ⌈M/64⌉), on a first pass
+// (misses) and on a second in the other order (hits, and slots taken by other shapes).
+TEST(DeepGemmPick, TheCachedClassIsThePicksAnswerOverAGrid) {
+  std::vector<std::array<double, 4>> grid;
+  for (const int sms : {114, 132}) {
+    for (const double n : {256.0, 512.0, 1536.0, 2048.0, 2112.0, 3072.0, 4608.0, 7168.0, 16384.0}) {
+      for (const double k : {256.0, 1536.0, 2048.0, 7168.0, 16384.0}) {
+        for (double m = 1; m <= 4400; m += m < 1100 ? 3 : 37) grid.push_back({m, n, k, static_cast<double>(sms)});
+      }
+    }
+  }
+  int in_class = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (std::size_t i = 0; i < grid.size(); ++i) {
+      const auto [m, n, k, sms] = grid[pass == 0 ? i : grid.size() - 1 - i];
+      const bool picked = deepGemmSingleWaveDeepTile(deepGemmSm90Tiles(m, n, k, static_cast<int>(sms)));
+      EXPECT_EQ(deepGemmSingleWaveClass(m, n, k, static_cast<int>(sms)), picked) << m << " " << n << " " << k;
+      in_class += picked ? 1 : 0;
+    }
+  }
+  EXPECT_GT(in_class, 100);  // the grid crosses the class's windows
 }
 
 TEST(GemmSurface, DeepGemmsOneWaveLaunchesTakeTheirKTimeWhereItIsLongerThanTheSurface) {
@@ -470,6 +515,56 @@ TEST(OperatorFits, ADeepSeekStepRunsItsProjectionsOnTheBlockScaledFp8Surface) {
   EXPECT_EQ(k.gemm.provenance, Provenance::Measured);
   const LinearKernels llama = resolveLinearKernels(c, hw, c.model("llama-3.1-8b"));
   EXPECT_EQ(llama.gemm_weights, llama.gemm_bf16);
+}
+
+// The step prices a linear against block-FP8 weights as `predict --gemm --engine E` prices the call: in
+// SGLang (DeepGEMM on Hopper) with the one-wave class, in vLLM with the surface alone. DeepSeek-V3's output
+// projection at TP 8 (N the hidden size, K 16 heads' values) at an M inside one of its one-wave windows.
+TEST(OperatorFits, TheStepsBlockFp8LinearIsPredictGemmsPriceForTheSameEngine) {
+  const Catalog& c = defaultCatalog();
+  const HardwareProfile& hw = c.hardware("h100-sxm");
+  const ModelSpec& model = c.model("deepseek-v3");
+  ASSERT_EQ(model.weight_dtype, "fp8_block");
+  const LinearKernels sglang = resolveLinearKernels(c, hw, model, "sglang");
+  const LinearKernels vllm = resolveLinearKernels(c, hw, model, "vllm");
+  ASSERT_NE(sglang.gemm_weights, nullptr);
+  const GemmSurface& s = *sglang.gemm_weights;
+  ASSERT_TRUE(s.single_wave.has_value());
+  const int tp = 8;
+  const AttentionLayerSpec& attn = model.primaryLayer();
+  ASSERT_TRUE(attn.mla.has_value());
+  const double n = model.hidden_size, k = attn.num_heads / tp * attn.mla->v_head_dim;
+  double m = 0;
+  for (double rows = 65; rows <= 2048 && m == 0; ++rows) {
+    if (s.kernelUs("sglang", rows, n, k) > s.surfaceUs(rows, n, k)) m = rows;
+  }
+  ASSERT_GT(m, 0) << "no M of a one-wave window where the class is dearer than the surface";
+  const auto step = [&](const LinearKernels& kernels) {
+    StepCosts costs;
+    costLinearOps(model, kernels, Workload::uniform(Phase::Decode, static_cast<std::int64_t>(m), 1, 2048), tp, 2,
+                  costs);
+    return costs.op_us[static_cast<std::size_t>(StepOp::OProj)];
+  };
+  const auto predicted = [&](const std::string& engine) {
+    const CommandResult r = runAttnsim(
+        fmt::format("--json predict --hardware h100-sxm --gemm {:.0f},{:.0f},{:.0f} --gemm-dtype fp8_block{}", m, n, k,
+                    engine.empty() ? std::string{} : " --engine " + engine));
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    const auto j = nlohmann::json::parse(r.output);
+    return std::pair{j.at("us").get<double>(), j.at("source").get<std::string>()};
+  };
+  const auto [sglang_us, sglang_source] = predicted("sglang");
+  const auto [vllm_us, vllm_source] = predicted("vllm");
+  const auto [default_us, default_source] = predicted("");
+  EXPECT_DOUBLE_EQ(step(sglang), s.kernelUs("sglang", m, n, k));
+  EXPECT_DOUBLE_EQ(step(sglang), sglang_us);
+  EXPECT_DOUBLE_EQ(step(vllm), s.surfaceUs(m, n, k));
+  EXPECT_DOUBLE_EQ(step(vllm), vllm_us);
+  EXPECT_GT(sglang_us, vllm_us);
+  EXPECT_DOUBLE_EQ(default_us, sglang_us);  // no engine named: as before, with the class
+  EXPECT_NE(sglang_source.find("as sglang runs it"), std::string::npos) << sglang_source;
+  EXPECT_NE(vllm_source.find("the surface alone"), std::string::npos) << vllm_source;
+  EXPECT_NE(default_source.find("--engine names another engine"), std::string::npos) << default_source;
 }
 
 // The catalog error an MI300X calibration file with this `gemm:` section gives ("" when it loads).
