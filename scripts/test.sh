@@ -20,14 +20,14 @@ took "lint"
 
 # One clang build serves both the sanitizer run of every test (ASan+UBSan, -O1) and the libFuzzer
 # targets (fuzz/, -DATTNSIM_FUZZ=ON, here without coverage: they replay their corpora below): one
-# compile of the sources instead of two. Eight suites share a test process, so the catalog is parsed
-# once per eight (about a second of CPU each under ASan).
+# compile of the sources instead of two. Four suites share a test process, so the catalog is parsed
+# once per four (about a second of CPU each under ASan).
 cxx=${FUZZ_CXX:-clang++-14}
 # Line tables are all a sanitizer report needs (file:line in each frame); full debug info made every
 # compile about 10% slower and the binaries several times larger.
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only \
   -DCMAKE_CXX_COMPILER="$cxx" -DATTNSIM_SANITIZE=ON -DATTNSIM_FUZZ=ON -DATTNSIM_FUZZ_COVERAGE=OFF \
-  -DATTNSIM_BUILD_BENCH=OFF -DATTNSIM_BUILD_PYTHON=OFF -DATTNSIM_SUITES_PER_TEST=8
+  -DATTNSIM_BUILD_BENCH=OFF -DATTNSIM_BUILD_PYTHON=OFF -DATTNSIM_SUITES_PER_TEST=4
 cmake --build build-asan -j "$jobs"
 took "sanitizer and fuzz build"
 # Left out of the sanitizer run, each checked by the release run above and its code run under ASan by

@@ -51,13 +51,13 @@ TEST(BoundLabel, MlaExtendNearItsComputeRoofIsComputeBound) {
 }
 
 TEST(BoundLabel, EveryLabelFollowsTheComparisonOfTheTimeWithEachRoof) {
-  struct Case {
+  struct LabelCase {
     const char* hardware;
     const char* model;
     const char* backend;
     Workload workload;
   };
-  const std::array<Case, 7> cases{{
+  const std::array<LabelCase, 7> cases{{
       {"h100-sxm", "llama-3.1-8b", "vllm:FLASH_ATTN", Workload::uniform(Phase::Decode, 1, 1, 512)},
       {"h100-sxm", "llama-3.1-8b", "vllm:FLASH_ATTN", Workload::uniform(Phase::Decode, 64, 1, 4096)},
       {"h100-sxm", "llama-3.1-8b", "vllm:FLASH_ATTN", Workload::uniform(Phase::Prefill, 1, 4096, 4096)},

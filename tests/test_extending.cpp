@@ -282,9 +282,9 @@ TEST(Extending, SelectExplainNamesTheOrderBranchByBranch) {
   EXPECT_TRUE(has(text, "when:   sm90 && (use_mla || mha_spec_ok)")) << text.output;
   EXPECT_TRUE(has(text, "source: arg_groups/model_override_base.py:get_default_attn_backend @ 00d56e2c (MHA and MLA"))
       << text.output;
-  const auto json = runAttnsim("--json select --engine sglang --hardware h100-sxm --model llama-3.1-8b --explain");
-  ASSERT_EQ(json.exit_code, 0) << json.output;
-  const auto order = nlohmann::json::parse(json.output).at("explain").at("order");
+  const auto answer = runAttnsim("--json select --engine sglang --hardware h100-sxm --model llama-3.1-8b --explain");
+  ASSERT_EQ(answer.exit_code, 0) << answer.output;
+  const auto order = nlohmann::json::parse(answer.output).at("explain").at("order");
   ASSERT_EQ(order.size(), 1U);
   EXPECT_EQ(order[0].at("pick"), "first_match");
   const auto& branches = order[0].at("branches");
