@@ -14,6 +14,16 @@ namespace {
 std::int64_t deepGemmCeilDiv(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 std::int64_t deepGemmAlign(std::int64_t a, std::int64_t b) { return deepGemmCeilDiv(a, b) * b; }
 
+// The call's sizes as the pick reads them: whole numbers, at least 1.
+struct DeepGemmShape {
+  std::int64_t m, n, k, sms;
+  DeepGemmShape(double m_rows, double n_cols, double k_depth, int sms_count)
+      : m(static_cast<std::int64_t>(std::max(1.0, m_rows))),
+        n(static_cast<std::int64_t>(std::max(1.0, n_cols))),
+        k(static_cast<std::int64_t>(std::max(1.0, k_depth))),
+        sms(std::max(1, sms_count)) {}
+};
+
 constexpr std::int64_t kSm90SharedMemory = 232448;
 constexpr std::int64_t kDeepGemmBlockK = 128;  // FP8: 128 bytes of K per stage
 constexpr std::int64_t kDeepGemmMaxStages = 16;
@@ -50,10 +60,7 @@ double deepGemmCycles(std::int64_t m, std::int64_t n, std::int64_t k, std::int64
 }  // namespace
 
 DeepGemmTiles deepGemmSm90Tiles(double m_rows, double n_cols, double k_depth, int sms_count) {
-  const auto m = static_cast<std::int64_t>(std::max(1.0, m_rows));
-  const auto n = static_cast<std::int64_t>(std::max(1.0, n_cols));
-  const auto k = static_cast<std::int64_t>(std::max(1.0, k_depth));
-  const std::int64_t sms = std::max(1, sms_count);
+  const auto [m, n, k, sms] = DeepGemmShape(m_rows, n_cols, k_depth, sms_count);
   std::array<std::int64_t, 5> block_ms{64, 128, 0, 0, 256};
   if (m <= 16) block_ms[2] = 16;
   if (m <= 32) block_ms[3] = 32;
@@ -106,11 +113,7 @@ std::size_t singleWaveSlot(std::int64_t row_blocks, std::int64_t n, std::int64_t
 }  // namespace
 
 bool deepGemmSingleWaveClass(double m_rows, double n_cols, double k_depth, int sms_count) {
-  // The same integers as deepGemmSm90Tiles reads.
-  const auto m = static_cast<std::int64_t>(std::max(1.0, m_rows));
-  const auto n = static_cast<std::int64_t>(std::max(1.0, n_cols));
-  const auto k = static_cast<std::int64_t>(std::max(1.0, k_depth));
-  const std::int64_t sms = std::max(1, sms_count);
+  const auto [m, n, k, sms] = DeepGemmShape(m_rows, n_cols, k_depth, sms_count);
   if (m <= 64 || static_cast<double>(m) * static_cast<double>(n) > 256.0 * 128 * static_cast<double>(sms)) return false;
   const std::int64_t row_blocks = deepGemmCeilDiv(m, 64);
   thread_local std::array<SingleWaveEntry, kSingleWaveSlots> cache{};

@@ -43,14 +43,8 @@ double MoeFit::gridUs(const MoeCall& unpadded) const {
   const AxisPosition bt = positionOn(log2_tokens_per_expert, std::log2(std::max(1.0, call.tokensPerExpert())));
   const AxisPosition bw = positionOn(log2_weights_mib, std::log2(std::max(1e-9, moeWeightMib(roofline, call))));
   const AxisPosition bi = positionOn(log2_inter, std::log2(std::max(1.0, call.gridWidth())));
-  const std::size_t ut = std::min(bt.lo + 1, log2_tokens_per_expert.size() - 1);
-  const std::size_t uw = std::min(bw.lo + 1, log2_weights_mib.size() - 1);
-  const std::size_t ui = std::min(bi.lo + 1, log2_inter.size() - 1);
-  auto along_inter = [&](std::size_t it, std::size_t iw) {
-    return (1 - bi.t) * log_efficiency[index(it, iw, bi.lo)] + bi.t * log_efficiency[index(it, iw, ui)];
-  };
-  auto along_weights = [&](std::size_t it) { return (1 - bw.t) * along_inter(it, bw.lo) + bw.t * along_inter(it, uw); };
-  const double log_eff = (1 - bt.t) * along_weights(bt.lo) + bt.t * along_weights(ut);
+  const double log_eff =
+      interpolateGrid3(log_efficiency, log2_tokens_per_expert, log2_weights_mib, log2_inter, bt, bw, bi);
   return fixed_us + moeRooflineUs(roofline, call) / std::exp(log_eff);
 }
 

@@ -157,14 +157,7 @@ double GemmSurface::surfaceUs(double m_rows, double n, double k) const {
   const AxisPosition bm = positionOn(log2_m, std::log2(cm));
   const AxisPosition bn = positionOn(log2_n, std::log2(cn));
   const AxisPosition bk = positionOn(log2_k, std::log2(ck));
-  const std::size_t um = std::min(bm.lo + 1, log2_m.size() - 1);
-  const std::size_t un = std::min(bn.lo + 1, log2_n.size() - 1);
-  const std::size_t uk = std::min(bk.lo + 1, log2_k.size() - 1);
-  auto along_k = [&](std::size_t im, std::size_t in) {
-    return (1 - bk.t) * log_time[index(im, in, bk.lo)] + bk.t * log_time[index(im, in, uk)];
-  };
-  auto along_n = [&](std::size_t im) { return (1 - bn.t) * along_k(im, bn.lo) + bn.t * along_k(im, un); };
-  const double inside = std::exp((1 - bm.t) * along_n(bm.lo) + bm.t * along_n(um));
+  const double inside = std::exp(interpolateGrid3(log_time, log2_m, log2_n, log2_k, bm, bn, bk));
   if (cm == m && cn == n && ck == k) return inside;
   return inside * roofline.us(m, n, k) / roofline.us(cm, cn, ck);
 }
