@@ -29,7 +29,7 @@ std::string calibrationText(const StudySweep& sweep) {
 }  // namespace
 
 StudyData loadStudyData(const Store& store, const std::string& sweep, const Catalog& fallback) {
-  const StudySweep chosen = chooseSweep(store, sweep);
+  const StudySweep chosen = chooseSweep(store, sweep, fallback.contentHash());
   bool from_store = false;
   StudyData data{chosen,
                  storedCatalog(store, chosen, fallback, from_store),

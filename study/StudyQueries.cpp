@@ -115,7 +115,25 @@ std::vector<StudySweep> studySweeps(const Store& store) {
   return out;
 }
 
-StudySweep chooseSweep(const Store& store, const std::string& name) {
+namespace {
+
+// Several sweeps of one name (the same spec swept under another catalog or calibration, as when the
+// README's command runs again after an update): the one of the running catalog is the one meant.
+const StudySweep* onlyOneOfThisCatalog(const std::vector<StudySweep>& candidates, const std::string& catalog_hash) {
+  if (candidates.empty() || catalog_hash.empty()) return nullptr;
+  const StudySweep* found = nullptr;
+  for (const auto& w : candidates) {
+    if (w.name != candidates.front().name) return nullptr;
+    if (w.catalog_hash != catalog_hash) continue;
+    if (found != nullptr) return nullptr;
+    found = &w;
+  }
+  return found;
+}
+
+}  // namespace
+
+StudySweep chooseSweep(const Store& store, const std::string& name, const std::string& catalog_hash) {
   const auto sweeps = studySweeps(store);
   std::vector<std::string> names;
   names.reserve(sweeps.size());
@@ -124,6 +142,7 @@ StudySweep chooseSweep(const Store& store, const std::string& name) {
     throw UsageError(fmt::format("--db {}: no sweep in this store (run attnsim sweep)", store.path()));
   if (name.empty()) {
     if (sweeps.size() == 1) return sweeps.front();
+    if (const auto* w = onlyOneOfThisCatalog(sweeps, catalog_hash)) return *w;
     throw UsageError(fmt::format("--db {}: {} sweeps in this store ({}): name one with --sweep NAME", store.path(),
                                  sweeps.size(), join(names, ", ")));
   }
@@ -136,6 +155,7 @@ StudySweep chooseSweep(const Store& store, const std::string& name) {
                                  didYouMean(name, names), join(names, ", ")));
   }
   if (named.size() > 1) {
+    if (const auto* w = onlyOneOfThisCatalog(named, catalog_hash)) return *w;
     std::vector<std::string> ids;
     ids.reserve(named.size());
     for (const auto& w : named) ids.push_back(std::to_string(w.id));

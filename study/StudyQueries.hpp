@@ -22,8 +22,9 @@ struct StudySweep {
 // Every sweep of the store, by id.
 std::vector<StudySweep> studySweeps(const Store& store);
 // The sweep a report reads: `name` (a sweep's name or id) when given (UsageError listing the names when absent), else
-// the one sweep of the store (UsageError when there is none or several).
-StudySweep chooseSweep(const Store& store, const std::string& name);
+// the one sweep of the store (UsageError when there is none or several). Where several sweeps share the name, the
+// one swept under `catalog_hash` (the running catalog's) is taken when there is exactly one.
+StudySweep chooseSweep(const Store& store, const std::string& name, const std::string& catalog_hash = "");
 
 // The catalog files the sweep stored (empty when the store has none for that hash).
 std::vector<CatalogFile> storedCatalogFiles(const Store& store, const std::string& catalog_hash);

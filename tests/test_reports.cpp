@@ -439,6 +439,28 @@ TEST(StudyReports, BadRequestsExitTwo) {
   EXPECT_FALSE(fs::exists(reportsScratch() / "missing.db"));
 }
 
+// The README's first command run again after a catalog update stores a second sweep of the same name.
+TEST(StudyReports, ASweepOfTheSameNameUnderAnotherCatalogLeavesTheRunningCatalogsSweepTheOneMeant) {
+  const fs::path db = reportsScratch() / "two-catalogs.db";
+  fs::copy_file(smallStudy(), db, fs::copy_options::overwrite_existing);
+  sql(db,
+      "INSERT INTO sweeps (id, name, spec_text, spec_hash, catalog_hash, calibration, program_version, points) "
+      "SELECT id + 1, name, spec_text, spec_hash, 'an-older-catalog', calibration, program_version, points "
+      "FROM sweeps");
+  auto r = report("priorities", db, reportsScratch() / "two-catalogs");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  r = report("priorities", db, reportsScratch() / "two-catalogs", "--sweep reports-small");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  // Neither is the running catalog's: the user must say which.
+  sql(db, "UPDATE sweeps SET catalog_hash = 'another-catalog' WHERE catalog_hash <> 'an-older-catalog'");
+  r = report("priorities", db, reportsScratch() / "two-catalogs");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("2 sweeps in this store"), std::string::npos) << r.output;
+  r = report("priorities", db, reportsScratch() / "two-catalogs", "--sweep reports-small");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("give its id"), std::string::npos) << r.output;
+}
+
 TEST(ReportText, EscapesForEachOutput) {
   EXPECT_EQ(escapeHtml(R"(<a href="x">'&'</a>)"), "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
   EXPECT_EQ(escapeXml("<t>&'\""), "&lt;t&gt;&amp;&apos;&quot;");
