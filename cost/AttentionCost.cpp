@@ -323,13 +323,12 @@ AttentionCost searchSplits(const Call& call, const CallTerms& c) {
   if (call.kernel.split_policy.rule == SplitRule::Occupancy) {
     // Its no-split rule at <= 4 KV blocks makes a fifth block cheaper than four: the count it gives
     // one block more is costed too, so the time does not fall when the context grows past it.
-    const int chosen = max_splits > 1 ? attention_cost::occupancySplits(call.kernel, call.shape, call.groups,
-                                                                        call.device.compute_units, true)
-                                      : 1;
-    const int longer = max_splits > 1
-                           ? std::min(max_splits, attention_cost::occupancySplits(call.kernel, call.shape, call.groups,
-                                                                                  call.device.compute_units, false))
-                           : 1;
+    const attention_cost::OccupancySplitCounts counts =
+        max_splits > 1
+            ? attention_cost::occupancySplits(call.kernel, call.shape, call.groups, call.device.compute_units)
+            : attention_cost::OccupancySplitCounts{};
+    const int chosen = counts.chosen;
+    const int longer = std::min(std::max(max_splits, 1), counts.past_short_kv);
     consider(1);
     if (chosen > 1) consider(chosen);
     if (longer > 1 && longer != chosen) consider(longer);

@@ -127,11 +127,10 @@ int perSmSplits(const KernelModel& k, const AttentionShape& s, std::span<const R
 // no split when the tiles (requests × KV heads × packed query blocks) fill 80% of the SMs or the
 // KV is at most 4 blocks; else the fewest splits whose wave efficiency n/ceil(n) is within 85% of
 // the best over 1..min(cap, SMs, KV blocks).
-// short_kv_rule false: the count the heuristic gives the same work once its KV exceeds 4 blocks.
 // The heuristic counts resident CTAs, not SMs: FA2 passes multiProcessorCount * 2 ("128 threads per
 // block", csrc/flash_attn/flash_api.cpp set_params_splitkv), which is its decode occupancy here.
-int occupancySplits(const KernelModel& k, const AttentionShape& shape, std::span<const RequestGroup> groups,
-                    int compute_units, bool short_kv_rule) {
+OccupancySplitCounts occupancySplits(const KernelModel& k, const AttentionShape& shape,
+                                     std::span<const RequestGroup> groups, int compute_units) {
   const int max_splits = k.max_splits;
   const double sms = static_cast<double>(compute_units) * std::max(1, k.ctas_per_sm);
   double mblocks = 0;
@@ -142,19 +141,25 @@ int occupancySplits(const KernelModel& k, const AttentionShape& shape, std::span
     mblocks += static_cast<double>(g.count) * heads * static_cast<double>(ceilDiv(rows, std::max(1, k.tile_q)));
     nblocks = std::max(nblocks, ceilDiv(uniqueKvTokens(g, shape), k.tile_kv));
   }
-  if (mblocks >= 0.8 * sms || (short_kv_rule && nblocks <= 4)) return 1;
+  if (mblocks >= 0.8 * sms) return {};
   const int cap =
       static_cast<int>(std::min<double>({static_cast<double>(max_splits), sms, static_cast<double>(nblocks)}));
   auto efficiency = [&](int n) {
     const double waves = mblocks * n / sms;
-    return waves / std::ceil(waves);
+    // ceil for a positive count of waves below 2^63, without a libm call (this loop is the call's hot spot)
+    const auto whole = static_cast<std::int64_t>(waves);
+    return waves / static_cast<double>(whole + (static_cast<double>(whole) < waves ? 1 : 0));
   };
   double best = 0;
-  for (int n = 1; n <= cap; ++n) best = std::max(best, efficiency(n));
+  for (int n = 1; n <= cap && best < 1.0; ++n) best = std::max(best, efficiency(n));  // never above 1
+  int count = 1;
   for (int n = 1; n <= cap; ++n) {
-    if (efficiency(n) >= 0.85 * best) return n;
+    if (efficiency(n) >= 0.85 * best) {
+      count = n;
+      break;
+    }
   }
-  return 1;
+  return {nblocks <= 4 ? 1 : count, count};
 }
 
 int ruledSplits(const KernelModel& kernel, const AttentionShape& shape, std::span<const RequestGroup> groups,

@@ -18,9 +18,14 @@ int ruledSplits(const KernelModel& kernel, const AttentionShape& shape, std::spa
 int perSmSplits(const KernelModel& kernel, const AttentionShape& shape, std::span<const RequestGroup> groups,
                 int compute_units);
 
-// FlashAttention's num_splits_heuristic for the call (see AttentionCostSplits.cpp); short_kv_rule
-// false: the count the heuristic gives the same work once its KV exceeds 4 blocks.
-int occupancySplits(const KernelModel& kernel, const AttentionShape& shape, std::span<const RequestGroup> groups,
-                    int compute_units, bool short_kv_rule);
+// FlashAttention's num_splits_heuristic for the call (see AttentionCostSplits.cpp): the count it
+// picks, and the count it gives the same work once its KV exceeds 4 blocks (its no-split rule for
+// short KV left out). One pass: the two differ only at that rule.
+struct OccupancySplitCounts {
+  int chosen = 1;
+  int past_short_kv = 1;
+};
+OccupancySplitCounts occupancySplits(const KernelModel& kernel, const AttentionShape& shape,
+                                     std::span<const RequestGroup> groups, int compute_units);
 
 }  // namespace attnsim::attention_cost
