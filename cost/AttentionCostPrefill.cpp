@@ -132,10 +132,10 @@ struct TileForm {
   }
 };
 
-TileForm formOf(const GroupTiles& gt, std::int64_t i) {
-  const TileUnit u = gt.unit(i);
+TileForm formOf(const GroupTiles& gt, const TileUnit& u) {
   return {u, unitTimes(gt.r, u.flops, u.bytes, u.keys, u.qo_bytes, u.own_dram_bytes)};
 }
+TileForm formOf(const GroupTiles& gt, std::int64_t i) { return formOf(gt, gt.unit(i)); }
 
 // `periods` whole periods of flat tiles from `first` (non-causal, or under the cap at both ends, so
 // between too): each phase's tiles are equal, one kind of units. False, with nothing added, otherwise.
@@ -143,12 +143,13 @@ bool addFlatPeriods(Waves& w, const GroupTiles& gt, std::int64_t first, std::int
   const std::int64_t period = gt.tiles.period();
   const std::int64_t last = first + (periods - 1) * period;
   for (std::int64_t phase = 0; phase < period; ++phase) {
-    const TileForm top = formOf(gt, last + phase);
-    const TileForm low = formOf(gt, first + phase);
-    if (!top.unit.flat || !low.unit.flat || top.t.work != low.t.work || top.t.serial != low.t.serial ||
-        top.unit.flops != low.unit.flops) {
-      return false;
-    }
+    const TileUnit top_unit = gt.unit(last + phase);
+    if (!top_unit.flat) return false;  // a causal prompt's tiles: decided before their times are costed
+    const TileUnit low_unit = gt.unit(first + phase);
+    if (!low_unit.flat) return false;
+    const TileForm top = formOf(gt, top_unit);
+    const TileForm low = formOf(gt, low_unit);
+    if (top.t.work != low.t.work || top.t.serial != low.t.serial || top.unit.flops != low.unit.flops) return false;
   }
   for (std::int64_t phase = 0; phase < period; ++phase) {
     const TileUnit u = gt.unit(first + phase);
@@ -191,8 +192,8 @@ bool addGrowingRun(Waves& w, const GroupTiles& gt, std::int64_t first, std::int6
               (top0.unit.flops - low0.unit.flops) / p};
   bool ok = true;
   for (std::int64_t phase = 0; phase < period && ok; ++phase) {
-    const TileForm top = formOf(gt, last + phase);
-    const TileForm low = formOf(gt, first + phase);
+    const TileForm top = phase == 0 ? top0 : formOf(gt, last + phase);
+    const TileForm low = phase == 0 ? low0 : formOf(gt, first + phase);
     ok = top.sameForm(low) && top.sameForm(top0) && near((top.t.work - low.t.work) / p, run.step_us) &&
          near((top.t.serial - low.t.serial) / p, run.serial_step_us) &&
          near((top.unit.flops - low.unit.flops) / p, run.flops_step);
