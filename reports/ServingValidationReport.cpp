@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <utility>
@@ -67,18 +68,104 @@ void groupTable(std::string& md, const ServingValidation& v) {
   }
 }
 
-void runTable(std::string& md, const ServingValidation& v) {
+std::string readingsNote(const ServingComparison& c);
+
+// A setup's not_modelled as its causes: clauses separated by "; " outside parentheses.
+std::vector<std::string> causeClauses(const std::string& text) {
+  std::vector<std::string> out;
+  int depth = 0;
+  std::size_t begin = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '(') ++depth;
+    if (text[i] == ')') depth = std::max(0, depth - 1);
+    if (depth == 0 && text.compare(i, 2, "; ") == 0) {
+      out.push_back(text.substr(begin, i - begin));
+      begin = i + 2;
+    }
+  }
+  if (begin < text.size()) out.push_back(text.substr(begin));
+  return out;
+}
+
+// Causes that several runs' setups name, labelled C1, C2, ... in order of first appearance: the report
+// states each once and the runs name it by label and title. Adjacent clauses that the same runs name
+// are one cause (one explanation in several clauses).
+struct SharedCauses {
+  std::vector<std::pair<std::string, std::size_t>> causes;  // cause, runs naming it
+  std::map<std::string, std::size_t> index;                 // cause -> its place in causes
+  std::map<std::string, std::vector<std::string>> of;       // a setup's not_modelled -> its causes
+
+  explicit SharedCauses(const ServingValidation& v) {
+    std::map<std::string, std::vector<std::size_t>> runs_of_clause;
+    for (std::size_t run = 0; run < v.compared.size(); ++run) {
+      for (const auto& clause : causeClauses(v.compared[run].setup->not_modelled)) {
+        auto& runs = runs_of_clause[clause];
+        if (runs.empty() || runs.back() != run) runs.push_back(run);
+      }
+    }
+    std::map<std::string, std::size_t> runs;
+    std::vector<std::string> order;
+    for (const auto& c : v.compared) {
+      const std::string& text = c.setup->not_modelled;
+      if (!of.contains(text)) {
+        auto& merged = of[text];
+        const std::vector<std::size_t>* previous = nullptr;
+        for (const auto& clause : causeClauses(text)) {
+          const auto& these = runs_of_clause[clause];
+          if (previous != nullptr && these.size() > 1 && these == *previous) {
+            merged.back().append("; " + clause);
+          } else {
+            merged.push_back(clause);
+          }
+          previous = &these;
+        }
+      }
+      for (const auto& cause : of[text]) {
+        if (runs[cause]++ == 0) order.push_back(cause);
+      }
+    }
+    for (const auto& cause : order) {
+      if (runs[cause] < 2) continue;
+      index[cause] = causes.size();
+      causes.emplace_back(cause, runs[cause]);
+    }
+  }
+  static std::string title(const std::string& clause) {
+    const auto colon = clause.find(": ");
+    if (colon != std::string::npos && colon <= 80) return clause.substr(0, colon);
+    return clause.size() <= 80 ? clause : clause.substr(0, 77) + "...";
+  }
+  // The run's causes: shared ones by label and title, its own in full.
+  [[nodiscard]] std::string text(const std::string& not_modelled) const {
+    std::string out;
+    const auto known = of.find(not_modelled);
+    for (const auto& clause : known == of.end() ? causeClauses(not_modelled) : known->second) {
+      if (!out.empty()) out.append("; ");
+      const auto it = index.find(clause);
+      out.append(it == index.end() ? clause : fmt::format("C{} ({})", it->second + 1, title(clause)));
+    }
+    return out;
+  }
+  void list(std::string& md) const {
+    if (causes.empty()) return;
+    md.append("Causes several runs share, each stated once (the runs name them by label):\n\n");
+    for (std::size_t i = 0; i < causes.size(); ++i) {
+      md.append(fmt::format("- **C{}** ({} runs): {}\n", i + 1, causes[i].second, causes[i].first));
+    }
+    md.append("\n");
+  }
+};
+
+void runTable(std::string& md, const ServingValidation& v, const SharedCauses& shared) {
   md.append("Each cell: published / predicted (error).\n\n| run | backend |");
   for (const char* c : kHeadlineMetrics) md.append(fmt::format(" {} |", metricLabel(c)));
   md.append(" not modelled |\n|---|---|---|---|---|---|---|\n");
   for (const auto& c : v.compared) {
     md.append(fmt::format("| {} | {} |", c.run->id, c.backend));
     for (const char* m : kHeadlineMetrics) md.append(fmt::format(" {} |", servingCell(c, m)));
-    md.append(fmt::format(" {} |\n", c.setup->not_modelled.empty() ? "–" : c.setup->not_modelled));
+    md.append(fmt::format(" {} |\n", c.setup->not_modelled.empty() ? "–" : shared.text(c.setup->not_modelled)));
   }
 }
-
-std::string readingsNote(const ServingComparison& c);
 
 // Runs within the target of one metric, over the runs that publish it.
 std::pair<std::size_t, std::size_t> withinTarget(const ServingValidation& v, const ServingTarget& t) {
@@ -94,13 +181,15 @@ std::pair<std::size_t, std::size_t> withinTarget(const ServingValidation& v, con
 
 // The targets, and every run beyond one with what the engine did that serve-sim does not
 // model (setups.csv `not_modelled`), or that no cause is identified yet.
-void targetSection(std::string& md, const ServingValidation& v) {
+void targetSection(std::string& md, const ServingValidation& v, const SharedCauses& shared) {
   md.append("| metric | target |error| | runs within | runs |\n|---|---|---|---|\n");
   for (const auto& t : kServingTargets) {
     const auto [within, n] = withinTarget(v, t);
     md.append(fmt::format("| {} | {:.0f}% | {} | {} |\n", metricLabel(t.column), 100 * t.max_abs_error, within, n));
   }
-  md.append("\nRuns beyond a target, with the metrics that miss and why:\n\n");
+  md.append("\n");
+  shared.list(md);
+  md.append("Runs beyond a target, with the metrics that miss and why:\n\n");
   for (const auto& c : v.compared) {
     const auto beyond = c.beyondTargets();
     if (beyond.empty()) continue;
@@ -109,9 +198,9 @@ void targetSection(std::string& md, const ServingValidation& v) {
       if (!misses.empty()) misses.append(", ");
       misses.append(fmt::format("{} {}", metricLabel(m.c_str()), signedPercent(*c.error(m))));
     }
-    md.append(fmt::format("- **{}**: {}. Why: {}{}\n", c.run->id, misses,
-                          c.setup->not_modelled.empty() ? "no cause identified yet" : c.setup->not_modelled,
-                          readingsNote(c)));
+    std::string why = c.setup->not_modelled.empty() ? "no cause identified yet" : shared.text(c.setup->not_modelled);
+    if (!c.readings.empty() && why.back() != '.') why.append(".");
+    md.append(fmt::format("- **{}**: {}. Why: {}{}\n", c.run->id, misses, why, readingsNote(c)));
   }
 }
 
@@ -193,11 +282,12 @@ std::string servingValidationMarkdown(const ServingValidation& v, const std::str
     md.append("\n## Per engine, attention backend and load\n\n");
     groupTable(md, v);
   }
+  const SharedCauses shared(v);
   md.append("\n## Against the targets\n\n");
-  targetSection(md, v);
+  targetSection(md, v, shared);
   readingsSection(md, v);
   md.append("\n## Runs\n\n");
-  runTable(md, v);
+  runTable(md, v, shared);
   md.append("\n## Commands\n\n");
   commandList(md, v);
   if (!v.not_run.empty() || !v.no_setup.empty()) md.append("\n## Not run\n\n");

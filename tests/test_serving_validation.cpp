@@ -75,6 +75,27 @@ TEST(ServingValidation, ARunIsBeyondATargetExactlyWhereItsErrorExceedsItAndTheRe
   }
 }
 
+// A cause several setups name is stated once, labelled; adjacent clauses the same runs name are one cause.
+TEST(ServingValidation, ACauseSeveralRunsNameIsStatedOnceAndTheRunsNameItByLabel) {
+  const nlohmann::json j = servingReport(fixture("shared"));
+  ASSERT_EQ(j["runs"].size(), 3U);
+  EXPECT_EQ(j["runs"][0]["not_modelled"], "card speed: the page (x; y) states one card; no form factor fits; the run's "
+                                          "own stall");  // the JSON keeps each run's own text
+  const auto md = test::readFile(test::suiteScratchDir("ServingValidation") / "report" / "serving-validation.md");
+  EXPECT_NE(md.find("- **C1** (2 runs): card speed: the page (x; y) states one card\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("- **C2** (3 runs): no form factor fits\n"), std::string::npos) << md;
+  EXPECT_EQ(md.find("C3"), std::string::npos) << md;  // the run's own stall is named by one run only
+  auto count = [&md](const std::string& s) {
+    std::size_t n = 0;
+    for (auto at = md.find(s); at != std::string::npos; at = md.find(s, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("states one card"), 1U);
+  EXPECT_EQ(count("| C1 (card speed); C2 (no form factor fits); the run's own stall |"), 1U) << md;
+  EXPECT_EQ(count("| C1 (card speed); C2 (no form factor fits) |"), 1U) << md;
+  EXPECT_EQ(count("| C2 (no form factor fits) |"), 1U) << md;
+}
+
 TEST(ServingValidation, ARunServeSimCannotExpressAndACompleteRunWithoutSetupAreListedWithWhy) {
   const nlohmann::json j = servingReport(fixture("good"));
   std::map<std::string, std::string> why;
