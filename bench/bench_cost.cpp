@@ -77,29 +77,13 @@ void BM_AttentionCallMixed(benchmark::State& state) {
 }
 BENCHMARK(BM_AttentionCallMixed)->Arg(2048)->Arg(32768);
 
-void BM_StepDeepSeekV3Decode(benchmark::State& state) {
+// SGLang's DeepSeek-V3 decode step, batches 1 to `largest` in turn. On the H100 its block-FP8 linears
+// run DeepGEMM and take its one-wave class (GemmSurface::kernelUs, its pick cached per thread:
+// hardware/DeepGemmPick.hpp); batches 1-512 cross the class's windows.
+void stepDeepSeekV3Decode(benchmark::State& state, const char* hardware, std::int64_t largest) {
   const Catalog c = Catalog::loadDefault();
   const Engine& e = c.engine("sglang");
-  const HardwareProfile& hw = c.hardware("b200");
-  const ModelSpec& m = c.model("deepseek-v3");
-  const EngineRun run = runEngine(c, hw, m, e, {}, std::nullopt, Phase::Decode);
-  const Predictor predictor(c, predictionInputFor(c, hw, m, e, run, true));
-  std::int64_t batch = 1;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(predictor.predict(Workload::uniform(Phase::Decode, batch, 1, 4096)));
-    batch = batch < 256 ? batch + 1 : 1;
-  }
-  state.SetItemsProcessed(state.iterations());
-}
-BENCHMARK(BM_StepDeepSeekV3Decode)->Unit(benchmark::kMicrosecond);
-
-// The same step on the H100, where SGLang's block-FP8 linears run DeepGEMM and take its one-wave class
-// (GemmSurface::kernelUs, its pick cached per thread: hardware/DeepGemmPick.hpp); batches 1-512 cross
-// the class's windows.
-void BM_StepDeepSeekV3DecodeH100(benchmark::State& state) {
-  const Catalog c = Catalog::loadDefault();
-  const Engine& e = c.engine("sglang");
-  const HardwareProfile& hw = c.hardware("h100-sxm");
+  const HardwareProfile& hw = c.hardware(hardware);
   const ModelSpec& m = c.model("deepseek-v3");
   const EngineRun run = runEngine(c, hw, m, e, {}, std::nullopt, Phase::Decode);
   const Predictor predictor(c, predictionInputFor(c, hw, m, e, run, true));
@@ -107,11 +91,16 @@ void BM_StepDeepSeekV3DecodeH100(benchmark::State& state) {
   const auto before = bench::allocations();
   for (auto _ : state) {
     benchmark::DoNotOptimize(predictor.predict(Workload::uniform(Phase::Decode, batch, 1, 4096)));
-    batch = batch < 512 ? batch + 1 : 1;
+    batch = batch < largest ? batch + 1 : 1;
   }
   reportPerCall(state, bench::allocations() - before);
 }
-BENCHMARK(BM_StepDeepSeekV3DecodeH100)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(stepDeepSeekV3Decode, b200, "b200", 256)
+    ->Name("BM_StepDeepSeekV3Decode")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(stepDeepSeekV3Decode, h100, "h100-sxm", 512)
+    ->Name("BM_StepDeepSeekV3DecodeH100")
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace attnsim

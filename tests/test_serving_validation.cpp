@@ -79,8 +79,9 @@ TEST(ServingValidation, ARunIsBeyondATargetExactlyWhereItsErrorExceedsItAndTheRe
 TEST(ServingValidation, ACauseSeveralRunsNameIsStatedOnceAndTheRunsNameItByLabel) {
   const nlohmann::json j = servingReport(fixture("shared"));
   ASSERT_EQ(j["runs"].size(), 3U);
-  EXPECT_EQ(j["runs"][0]["not_modelled"], "card speed: the page (x; y) states one card; no form factor fits; the run's "
-                                          "own stall");  // the JSON keeps each run's own text
+  EXPECT_EQ(j["runs"][0]["not_modelled"],
+            "card speed: the page (x; y) states one card; no form factor fits; the run's "
+            "own stall");  // the JSON keeps each run's own text
   const auto md = test::readFile(test::suiteScratchDir("ServingValidation") / "report" / "serving-validation.md");
   EXPECT_NE(md.find("- **C1** (2 runs): card speed: the page (x; y) states one card\n"), std::string::npos) << md;
   EXPECT_NE(md.find("- **C2** (3 runs): no form factor fits\n"), std::string::npos) << md;
