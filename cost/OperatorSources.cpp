@@ -23,9 +23,20 @@ std::vector<OperatorSource> stepOperatorSources(const Catalog& catalog, const Ha
   std::vector<OperatorSource> out;
   const LinearKernels k = resolveLinearKernels(catalog, hw, model, engine);
   const GemmSurface* s = k.gemm_weights ? k.gemm_weights : k.gemm_bf16;
+  std::string gemm_source = k.gemm.efficiency_source ? *k.gemm.efficiency_source : std::string{};
+  // The price GemmSurface::kernelUs gives the step's linears: with DeepGEMM's one-wave class for the engine
+  // whose rows show it.
+  const GemmSurface* weights = k.gemm_weights;
+  if (weights != nullptr && weights->single_wave && (engine.empty() || engine == weights->single_wave->engine)) {
+    const GemmSingleWave& w = *weights->single_wave;
+    gemm_source += fmt::format(
+        "; {}'s linears that DeepGEMM launches as one wave take at least {:.1f} µs + {:.2f} µs per 128 of K "
+        "(its one-wave class, fitted on {} of its rows)",
+        w.engine, w.fixed_us, w.per_k_block_us, w.points);
+  }
   out.push_back({fmt::format("dense GEMMs ({})", s ? s->dtype : model.weight_dtype),
                  k.gemm.provenance,
-                 k.gemm.efficiency_source ? *k.gemm.efficiency_source : std::string{},
+                 gemm_source,
                  {k.gemm.band, k.gemm.band_basis}});
   if (model.moe) {
     if (const MoeFit* f = k.moe) {

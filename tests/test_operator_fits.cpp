@@ -13,6 +13,7 @@
 #include "core/Error.hpp"
 #include "core/YamlReader.hpp"
 #include "cost/Collective.hpp"
+#include "cost/OperatorSources.hpp"
 #include "cost/StepModel.hpp"
 #include "hardware/DeepGemmPick.hpp"
 #include "simulator/Evaluation.hpp"
@@ -565,6 +566,13 @@ TEST(OperatorFits, TheStepsBlockFp8LinearIsPredictGemmsPriceForTheSameEngine) {
   EXPECT_NE(sglang_source.find("as sglang runs it"), std::string::npos) << sglang_source;
   EXPECT_NE(vllm_source.find("the surface alone"), std::string::npos) << vllm_source;
   EXPECT_NE(default_source.find("--engine names another engine"), std::string::npos) << default_source;
+  // The step's own provenance says which price its linears took.
+  const auto gemm_source = [&](const std::string& engine) {
+    return stepOperatorSources(c, hw, model, engine, tp).front().source;
+  };
+  EXPECT_NE(gemm_source("sglang").find("sglang's linears that DeepGEMM launches as one wave"), std::string::npos)
+      << gemm_source("sglang");
+  EXPECT_EQ(gemm_source("vllm").find("one wave"), std::string::npos) << gemm_source("vllm");
 }
 
 // The catalog error an MI300X calibration file with this `gemm:` section gives ("" when it loads).
