@@ -46,9 +46,16 @@ void addArrivalFlags(CLI::App& app, ArrivalSpec& a, bool rate_inf) {
   app.add_option_function<std::string>(
          "--dataset-name", [&a](const std::string& name) { a.lengths = name; },
          "random: the random dataset of vllm bench serve / sglang.bench_serving (see --backend-bench); "
-         "generated-shared-prefix: sglang.bench_serving's groups sharing a system prompt (--gsp-*)")
-      ->check(CLI::IsMember({"random", "generated-shared-prefix"}))
+         "generated-shared-prefix: sglang.bench_serving's groups sharing a system prompt (--gsp-*); "
+         "sonnet: vllm bench serve's poem lines, one shared prefix (--sonnet-*)")
+      ->check(CLI::IsMember({"random", "generated-shared-prefix", "sonnet"}))
       ->excludes(lengths);
+  app.add_option("--sonnet-input-len", a.sonnet_input_len, "sonnet: prompt tokens (550)")
+      ->check(CLI::Range(1, 1 << 24));
+  app.add_option("--sonnet-output-len", a.sonnet_output_len, "sonnet: output tokens (150)")
+      ->check(CLI::Range(1, 1 << 24));
+  app.add_option("--sonnet-prefix-len", a.sonnet_prefix_len, "sonnet: prompt tokens every request shares (200)")
+      ->check(CLI::Range(0, 1 << 24));
   app.add_option("--gsp-num-groups", a.gsp_num_groups, "generated-shared-prefix: groups (64)")
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("--gsp-prompts-per-group", a.gsp_prompts_per_group, "generated-shared-prefix: prompts per group (16)")

@@ -84,8 +84,8 @@ const std::map<std::string, ServingSetter>& servingSetters() {
       {"dataset_name",
        [](K& k, H v, S key) {
          const auto name = as<std::string>(v, key, "a string");
-         if (name != "random" && name != "generated-shared-prefix")
-           throw UsageError(key + ": " + name + " not in {random, generated-shared-prefix}");
+         if (name != "random" && name != "generated-shared-prefix" && name != "sonnet")
+           throw UsageError(key + ": " + name + " not in {random, generated-shared-prefix, sonnet}");
          k.arrivals.lengths = name;
          k.dataset_given = true;
        }},
@@ -96,6 +96,9 @@ const std::map<std::string, ServingSetter>& servingSetters() {
       {"gsp_output_len", [](K& k, H v, S key) { k.arrivals.gsp_output_len = atLeast(v, key, 1); }},
       {"gsp_range_ratio", [](K& k, H v, S key) { k.arrivals.gsp_range_ratio = as<double>(v, key, "a number"); }},
       {"gsp_ordered", [](K& k, H v, S key) { k.arrivals.gsp_ordered = as<bool>(v, key, "a bool"); }},
+      {"sonnet_input_len", [](K& k, H v, S key) { k.arrivals.sonnet_input_len = atLeast(v, key, 1); }},
+      {"sonnet_output_len", [](K& k, H v, S key) { k.arrivals.sonnet_output_len = atLeast(v, key, 1); }},
+      {"sonnet_prefix_len", [](K& k, H v, S key) { k.arrivals.sonnet_prefix_len = atLeast(v, key, 0); }},
       {"trace", [](K& k, H v, S key) { k.trace = as<std::string>(v, key, "a string (a file)"); }},
       {"write_trace", [](K& k, H v, S key) { k.write_trace = as<std::string>(v, key, "a string (a file)"); }},
       {"goodput", [](K& k, H v, S key) { k.goodput = wordsOf(v, key); }},

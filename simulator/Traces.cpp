@@ -188,6 +188,14 @@ LengthRange randomLengthRange(const std::string& bench, std::int64_t len, double
 }
 
 void checkArrivalSpec(const ArrivalSpec& s) {
+  if (s.lengths == "sonnet") {
+    // vLLM's sampler would never accept a prompt: its prefix lines alone pass input_len.
+    if (s.sonnet_prefix_len > s.sonnet_input_len) {
+      throw UsageError(fmt::format("--sonnet-prefix-len {}: at most --sonnet-input-len ({})", s.sonnet_prefix_len,
+                                   s.sonnet_input_len));
+    }
+    return;
+  }
   if (s.lengths == "generated-shared-prefix") {
     if (!(s.gsp_range_ratio >= 0 && s.gsp_range_ratio <= 1)) {
       throw UsageError(fmt::format("--gsp-range-ratio {}: sglang.bench_serving accepts [0, 1]", s.gsp_range_ratio));
@@ -239,6 +247,20 @@ std::vector<ServeRequest> sharedPrefixRows(const ArrivalSpec& s, std::mt19937_64
   return rows;
 }
 
+// vllm bench serve's sonnet rows (vllm/benchmarks/datasets.py SonnetDataset.sample @ f2e97dda, defaults input 550,
+// output 150, prefix 200): the chat-formatted instruction, the first poem lines up to about prefix_len tokens
+// (the same for every request), then lines drawn at random up to about input_len, a draw kept only when the
+// formatted prompt has at most input_len tokens; every output expects output_len tokens. serve-sim takes input_len
+// and prefix_len as they are: the lines' token lengths, which the tokenizer decides, fall within a line of them.
+ServeRequest sonnetRow(const ArrivalSpec& s, double arrival_s) {
+  ServeRequest r{arrival_s, s.sonnet_input_len, s.sonnet_output_len};
+  if (s.sonnet_prefix_len > 0) {
+    r.prefix_tokens = s.sonnet_prefix_len;
+    r.prefix_group = 0;
+  }
+  return r;
+}
+
 }  // namespace
 
 std::vector<ServeRequest> generateRequests(const ArrivalSpec& s) {
@@ -267,6 +289,10 @@ std::vector<ServeRequest> generateRequests(const ArrivalSpec& s) {
     if (i > 0 && !at_once) t += gap(rng);
     if (gsp) {
       out[static_cast<std::size_t>(i)].arrival_s = t;
+      continue;
+    }
+    if (s.lengths == "sonnet") {
+      out.push_back(sonnetRow(s, t));
       continue;
     }
     const std::int64_t prompt = std::max<std::int64_t>(1, length(s.prompt_tokens, false));

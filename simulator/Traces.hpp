@@ -22,7 +22,7 @@ struct ArrivalSpec {
   double cv = 1;                    // gamma: coefficient of variation of the gaps (1 = Poisson)
   std::int64_t requests = 1000;
   // fixed, uniform (±50% of the mean), exponential, random: the `random` dataset of the benchmark
-  // named by `bench` (randomLengthRange), or generated-shared-prefix (the gsp_* fields).
+  // named by `bench` (randomLengthRange), generated-shared-prefix (the gsp_* fields) or sonnet (sonnet_*).
   std::string lengths = "fixed";
   std::int64_t prompt_tokens = 1024, output_tokens = 128;
   std::string bench = "vllm";   // vllm or sglang: whose random dataset
@@ -34,6 +34,9 @@ struct ArrivalSpec {
                gsp_output_len = 256;
   double gsp_range_ratio = 1.0;
   bool gsp_ordered = false;
+  // lengths "sonnet", vllm bench serve's sonnet dataset (--sonnet-*): every prompt input_len tokens, its first
+  // prefix_len shared by all, and output_len output tokens.
+  std::int64_t sonnet_input_len = 550, sonnet_output_len = 150, sonnet_prefix_len = 200;
   std::uint64_t seed = 1;
 };
 

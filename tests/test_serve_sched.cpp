@@ -289,6 +289,49 @@ TEST(PrefixCaching, ServeSimTakesTheSharedPrefixDatasetFlags) {
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
 }
 
+// vllm bench serve --dataset-name sonnet: every prompt input_len tokens, its first prefix_len shared by all.
+TEST(SonnetDataset, EveryPromptIsInputLenWithOneSharedPrefixAndOutputLenOutputs) {
+  ArrivalSpec a;
+  a.lengths = "sonnet";
+  a.requests = 12;
+  a.rate = std::numeric_limits<double>::infinity();
+  const auto defaults = generateRequests(a);
+  ASSERT_EQ(defaults.size(), 12U);
+  for (const auto& r : defaults) {
+    EXPECT_EQ(r.prompt_tokens, 550);  // vLLM's DEFAULT_INPUT_LEN, DEFAULT_PREFIX_LEN, DEFAULT_OUTPUT_LEN
+    EXPECT_EQ(r.prefix_tokens, 200);
+    EXPECT_EQ(r.prefix_group, 0);
+    EXPECT_EQ(r.output_tokens, 150);
+    EXPECT_EQ(r.arrival_s, 0.0);
+  }
+  a.sonnet_prefix_len = 0;
+  for (const auto& r : generateRequests(a)) EXPECT_EQ(r.prefix_tokens, 0);
+  a.sonnet_prefix_len = 600;  // more than the prompt: vLLM's sampler would never accept one
+  EXPECT_THROW((void)generateRequests(a), UsageError);
+}
+
+TEST(SonnetDataset, ServeSimTakesTheSonnetFlagsAndItsSharedPrefixIsCached) {
+  const std::string base =
+      "--json serve-sim --engine vllm --hardware h100-sxm --model llama-3.1-8b --num-prompts 32 --request-rate inf "
+      "--max-concurrency 8 --dataset-name sonnet --sonnet-input-len 1024 --sonnet-output-len 32";
+  const auto shared = test::runAttnsim(base + " --sonnet-prefix-len 768");
+  ASSERT_EQ(shared.exit_code, 0) << shared.output;
+  const auto none = test::runAttnsim(base + " --sonnet-prefix-len 0");
+  ASSERT_EQ(none.exit_code, 0) << none.output;
+  const auto j_shared = nlohmann::json::parse(shared.output), j_none = nlohmann::json::parse(none.output);
+  EXPECT_EQ(j_shared["completed"], 32);
+  EXPECT_EQ(j_shared["total_input_tokens"], 32 * 1024);
+  EXPECT_EQ(j_shared["total_output_tokens"], 32 * 32);
+  // With vLLM's prefix caching on, the shared 768 tokens are computed once: the first token comes sooner.
+  EXPECT_LT(j_shared["ttft_ms"]["mean"].get<double>(), j_none["ttft_ms"]["mean"].get<double>());
+  const auto bad = test::runAttnsim(
+      "serve-sim --engine vllm --hardware h100-sxm --model llama-3.1-8b --dataset-name sonnet --sonnet-input-len 100 "
+      "--sonnet-prefix-len 200");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--sonnet-prefix-len 200: at most --sonnet-input-len (100)"), std::string::npos)
+      << bad.output;
+}
+
 }  // namespace
 TEST(PrefixCacheEviction, TheLeastRecentEntryGivesUpPagesFromItsTailOneAtATime) {
   PrefixCache cache;

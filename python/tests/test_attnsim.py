@@ -283,6 +283,18 @@ def test_serve_sim_generates_the_shared_prefix_dataset_as_the_cli():
                           lengths="fixed")
 
 
+def test_serve_sim_generates_the_sonnet_dataset_as_the_cli():
+    answer = attnsim.serve_sim(hardware="h100-sxm", model="llama-3.1-8b", engine="vllm", dataset_name="sonnet",
+                               sonnet_input_len=700, sonnet_output_len=20, sonnet_prefix_len=300, requests=6,
+                               rate=8)
+    code, cli = cli_json("serve-sim", "--hardware", "h100-sxm", "--model", "llama-3.1-8b", "--engine", "vllm",
+                         "--dataset-name", "sonnet", "--sonnet-input-len", "700", "--sonnet-output-len", "20",
+                         "--sonnet-prefix-len", "300", "--num-prompts", "6", "--rate", "8")
+    assert code == 0
+    assert without_timings(answer) == without_timings(cli)
+    assert answer["total_input_tokens"] == 6 * 700
+
+
 def test_serve_sim_and_capacity_search_store_their_runs_as_the_cli(tmp_path):
     py_db, cli_db = str(tmp_path / "py.db"), str(tmp_path / "cli.db")
     attnsim.serve_sim(hardware="h100-sxm", model="llama-3.1-8b", engine="vllm", rate=4, requests=20,
