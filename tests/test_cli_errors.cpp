@@ -65,7 +65,7 @@ TEST(CliErrors, CatalogErrorsCarryTheirLocation) {
 TEST(CliErrors, UnknownHardwareSuggestsWhatStartsWithTheTypedId) {
   const auto r = runAttnsim("select --engine vllm --hardware h100 --model llama-3.1-8b");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("did you mean 'h100-pcie' or 'h100-sxm'?"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("did you mean 'h100-nvl', 'h100-pcie' or 'h100-sxm'?"), std::string::npos) << r.output;
 }
 
 }  // namespace
