@@ -89,7 +89,7 @@ double ModelSpec::parameterBytes() const {
   if (weight_dtype == "fp8" || weight_dtype == "fp8_block") bits = 8;  // a block's fp32 scale: 1/4096 bit
   if (weight_dtype == "mxfp4") bits = 4.25;                            // 4-bit values + one 8-bit scale per 32
   if (weight_dtype == "nvfp4") bits = 4.5;                             // 4-bit values + one 8-bit scale per 16
-  if (weight_dtype == "int4") bits = 4;
+  if (weight_dtype == "int4") bits = kInt4WeightBits;
   const double all = parameters_b * 1e9;
   if (weight_dtype == "mxfp4" && moe) {
     // MXFP4 checkpoints (gpt-oss) quantize the routed experts only; attention, router and embeddings

@@ -106,8 +106,9 @@ struct ModelSpec {
   [[nodiscard]] bool hasSlidingWindow() const;
   [[nodiscard]] bool isMultimodal() const { return encoder.has_value(); }
   // Weight bytes: parameters × the storage width of weight_dtype (MXFP4/NVFP4 count their block
-  // scales: 4.25 and 4.5 bits). MXFP4 MoE checkpoints (gpt-oss) count it for the routed experts
-  // only, bf16 for attention, router and embeddings. The checkpoint's bytes, not an engine's layout.
+  // scales: 4.25 and 4.5 bits; int4 its group scales and zeros, kInt4WeightBits). MXFP4 MoE checkpoints (gpt-oss) count
+  // it for the routed experts only, bf16 for attention, router and embeddings. The checkpoint's bytes, not an engine's
+  // layout.
   [[nodiscard]] double parameterBytes() const;
 };
 
@@ -115,6 +116,11 @@ struct ModelSpec {
 const std::vector<std::string>& ropeStyles();
 // The weight dtypes a model file (weight_dtype) or a scenario (--weight-dtype) may name.
 const std::vector<std::string>& weightDtypes();
+
+// int4: weight-only 4-bit checkpoints as AWQ and GPTQ store them, per group of 128 weights one fp16 scale and
+// one 4-bit zero point (quantization_config bits 4, group_size 128, zero_point true: the Qwen3 AWQ checkpoints,
+// e.g. Qwen/Qwen3-32B-AWQ config.json); the math runs in 16 bits (Marlin, AWQ kernels).
+inline constexpr double kInt4WeightBits = 4.0 + (16.0 + 4.0) / 128.0;
 
 ModelSpec parseModelSpec(const YamlReader& r);
 

@@ -575,6 +575,33 @@ TEST(OperatorFits, TheStepsBlockFp8LinearIsPredictGemmsPriceForTheSameEngine) {
   EXPECT_EQ(gemm_source("vllm").find("one wave"), std::string::npos) << gemm_source("vllm");
 }
 
+// int4 (AWQ, GPTQ) checkpoints: 4-bit weights with their group scales and zeros, read by every linear; no measured
+// surface stands for their GEMMs, so they take the dense-gemm family's roofline and say so.
+TEST(OperatorFits, Int4WeightsReadTheirGroupScalesAndTakeTheDenseFamilysRoofline) {
+  const Catalog& c = defaultCatalog();
+  const HardwareProfile& hw = c.hardware("a100-sxm-80g");
+  const ModelSpec& bf16 = c.model("qwen3-32b");
+  ASSERT_EQ(bf16.weight_dtype, "bf16");
+  ModelSpec int4 = bf16;
+  int4.weight_dtype = "int4";
+  EXPECT_DOUBLE_EQ(kInt4WeightBits, 4.15625);  // 4 bits, and an fp16 scale and a 4-bit zero per 128 weights
+  EXPECT_DOUBLE_EQ(int4.parameterBytes(), bf16.parameterBytes() * kInt4WeightBits / 16);
+  EXPECT_DOUBLE_EQ(weightBytesPerElement("int4", false), kInt4WeightBits / 8);
+  EXPECT_DOUBLE_EQ(weightBytesPerElement("int4", true), kInt4WeightBits / 8);
+  const LinearKernels k_bf16 = resolveLinearKernels(c, hw, bf16, "vllm");
+  const LinearKernels k_int4 = resolveLinearKernels(c, hw, int4, "vllm");
+  EXPECT_EQ(k_int4.gemm_weights, nullptr);
+  EXPECT_EQ(k_int4.gemm.provenance, Provenance::Default);
+  EXPECT_EQ(stepOperatorSources(c, hw, int4, "vllm", 1).front().provenance, Provenance::Default);
+  // A decode step's projections read a quarter of the bytes: far below bf16's at one request.
+  const auto oproj = [&](const ModelSpec& m, const LinearKernels& k) {
+    StepCosts costs;
+    costLinearOps(m, k, Workload::uniform(Phase::Decode, 1, 1, 2048), 1, 2, costs);
+    return costs.op_us[static_cast<std::size_t>(StepOp::OProj)];
+  };
+  EXPECT_LT(oproj(int4, k_int4), 0.5 * oproj(bf16, k_bf16));
+}
+
 // The catalog error an MI300X calibration file with this `gemm:` section gives ("" when it loads).
 std::string gemmSectionError(const std::string& gemm) {
   OverlayDir overlay;
