@@ -44,15 +44,6 @@ int categoryOf(StepOp op) {
 
 }  // namespace
 
-double weightBytesPerElement(const std::string& weight_dtype, bool experts) {
-  if (weight_dtype == "fp8" || weight_dtype == "fp8_block") return 1.0;
-  if (weight_dtype == "int4") return kInt4WeightBits / 8;  // every linear, experts included (AWQ, GPTQ)
-  if (experts && weight_dtype == "mxfp4") return 4.25 / 8;
-  if (experts && weight_dtype == "nvfp4") return 4.5 / 8;
-  if (weight_dtype == "fp32") return 4.0;
-  return 2.0;
-}
-
 const char* graphModeName(GraphMode m) {
   switch (m) {
     case GraphMode::Eager:
@@ -204,14 +195,12 @@ LinearKernels resolveLinearKernels(const Catalog& catalog, const HardwareProfile
   const bool fp8 = model.weight_dtype == "fp8" || model.weight_dtype == "fp8_block";
   if (fp8 && hw.peak.fp8_tflops) k.device_weights.tensor_flops_per_us = *hw.peak.fp8_tflops * 1e6;
   k.gemm_bf16 = hw.gemmSurface("bf16");
-  // int4 weight-only GEMMs have no measured surface: the dense-gemm family's roofline over their 4-bit reads.
-  const bool int4 = model.weight_dtype == "int4";
+  const bool int4 = model.weight_dtype == "int4";  // no measured surface: the family's roofline, its own figures
   k.gemm_weights = fp8 ? hw.gemmSurface(model.weight_dtype) : int4 ? nullptr : k.gemm_bf16;
   const auto* proxy = catalog.kernel("grouped-gemm").moeRunnerOf(engine, model.weight_dtype, hw.architecture);
   if (model.moe) k.moe = hw.moeFit(proxy ? std::string_view(proxy->measured_as) : engine, model.weight_dtype);
   if (proxy && k.moe && k.moe->engine == proxy->measured_as) k.moe_proxy = proxy;
-  // Measured surfaces stand for the family's figures: their source, provenance and the wider band (not for
-  // int4 checkpoints, whose GEMMs take the family's own figures).
+  // Measured surfaces stand for the family's figures: their source, provenance and the wider band.
   bool first = true;
   for (const GemmSurface* s : {k.gemm_weights, int4 ? nullptr : k.gemm_bf16}) {
     if (!s) continue;

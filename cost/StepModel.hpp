@@ -188,10 +188,6 @@ struct RoutedExpertShape {
 };
 RoutedExpertTimes routedExpertsDefault(const LinearKernels& k, const RoutedExpertShape& s);
 
-// Bytes per weight element of a checkpoint's dtype; `experts`: the routed experts' (MXFP4/NVFP4 count
-// their block scales).
-double weightBytesPerElement(const std::string& weight_dtype, bool experts);
-
 // A non-attention kernel's time: the larger of its compute and memory roofs at the family's
 // efficiencies, plus its fixed time.
 double rooflineUs(const KernelModel& kernel, const DeviceModel& device, double flops, double bytes);

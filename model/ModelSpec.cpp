@@ -94,11 +94,20 @@ double ModelSpec::parameterBytes() const {
   if (weight_dtype == "mxfp4" && moe) {
     // MXFP4 checkpoints (gpt-oss) quantize the routed experts only; attention, router and embeddings
     // stay bf16 (huggingface.co/openai/gpt-oss-120b model card and config.json quantization_config:
-    // MXFP4 for the MoE weights), as the step model reads them (cost/StepModel weightBytesPerElement).
+    // MXFP4 for the MoE weights), as the step model reads them (weightBytesPerElement).
     const double routed = std::min(all, routedExpertParameterCount(*this));
     return routed * bits / 8.0 + (all - routed) * 2.0;
   }
   return all * bits / 8.0;
+}
+
+double weightBytesPerElement(const std::string& weight_dtype, bool experts) {
+  if (weight_dtype == "fp8" || weight_dtype == "fp8_block") return 1.0;
+  if (weight_dtype == "int4") return kInt4WeightBits / 8;
+  if (experts && weight_dtype == "mxfp4") return 4.25 / 8;
+  if (experts && weight_dtype == "nvfp4") return 4.5 / 8;
+  if (weight_dtype == "fp32") return 4.0;
+  return 2.0;
 }
 
 int AttentionLayerSpec::validatedHeadSize() const {

@@ -122,6 +122,10 @@ const std::vector<std::string>& weightDtypes();
 // e.g. Qwen/Qwen3-32B-AWQ config.json); the math runs in 16 bits (Marlin, AWQ kernels).
 inline constexpr double kInt4WeightBits = 4.0 + (16.0 + 4.0) / 128.0;
 
+// Bytes per weight element of a checkpoint's dtype as the step reads it; `experts`: the routed experts'
+// (MXFP4/NVFP4 quantize only those and count their block scales; int4 every linear).
+double weightBytesPerElement(const std::string& weight_dtype, bool experts);
+
 ModelSpec parseModelSpec(const YamlReader& r);
 
 // Why the engines cannot shard this model over `tp` ranks, or nothing when they can. vLLM and SGLang
