@@ -28,6 +28,16 @@ CLI::Validator rateOrInf() {
           "NUMBER > 0 or inf"};
 }
 
+namespace {
+
+// A length in tokens, as the benchmarks' length flags take it.
+void addTokensOption(CLI::App& app, const std::string& name, std::int64_t& tokens, const std::string& help,
+                     std::int64_t least = 1) {
+  app.add_option(name, tokens, help)->check(CLI::Range(least, std::int64_t{1} << 24));
+}
+
+}  // namespace
+
 void addArrivalFlags(CLI::App& app, ArrivalSpec& a, bool rate_inf) {
   app.add_option("--rate,--request-rate", a.rate,
                  rate_inf ? "generated arrivals: requests per second, or inf (all at t = 0)"
@@ -37,10 +47,8 @@ void addArrivalFlags(CLI::App& app, ArrivalSpec& a, bool rate_inf) {
       ->check(CLI::Range(1, 10000000));
   app.add_option("--arrival", a.process, "poisson or gamma")->check(CLI::IsMember({"poisson", "gamma"}));
   app.add_option("--cv", a.cv, "gamma arrivals: coefficient of variation of the gaps")->check(positiveNumber());
-  app.add_option("--prompt-len,--random-input-len", a.prompt_tokens, "mean prompt tokens")
-      ->check(CLI::Range(1, 1 << 24));
-  app.add_option("--output-len,--random-output-len", a.output_tokens, "mean output tokens")
-      ->check(CLI::Range(1, 1 << 24));
+  addTokensOption(app, "--prompt-len,--random-input-len", a.prompt_tokens, "mean prompt tokens");
+  addTokensOption(app, "--output-len,--random-output-len", a.output_tokens, "mean output tokens");
   auto* lengths = app.add_option("--lengths", a.lengths, "fixed, uniform, exponential or random (--dataset-name)")
                       ->check(CLI::IsMember({"fixed", "uniform", "exponential", "random"}));
   app.add_option_function<std::string>(
@@ -50,27 +58,22 @@ void addArrivalFlags(CLI::App& app, ArrivalSpec& a, bool rate_inf) {
          "sonnet: vllm bench serve's poem lines, one shared prefix (--sonnet-*)")
       ->check(CLI::IsMember({"random", "generated-shared-prefix", "sonnet"}))
       ->excludes(lengths);
-  app.add_option("--sonnet-input-len", a.sonnet_input_len, "sonnet: prompt tokens (550)")
-      ->check(CLI::Range(1, 1 << 24));
-  app.add_option("--sonnet-output-len", a.sonnet_output_len, "sonnet: output tokens (150)")
-      ->check(CLI::Range(1, 1 << 24));
-  app.add_option("--sonnet-prefix-len", a.sonnet_prefix_len, "sonnet: prompt tokens every request shares (200)")
-      ->check(CLI::Range(0, 1 << 24));
+  addTokensOption(app, "--sonnet-input-len", a.sonnet_input_len, "sonnet: prompt tokens (550)");
+  addTokensOption(app, "--sonnet-output-len", a.sonnet_output_len, "sonnet: output tokens (150)");
+  addTokensOption(app, "--sonnet-prefix-len", a.sonnet_prefix_len, "sonnet: prompt tokens every request shares (200)",
+                  0);
   app.add_option("--gsp-num-groups", a.gsp_num_groups, "generated-shared-prefix: groups (64)")
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("--gsp-prompts-per-group", a.gsp_prompts_per_group, "generated-shared-prefix: prompts per group (16)")
       ->check(CLI::Range(1, 1 << 20));
-  app.add_option("--gsp-system-prompt-len", a.gsp_system_prompt_len, "generated-shared-prefix: shared tokens (2048)")
-      ->check(CLI::Range(1, 1 << 24));
-  app.add_option("--gsp-question-len", a.gsp_question_len, "generated-shared-prefix: own tokens (128)")
-      ->check(CLI::Range(1, 1 << 24));
-  app.add_option("--gsp-output-len", a.gsp_output_len, "generated-shared-prefix: output tokens (256)")
-      ->check(CLI::Range(1, 1 << 24));
+  addTokensOption(app, "--gsp-system-prompt-len", a.gsp_system_prompt_len,
+                  "generated-shared-prefix: shared tokens (2048)");
+  addTokensOption(app, "--gsp-question-len", a.gsp_question_len, "generated-shared-prefix: own tokens (128)");
+  addTokensOption(app, "--gsp-output-len", a.gsp_output_len, "generated-shared-prefix: output tokens (256)");
   app.add_option("--gsp-range-ratio", a.gsp_range_ratio, "generated-shared-prefix: lengths from [len x r, len] (1)");
   app.add_flag("--gsp-ordered", a.gsp_ordered, "generated-shared-prefix: keep the groups in order (no shuffle)");
   app.add_option("--random-range-ratio", a.range_ratio, "random dataset: the length range (vLLM and SGLang differ)");
-  app.add_option("--random-prefix-len", a.prefix_len, "random dataset (vLLM): tokens before every prompt")
-      ->check(CLI::Range(0, 1 << 24));
+  addTokensOption(app, "--random-prefix-len", a.prefix_len, "random dataset (vLLM): tokens before every prompt", 0);
   app.add_option("--backend-bench", a.bench,
                  "whose benchmark: its random dataset and its client (vllm or sglang; default: the engine's)")
       ->check(CLI::IsMember({"vllm", "sglang"}));

@@ -26,9 +26,8 @@ std::vector<OperatorSource> stepOperatorSources(const Catalog& catalog, const Ha
   std::string gemm_source = k.gemm.efficiency_source ? *k.gemm.efficiency_source : std::string{};
   // The price GemmSurface::kernelUs gives the step's linears: with DeepGEMM's one-wave class for the engine
   // whose rows show it.
-  const GemmSurface* weights = k.gemm_weights;
-  if (weights != nullptr && weights->single_wave && (engine.empty() || engine == weights->single_wave->engine)) {
-    const GemmSingleWave& w = *weights->single_wave;
+  if (k.gemm_weights != nullptr && k.gemm_weights->takesSingleWave(engine)) {
+    const GemmSingleWave& w = *k.gemm_weights->single_wave;
     gemm_source += fmt::format(
         "; {}'s linears that DeepGEMM launches as one wave take at least {:.1f} µs + {:.2f} µs per 128 of K "
         "(its one-wave class, fitted on {} of its rows)",

@@ -144,7 +144,7 @@ void GemmSurface::resolve(const GemmRoofline& device) {
 
 double GemmSurface::kernelUs(std::string_view engine, double m, double n, double k) const {
   const double surface = surfaceUs(m, n, k);
-  if (!single_wave || roofline.sms <= 0 || (!engine.empty() && engine != single_wave->engine)) return surface;
+  if (!takesSingleWave(engine)) return surface;
   if (!deepGemmSingleWaveClass(m, n, k, roofline.sms)) return surface;  // cached per thread
   return std::max(surface, single_wave->us(k));
 }

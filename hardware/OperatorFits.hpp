@@ -126,6 +126,10 @@ struct GemmSurface {
   [[nodiscard]] double us(double m, double n, double k) const { return kernelUs({}, m, n, k); }
   // The kernel as `engine` runs it: the single-wave class only for its own engine (or none named).
   [[nodiscard]] double kernelUs(std::string_view engine, double m, double n, double k) const;
+  // Whether kernelUs prices `engine`'s calls (none named: as the class's own engine) with the one-wave class.
+  [[nodiscard]] bool takesSingleWave(std::string_view engine) const {
+    return single_wave && roofline.sms > 0 && (engine.empty() || engine == single_wave->engine);
+  }
   // The surface's interpolation alone (no single-wave class).
   [[nodiscard]] double surfaceUs(double m, double n, double k) const;
   // One engine's timed call of the shape (GemmEngineTiming), the kernel's time for any other engine.

@@ -135,11 +135,10 @@ struct SharedCauses {
     if (colon != std::string::npos && colon <= 80) return clause.substr(0, colon);
     return clause.size() <= 80 ? clause : clause.substr(0, 77) + "...";
   }
-  // The run's causes: shared ones by label and title, its own in full.
+  // A compared run's causes: shared ones by label and title, its own in full.
   [[nodiscard]] std::string text(const std::string& not_modelled) const {
     std::string out;
-    const auto known = of.find(not_modelled);
-    for (const auto& clause : known == of.end() ? causeClauses(not_modelled) : known->second) {
+    for (const auto& clause : of.at(not_modelled)) {
       if (!out.empty()) out.append("; ");
       const auto it = index.find(clause);
       out.append(it == index.end() ? clause : fmt::format("C{} ({})", it->second + 1, title(clause)));
