@@ -130,6 +130,7 @@ class ServeEngine {
   // Tokens of a prefill to run now: a chunk of the budget, or (chunking off) the whole rest when it
   // fits or the step has nothing else; 0 when it must wait.
   [[nodiscard]] std::int64_t prefillTokens(std::int64_t left, std::int64_t budget) const {
+    if (c_.max_request_chunk_tokens > 0) budget = std::min(budget, c_.max_request_chunk_tokens);
     if (c_.chunked_prefill) return std::min(left, budget);
     return left <= budget || (prefills_.empty() && decodes_.empty()) ? left : 0;
   }

@@ -166,9 +166,11 @@ ServeSetup serveSetup(const Catalog& c, const Scenario& s) {
                                  out.capacity.tp, -m.kv_pool_mib / 1024));
   }
   // Attention replicas are scheduled as one engine with their pools, budgets and running limits
-  // added (requests spread evenly over them: docs/CAPACITY.md "SGLang DP attention").
+  // added (requests spread evenly over them: docs/CAPACITY.md "SGLang DP attention"); a request's
+  // prefill chunk is one replica's budget, the replica it runs on.
   out.scheduler.max_batched_tokens = m.max_batched_tokens * m.attention_dp;
   out.scheduler.max_running_requests = m.max_running_requests * m.attention_dp;
+  if (m.attention_dp > 1) out.scheduler.max_request_chunk_tokens = m.max_batched_tokens;
   out.scheduler.kv_tokens = m.engineKvTokens();
   out.scheduler.page_size = m.page_size;
   const ServingScheduler& sched = c.engine(s.engine).policy.serving->scheduler;

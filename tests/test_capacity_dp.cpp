@@ -12,6 +12,7 @@
 #include "model/ModelSpec.hpp"
 #include "simulator/Capacity.hpp"
 #include "simulator/ServeRun.hpp"
+#include "simulator/ServeSim.hpp"
 
 namespace attnsim {
 namespace {
@@ -164,7 +165,9 @@ TEST(DpAttention, ServeSimSchedulesEveryReplicasPool) {
   const ServeSetup setup = serveSetup(defaultCatalog(), s);
   EXPECT_EQ(setup.scheduler.kv_tokens, setup.capacity.split.engineKvTokens());
   EXPECT_EQ(setup.scheduler.max_batched_tokens, 8 * 1024);
+  EXPECT_EQ(setup.scheduler.max_request_chunk_tokens, 1024);  // a request chunks at its replica's budget
   const ServeSetup plain = serveSetup(defaultCatalog(), sglang("h200", "deepseek-v3", 8, 0));
+  EXPECT_EQ(plain.scheduler.max_request_chunk_tokens, 0);
   EXPECT_GT(setup.scheduler.kv_tokens, plain.scheduler.kv_tokens);
   // serve-sim and capacity search take the option like every engine flag.
   const auto r = test::runAttnsim(
@@ -172,6 +175,29 @@ TEST(DpAttention, ServeSimSchedulesEveryReplicasPool) {
       "--option dp_size=8 --rate 2 --requests 100 --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("\"kv_tokens\": " + std::to_string(setup.scheduler.kv_tokens)), std::string::npos);
+}
+
+TEST(DpAttention, ARequestIsPrefilledInItsReplicasChunksWhileTheEngineBudgetTakesOthersBeside) {
+  // SGLang pins a request to one attention replica, whose scheduler chunks it at chunked_prefill_size
+  // // dp_size: a lone 4096-token prompt takes four steps of 1024 tokens, not one of the engine's 8192;
+  // a second prompt arriving with it is chunked beside it in the same steps.
+  SchedulerConfig c;
+  c.max_batched_tokens = 8 * 1024;
+  c.max_request_chunk_tokens = 1024;
+  c.kv_tokens = 1 << 20;
+  c.page_size = 1;
+  c.mixed_batches = false;
+  std::vector<std::int64_t> step_tokens;
+  const StepTimer timer = [&](const Workload& w) {
+    step_tokens.push_back(w.tokens());
+    return StepTime{.us = 1000, .gpu_us = 1000};
+  };
+  const ServeResult lone = simulateServing({{0, 4096, 1}}, c, timer, {});
+  EXPECT_EQ(step_tokens, (std::vector<std::int64_t>{1024, 1024, 1024, 1024}));
+  EXPECT_DOUBLE_EQ(lone.requests[0].ttft(), 4e-3);
+  step_tokens.clear();
+  (void)simulateServing({{0, 4096, 1}, {0, 2048, 1}}, c, timer, {});
+  EXPECT_EQ(step_tokens, (std::vector<std::int64_t>{2048, 2048, 1024, 1024}));
 }
 
 }  // namespace
