@@ -107,7 +107,7 @@ TEST(MemoryVerdict, ListRankSaysForEachBackendWhetherItsDeploymentFits) {
 }
 
 // One H100 at TP 1: Llama-3.1-8B fits at batch 1, DeepSeek-V3's weights do not.
-constexpr const char* kSpec = R"(name: memory-verdict
+constexpr const char* kMemoryVerdictSpec = R"(name: memory-verdict
 hardware: [h100-sxm]
 models: [llama-3.1-8b, deepseek-v3]
 engines: [vllm]
@@ -136,7 +136,7 @@ void sql(const fs::path& db, const std::string& text) {
 
 fs::path sweptStore(const std::string& name) {
   const fs::path spec = memoryScratch() / "spec.yaml";
-  if (!fs::exists(spec)) std::ofstream(spec) << kSpec;
+  if (!fs::exists(spec)) std::ofstream(spec) << kMemoryVerdictSpec;
   const fs::path db = memoryScratch() / name;
   const auto sweep = runAttnsim("sweep " + spec.string() + " --db " + db.string());
   EXPECT_EQ(sweep.exit_code, 0) << sweep.output;

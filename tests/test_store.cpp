@@ -21,7 +21,7 @@ using test::OverlayDir;
 
 // Decode over 16 × 256 (batch, context) for two GPUs and two engines: long enough to be killed
 // in the middle when committing every 100 points.
-const char* kSpec = R"(name: resume
+const char* kResumeSpec = R"(name: resume
 hardware: [h100-sxm, b200]
 models: [llama-3.1-8b]
 engines: [vllm, sglang]
@@ -97,7 +97,7 @@ class StoreRuns : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new OverlayDir();
-    dir_->write("resume.yaml", kSpec);
+    dir_->write("resume.yaml", kResumeSpec);
     const auto r = test::runAttnsim("sweep " + spec() + " --jobs 2 --db " + path("reference.db"));
     ASSERT_EQ(r.exit_code, 0) << r.output;
     reference_ = new std::vector<std::string>(dump(path("reference.db")));
