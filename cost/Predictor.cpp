@@ -269,7 +269,12 @@ int Predictor::attentionTp() const { return input_.tp / input_.attention_dp; }
 
 Workload Predictor::replicaShare(const Workload& w) const {
   Workload share = w;
-  for (auto& g : share.groups) g.count = (g.count + input_.attention_dp - 1) / input_.attention_dp;
+  share.replica.clear();
+  if (!w.replica.empty()) {
+    share.groups = w.replica;
+  } else {
+    for (auto& g : share.groups) g.count = (g.count + input_.attention_dp - 1) / input_.attention_dp;
+  }
   share.padding = (w.padding + input_.attention_dp - 1) / input_.attention_dp;
   return share;
 }

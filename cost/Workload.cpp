@@ -57,7 +57,7 @@ Workload Workload::uniform(Phase phase, std::int64_t batch, std::int64_t q_len, 
     throw UsageError(
         fmt::format("--q-len {} exceeds --context {}: the context counts the new tokens", g.q_len, g.context));
   }
-  return Workload{phase, {g}};
+  return Workload{.phase = phase, .groups = {g}, .padding = 0, .replica = {}};
 }
 
 Workload Workload::forPhase(Phase phase, std::int64_t batch, std::optional<std::int64_t> q_len, std::int64_t context,

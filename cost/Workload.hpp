@@ -36,6 +36,10 @@ struct Workload {
   Phase phase = Phase::Decode;
   std::vector<RequestGroup> groups;
   std::int64_t padding = 0;  // requests paddedTo added: identical dummy slots, counted in `groups`
+  // With attention replicas (SGLang DP attention): the busiest replica's requests, per group, as the
+  // engine's dispatch left them (serve-sim: round robin). Empty: the batch spread evenly, ceil(count /
+  // replicas) of each group on every replica.
+  std::vector<RequestGroup> replica;
 
   // One group: prefill (q = context), extend (q new tokens over context - q), decode (q = 1),
   // verify (q = draft tokens).

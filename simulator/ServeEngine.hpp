@@ -129,11 +129,24 @@ class ServeEngine {
   void freeSlot(double t) { slots_.push_back(slots_.empty() ? t : std::max(t, slots_.back())); }
   // Tokens of a prefill to run now: a chunk of the budget, or (chunking off) the whole rest when it
   // fits or the step has nothing else; 0 when it must wait.
-  [[nodiscard]] std::int64_t prefillTokens(std::int64_t left, std::int64_t budget) const {
-    if (c_.max_request_chunk_tokens > 0) budget = std::min(budget, c_.max_request_chunk_tokens);
-    if (c_.chunked_prefill) return std::min(left, budget);
-    return left <= budget || (prefills_.empty() && decodes_.empty()) ? left : 0;
+  // With attention replicas the budget is also what the request's replica has left this step.
+  [[nodiscard]] std::int64_t prefillTokens(const Live& l, std::int64_t budget) const {
+    if (replicated()) budget = std::min(budget, replica_left_[replicaOf(l)]);
+    if (c_.chunked_prefill) return std::min(l.prefill_left, budget);
+    return l.prefill_left <= budget || (prefills_.empty() && decodes_.empty()) ? l.prefill_left : 0;
   }
+  [[nodiscard]] bool replicated() const { return c_.attention_replicas > 1; }
+  [[nodiscard]] std::size_t replicaOf(const Live& l) const {
+    return l.index % static_cast<std::size_t>(c_.attention_replicas);
+  }
+  // A request whose replica has prefilled all it may this step waits; the others' requests go on.
+  [[nodiscard]] bool replicaFull(const Live& l) const { return replicated() && replica_left_[replicaOf(l)] <= 0; }
+  void schedulePrefill(const Live& l, std::size_t slot, std::int64_t tokens) {
+    prefills_.push_back({slot, tokens});
+    if (replicated()) replica_left_[replicaOf(l)] -= tokens;
+  }
+  // Each group's busiest replica: the most prefill tokens, the most decoding requests (Workload::replica).
+  void replicaShare(Workload& w) const;
   // A decoding request's tokens in a step (its budget share) and the KV slots it holds through it:
   // 1 and 1, or under speculative decoding the verified tokens and the draft slots.
   [[nodiscard]] std::int64_t decodeTokens() const { return c_.spec ? c_.spec->draft_tokens : 1; }
@@ -185,6 +198,7 @@ class ServeEngine {
   double last_seen_ = 0;                  // when the client read the last request's last chunk
   double ratio_ = 0;                      // SGLang's new-token ratio
   bool preempted_ = false;                // this step's batch forming preempted a running request
+  std::vector<std::int64_t> replica_left_;  // attention replicas: prefill tokens each may still take this step
   PrefixCache cache_;
 };
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <stdexcept>
 
 #include "catalog/Catalog.hpp"
 #include "core/Error.hpp"
@@ -74,20 +75,46 @@ BatchTimer::BatchTimer(const Catalog& c, const PredictionInput& prefill, const P
       cuda_graphs_(cuda_graphs),
       host_(host) {}
 
+std::size_t BatchTimer::BatchKeyHash::operator()(const BatchKey& k) const noexcept {
+  std::uint64_t h = 14695981039346656037ULL;  // FNV-1a over the fields
+  for (const std::uint16_t v : k) {
+    h ^= v;
+    h *= 1099511628211ULL;
+  }
+  return static_cast<std::size_t>(h);
+}
+
 StepTime BatchTimer::operator()(const Workload& w) {
   // Key: phase, then (count, q_len, context) buckets of the prefill group and of the decode group.
-  auto key = static_cast<std::uint64_t>(w.phase);
+  // With attention replicas, the busiest replica's groups the same way after them: attention and the
+  // kernels beside it run on that share, the MLP on the gathered tokens (Predictor::gathered), so a
+  // decode step depends on the share alone (every replica padded to it) and a prefill step on the
+  // share and the batch's counts and lengths, not its contexts: only those are keyed.
+  BatchKey key{};
+  std::size_t at = 0;
+  key[at++] = static_cast<std::uint16_t>(w.phase);
   Workload rep;
   rep.phase = w.phase;
-  for (const auto& g : w.groups) {
-    const std::uint64_t bc = bucket(g.count), bq = bucket(g.q_len), bx = bucket(g.context);
-    key = (((key * 4096 + bc) * 4096 + bq) * 4096 + bx) ^ (key >> 60);
-    RequestGroup r{representative(bc), representative(bq), representative(bx), g.tree_topk};
-    r.context = std::max(r.context, r.q_len);
-    if (w.phase == Phase::Prefill) r.context = r.q_len;
-    rep.groups.push_back(r);
-  }
-  key = key * 8 + w.groups.size();
+  enum class Keyed { All, NoContext, None };
+  const auto represent = [&](const std::vector<RequestGroup>& groups, std::vector<RequestGroup>& out, Keyed keyed) {
+    if (groups.size() > 2) throw std::logic_error("BatchTimer: a serve-sim batch has at most two groups");
+    if (keyed != Keyed::None) key[at++] = static_cast<std::uint16_t>(groups.size());
+    for (const auto& g : groups) {
+      const std::uint64_t bc = bucket(g.count), bq = bucket(g.q_len), bx = bucket(g.context);
+      if (keyed != Keyed::None) {
+        key[at++] = static_cast<std::uint16_t>(bc);
+        key[at++] = static_cast<std::uint16_t>(bq);
+        key[at++] = static_cast<std::uint16_t>(keyed == Keyed::All ? bx : 0);
+      }
+      RequestGroup r{representative(bc), representative(bq), representative(bx), g.tree_topk};
+      r.context = std::max(r.context, r.q_len);
+      if (w.phase == Phase::Prefill) r.context = r.q_len;
+      out.push_back(r);
+    }
+  };
+  const Keyed batch_key = w.replica.empty() ? Keyed::All : decodeLike(w.phase) ? Keyed::None : Keyed::NoContext;
+  represent(w.groups, rep.groups, batch_key);
+  represent(w.replica, rep.replica, Keyed::All);
   auto it = memo_.find(key);
   if (it == memo_.end()) {
     Predictor& target = w.phase == Phase::Decode ? *decode_ : w.phase == Phase::Verify ? *verify_ : *prefill_;
@@ -166,11 +193,12 @@ ServeSetup serveSetup(const Catalog& c, const Scenario& s) {
                                  out.capacity.tp, -m.kv_pool_mib / 1024));
   }
   // Attention replicas are scheduled as one engine with their pools, budgets and running limits
-  // added (requests spread evenly over them: docs/CAPACITY.md "SGLang DP attention"); a request's
-  // prefill chunk is one replica's budget, the replica it runs on.
+  // added, each request on the replica the round-robin dispatch gave it, each replica prefilling at
+  // most its own budget a step (docs/CAPACITY.md "SGLang DP attention").
   out.scheduler.max_batched_tokens = m.max_batched_tokens * m.attention_dp;
   out.scheduler.max_running_requests = m.max_running_requests * m.attention_dp;
-  if (m.attention_dp > 1) out.scheduler.max_request_chunk_tokens = m.max_batched_tokens;
+  out.scheduler.attention_replicas = m.attention_dp;
+  out.scheduler.replica_batched_tokens = m.max_batched_tokens;
   out.scheduler.kv_tokens = m.engineKvTokens();
   out.scheduler.page_size = m.page_size;
   const ServingScheduler& sched = c.engine(s.engine).policy.serving->scheduler;

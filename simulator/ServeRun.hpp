@@ -2,6 +2,7 @@
 // serve-sim for a scenario: the engine's scheduler limits and KV pool (simulator/Capacity), and a
 // step timer that asks the step model (cost/Predictor) for each batch, memoised by a quantised
 // batch key (counts and lengths in buckets of 2^(1/16), about 4%, exact up to 16).
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -47,7 +48,13 @@ class BatchTimer {
     StepTime time;
     double band = 0;  // of the step time, relative
   };
-  std::unordered_map<std::uint64_t, Timed> memo_;
+  // A batch's key, exact: its phase, then per group list (the batch's, the busiest replica's) the
+  // number of groups and each group's count, q_len and context buckets (each under 2^9).
+  using BatchKey = std::array<std::uint16_t, 16>;
+  struct BatchKeyHash {
+    std::size_t operator()(const BatchKey& k) const noexcept;
+  };
+  std::unordered_map<BatchKey, Timed, BatchKeyHash> memo_;
 };
 
 // The serial stage of the terms that apply in `env` (their `when`), summed.

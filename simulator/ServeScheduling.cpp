@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <tuple>
+#include <vector>
 
 #include "simulator/ServeEngine.hpp"
 
@@ -16,6 +18,45 @@ double ServeEngine::admissionReserve() const {
     if (ch.tokens == l.prefill_left) reserve += static_cast<double>(clippedLeft(l));
   }
   return reserve;
+}
+
+// SGLang DP attention: each replica runs attention on its own requests and the step waits for the
+// slowest, so the step is costed on each group's busiest replica (the MLP still sees every replica's
+// tokens: Predictor::gathered).
+void ServeEngine::replicaShare(Workload& w) const {
+  struct Load {
+    std::int64_t count = 0, tokens = 0, context = 0;
+  };
+  const auto n = static_cast<std::size_t>(c_.attention_replicas);
+  std::vector<Load> prefill(n), decode(n);
+  for (const Chunk& ch : prefills_) {
+    const Live& l = running_[ch.live];
+    Load& r = prefill[replicaOf(l)];
+    ++r.count;
+    r.tokens += ch.tokens;
+    r.context += l.cached + ch.tokens;
+  }
+  const std::int64_t q = decodeTokens();
+  for (const std::size_t i : decodes_) {
+    Load& r = decode[replicaOf(running_[i])];
+    ++r.count;
+    r.tokens += q;
+    r.context += running_[i].cached + q;
+  }
+  const auto busiest = [](const std::vector<Load>& loads) {
+    return *std::max_element(loads.begin(), loads.end(), [](const Load& a, const Load& b) {
+      return std::tie(a.tokens, a.context) < std::tie(b.tokens, b.context);
+    });
+  };
+  w.replica.clear();
+  if (!prefills_.empty()) {
+    const Load b = busiest(prefill);
+    w.replica.push_back({b.count, std::max<std::int64_t>(1, b.tokens / b.count), std::max<std::int64_t>(1, b.context / b.count)});
+  }
+  if (!decodes_.empty()) {
+    const Load b = busiest(decode);
+    w.replica.push_back({b.count, q, std::max(q, b.context / b.count), w.groups.back().tree_topk});
+  }
 }
 
 std::int64_t ServeEngine::decodePagesNeeded(const std::vector<std::size_t>& which) const {

@@ -81,7 +81,7 @@ void ServeEngine::scheduleRunning(std::int64_t& budget) {
   for (std::size_t i = 0; i < running_.size() && budget > 0; ++i) {
     Live& l = running_[i];
     const bool decode = l.prefill_left == 0;
-    const std::int64_t tokens = decode ? decodeTokens() : prefillTokens(l.prefill_left, budget);
+    const std::int64_t tokens = decode ? decodeTokens() : prefillTokens(l, budget);
     if (tokens == 0) continue;
     while (!reserve(l, l.cached + (decode ? decodeSlots() : tokens))) {
       if (running_.size() == i + 1) {  // it is the newest: it preempts itself
@@ -92,7 +92,7 @@ void ServeEngine::scheduleRunning(std::int64_t& budget) {
     }
     budget -= tokens;
     if (l.prefill_left > 0) {
-      prefills_.push_back({i, tokens});
+      schedulePrefill(l, i, tokens);
     } else {
       decodes_.push_back(i);
     }
@@ -102,8 +102,13 @@ void ServeEngine::scheduleRunning(std::int64_t& budget) {
 void ServeEngine::scheduleWaiting(std::int64_t& budget) {
   const bool by_ratio = c_.new_token_ratio.has_value();
   double held = by_ratio ? admissionReserve() : 0;  // pool kept back for running requests' outputs
-  while (!waiting_.empty() && budget > 0 && static_cast<std::int64_t>(running_.size()) < c_.max_running_requests) {
-    Live& l = waiting_.front();
+  std::size_t k = 0;  // the first waiting request whose replica may still prefill (the front one without replicas)
+  while (k < waiting_.size() && budget > 0 && static_cast<std::int64_t>(running_.size()) < c_.max_running_requests) {
+    Live& l = waiting_[k];
+    if (replicaFull(l)) {
+      ++k;
+      continue;
+    }
     const PrefixHit found = prefixHit(l);
     const std::int64_t hit = found.pages;
     if (by_ratio && !running_.empty()) {  // an idle engine admits what fits the pool (no livelock)
@@ -114,7 +119,7 @@ void ServeEngine::scheduleWaiting(std::int64_t& budget) {
       if (static_cast<double>(extend + clippedLeft(l) + c_.page_size) >= room) break;
     }
     if (hit > 0) usePrefix(l, found);
-    const std::int64_t tokens = prefillTokens(l.prefill_left, budget);
+    const std::int64_t tokens = prefillTokens(l, budget);
     if (tokens == 0 || !reserve(l, l.cached + tokens)) {
       if (hit > 0) {  // not admitted: it gives the prefix back and waits as it was
         release(l);
@@ -128,8 +133,8 @@ void ServeEngine::scheduleWaiting(std::int64_t& budget) {
     if (o.scheduled_s < o.arrival_s) o.scheduled_s = now_;
     budget -= tokens;
     running_.push_back(l);
-    waiting_.pop_front();
-    prefills_.push_back({running_.size() - 1, tokens});
+    waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(k));
+    schedulePrefill(running_.back(), running_.size() - 1, tokens);
   }
 }
 
@@ -137,6 +142,7 @@ void ServeEngine::formBatch() {
   prefills_.clear();
   decodes_.clear();
   std::int64_t budget = c_.max_batched_tokens;
+  if (replicated()) replica_left_.assign(static_cast<std::size_t>(c_.attention_replicas), c_.replica_batched_tokens);
   preempted_ = false;
   if (c_.mixed_batches) {  // running requests keep their place; new prefills fill the rest of the budget
     scheduleRunning(budget);
@@ -148,11 +154,11 @@ void ServeEngine::formBatch() {
   if (partial || !waiting_.empty()) {
     for (std::size_t i = 0; i < running_.size() && budget > 0; ++i) {
       Live& l = running_[i];
-      if (l.prefill_left == 0) continue;
-      const std::int64_t tokens = prefillTokens(l.prefill_left, budget);
+      if (l.prefill_left == 0 || replicaFull(l)) continue;
+      const std::int64_t tokens = prefillTokens(l, budget);
       if (tokens == 0 || !reserve(l, l.cached + tokens)) break;
       budget -= tokens;
-      prefills_.push_back({i, tokens});
+      schedulePrefill(l, i, tokens);
     }
     scheduleWaiting(budget);
     if (!prefills_.empty()) return;
@@ -179,6 +185,7 @@ Workload ServeEngine::workload() const {
   if (nd > 0) w.groups.push_back({nd, q, std::max<std::int64_t>(q, decode_context / nd), c_.spec ? c_.spec->topk : 1});
   const Phase decode = c_.spec ? Phase::Verify : Phase::Decode;
   w.phase = np == 0 ? decode : (nd == 0 && fresh ? Phase::Prefill : Phase::Extend);
+  if (replicated()) replicaShare(w);
   return w;
 }
 

@@ -78,10 +78,14 @@ struct BatchWindow {
 // The scheduler's limits and the KV pool, per engine (backends/<engine>/engine.yaml serving:).
 struct SchedulerConfig {
   std::int64_t max_batched_tokens = 8192;
-  // One request's prefill chunk in a step at most this many tokens (0: the step's budget). SGLang DP
-  // attention: a request lives on one attention replica, whose scheduler chunks it at its own
-  // chunked_prefill_size // dp_size, while the engine's budget is every replica's together.
-  std::int64_t max_request_chunk_tokens = 0;
+  // Attention replicas (SGLang DP attention): each request lives on one, dispatched round robin in the
+  // order requests reach the scheduler (SGLang server_args.py _handle_load_balance_method: `auto` is
+  // round_robin outside PD disaggregation, the default before it); a replica
+  // prefills at most replica_batched_tokens a step (its chunked_prefill_size // dp_size), its requests
+  // in their order while the others' go on, and a step is costed on its busiest replica
+  // (Workload::replica). The pool, the running limit and admission stay the engine's, summed.
+  int attention_replicas = 1;
+  std::int64_t replica_batched_tokens = 0;
   std::int64_t max_running_requests = 256;
   std::int64_t kv_tokens = 0;  // pool size in tokens (a multiple of page_size)
   std::int64_t page_size = 16;

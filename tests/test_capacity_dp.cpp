@@ -165,9 +165,10 @@ TEST(DpAttention, ServeSimSchedulesEveryReplicasPool) {
   const ServeSetup setup = serveSetup(defaultCatalog(), s);
   EXPECT_EQ(setup.scheduler.kv_tokens, setup.capacity.split.engineKvTokens());
   EXPECT_EQ(setup.scheduler.max_batched_tokens, 8 * 1024);
-  EXPECT_EQ(setup.scheduler.max_request_chunk_tokens, 1024);  // a request chunks at its replica's budget
+  EXPECT_EQ(setup.scheduler.attention_replicas, 8);
+  EXPECT_EQ(setup.scheduler.replica_batched_tokens, 1024);  // each replica prefills at its own budget
   const ServeSetup plain = serveSetup(defaultCatalog(), sglang("h200", "deepseek-v3", 8, 0));
-  EXPECT_EQ(plain.scheduler.max_request_chunk_tokens, 0);
+  EXPECT_EQ(plain.scheduler.attention_replicas, 1);
   EXPECT_GT(setup.scheduler.kv_tokens, plain.scheduler.kv_tokens);
   // serve-sim and capacity search take the option like every engine flag.
   const auto r = test::runAttnsim(
@@ -177,27 +178,70 @@ TEST(DpAttention, ServeSimSchedulesEveryReplicasPool) {
   EXPECT_NE(r.output.find("\"kv_tokens\": " + std::to_string(setup.scheduler.kv_tokens)), std::string::npos);
 }
 
-TEST(DpAttention, ARequestIsPrefilledInItsReplicasChunksWhileTheEngineBudgetTakesOthersBeside) {
-  // SGLang pins a request to one attention replica, whose scheduler chunks it at chunked_prefill_size
-  // // dp_size: a lone 4096-token prompt takes four steps of 1024 tokens, not one of the engine's 8192;
-  // a second prompt arriving with it is chunked beside it in the same steps.
+// serve-sim's replicas with every step 1 ms, recording each step's tokens and its busiest replica's share.
+struct ReplicaRun {
+  std::vector<std::int64_t> tokens;
+  std::vector<std::vector<RequestGroup>> shares;
+  ServeResult result;
+};
+ReplicaRun runReplicas(int replicas, const std::vector<ServeRequest>& requests) {
   SchedulerConfig c;
-  c.max_batched_tokens = 8 * 1024;
-  c.max_request_chunk_tokens = 1024;
+  c.attention_replicas = replicas;
+  c.replica_batched_tokens = 1024;
+  c.max_batched_tokens = 1024 * replicas;
   c.kv_tokens = 1 << 20;
   c.page_size = 1;
-  c.mixed_batches = false;
-  std::vector<std::int64_t> step_tokens;
+  c.mixed_batches = false;  // SGLang: prefill and decode steps apart
+  ReplicaRun run;
   const StepTimer timer = [&](const Workload& w) {
-    step_tokens.push_back(w.tokens());
+    run.tokens.push_back(w.tokens());
+    run.shares.push_back(w.replica);
     return StepTime{.us = 1000, .gpu_us = 1000};
   };
-  const ServeResult lone = simulateServing({{0, 4096, 1}}, c, timer, {});
-  EXPECT_EQ(step_tokens, (std::vector<std::int64_t>{1024, 1024, 1024, 1024}));
-  EXPECT_DOUBLE_EQ(lone.requests[0].ttft(), 4e-3);
-  step_tokens.clear();
-  (void)simulateServing({{0, 4096, 1}, {0, 2048, 1}}, c, timer, {});
-  EXPECT_EQ(step_tokens, (std::vector<std::int64_t>{2048, 2048, 1024, 1024}));
+  run.result = simulateServing(requests, c, timer, {});
+  return run;
+}
+
+TEST(DpAttention, ARequestIsPrefilledInItsReplicasChunksWhileTheOtherReplicasGoOn) {
+  // SGLang pins a request to one attention replica, whose scheduler chunks it at chunked_prefill_size
+  // // dp_size: a lone 4096-token prompt takes four steps of 1024 tokens, not one of the engine's 8192.
+  const ReplicaRun lone = runReplicas(8, {{0, 4096, 1}});
+  EXPECT_EQ(lone.tokens, (std::vector<std::int64_t>{1024, 1024, 1024, 1024}));
+  EXPECT_DOUBLE_EQ(lone.result.requests[0].ttft(), 4e-3);
+  // Round robin over 2 replicas: requests 0 and 2 share replica 0, which prefills one of them a step
+  // while replica 1 takes request 1 beside it; the engine's summed budget alone would run 2 steps.
+  const ReplicaRun shared = runReplicas(2, {{0, 2048, 1}, {0, 1024, 1}, {0, 1024, 1}});
+  EXPECT_EQ(shared.tokens, (std::vector<std::int64_t>{2048, 1024, 1024}));
+  ASSERT_EQ(shared.shares.front().size(), 1U);
+  EXPECT_EQ(shared.shares.front()[0].count, 1);  // one request a replica
+  EXPECT_EQ(shared.shares.front()[0].q_len, 1024);
+  EXPECT_DOUBLE_EQ(shared.result.requests[2].ttft(), 3e-3);
+}
+
+TEST(DpAttention, AStepIsCostedOnTheBusiestReplicaAsTheDispatchLeftIt) {
+  // Round robin over 2 replicas: requests 0 and 2 (replica 0) end after their first token, 1 and 3
+  // (replica 1) decode on, so the decode steps hold both on replica 1: a share of 2, where an even
+  // spread would give ceil(2 / 2) = 1.
+  const ReplicaRun run = runReplicas(2, {{0, 16, 1}, {0, 16, 4}, {0, 16, 1}, {0, 16, 4}});
+  ASSERT_GE(run.shares.size(), 2U);
+  const auto& decode = run.shares.back();
+  ASSERT_EQ(decode.size(), 1U);
+  EXPECT_EQ(decode[0].count, 2);
+  EXPECT_EQ(run.tokens.back(), 2);
+}
+
+TEST(DpAttention, AnExplicitReplicaShareIsCostedAsThatShareOfAnEvenBatch) {
+  // A decode batch of 16 whose busiest replica holds 10 costs what 80 spread evenly over 8 replicas
+  // cost: attention on 10 requests, the MLP on 8 x 10 gathered (MAX_LEN padding).
+  const ScenarioPrediction scenario = predictScenario(defaultCatalog(), sglang("h200", "deepseek-v3", 8, 8));
+  const Predictor p(defaultCatalog(), scenario.input);
+  Workload skewed = Workload::uniform(Phase::Decode, 16, 1, 2048);
+  skewed.replica = {{.count = 10, .q_len = 1, .context = 2048}};
+  const Prediction a = p.predict(skewed);
+  const Prediction b = p.predict(Workload::uniform(Phase::Decode, 80, 1, 2048));
+  EXPECT_DOUBLE_EQ(a.eager.step_us, b.eager.step_us);
+  EXPECT_DOUBLE_EQ(a.graph.step_us, b.graph.step_us);
+  EXPECT_GT(a.eager.step_us, p.predict(Workload::uniform(Phase::Decode, 16, 1, 2048)).eager.step_us);
 }
 
 }  // namespace

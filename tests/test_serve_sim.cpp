@@ -167,6 +167,16 @@ TEST(ServeRun, BuiltInTraceRunsOnTheEngineStepModel) {
   EXPECT_LT(run.result.requests.front().ttft(), 0.5 + 1e-3 * static_cast<double>(first.prompt_tokens));
 }
 
+TEST(ServeRun, TwoBatchesOfDifferentBucketsNeverShareAMemoEntry) {
+  // One prefill chunk beside 8 decodes against three of the same length: the packed 64-bit key this
+  // memo once used shifted the first group's count bits out and gave both the one step time.
+  ServeSession session(test::defaultCatalog(), test::engineScenario("vllm", "h100-sxm", "llama-3.1-8b"));
+  Workload one{.phase = Phase::Extend, .groups = {{1, 200, 300}, {8, 1, 400}}, .padding = 0, .replica = {}};
+  Workload three = one;
+  three.groups[0].count = 3;
+  EXPECT_LT(session.stepTime(one).gpu_us, session.stepTime(three).gpu_us);
+}
+
 TEST(ServeRun, MemoKeyBucketsAreExactToSixteenThenWithinFourPercent) {
   for (std::int64_t x = 0; x <= 16; ++x) EXPECT_EQ(BatchTimer::representative(BatchTimer::bucket(x)), x);
   for (std::int64_t x : {17, 100, 1000, 4096, 100000, 1 << 24}) {
