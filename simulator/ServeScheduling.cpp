@@ -51,7 +51,8 @@ void ServeEngine::replicaShare(Workload& w) const {
   w.replica.clear();
   if (!prefills_.empty()) {
     const Load b = busiest(prefill);
-    w.replica.push_back({b.count, std::max<std::int64_t>(1, b.tokens / b.count), std::max<std::int64_t>(1, b.context / b.count)});
+    w.replica.push_back(
+        {b.count, std::max<std::int64_t>(1, b.tokens / b.count), std::max<std::int64_t>(1, b.context / b.count)});
   }
   if (!decodes_.empty()) {
     const Load b = busiest(decode);
