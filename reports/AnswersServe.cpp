@@ -85,6 +85,8 @@ json serveBenchmarkJson(const ServeBenchmarkRun& b) {
           {"kv_tokens", s.kv_tokens},
           {"max_batched_tokens", s.max_batched_tokens},
           {"max_running_requests", s.max_running_requests},
+          {"attention_replicas", s.attention_replicas},
+          {"replica_batched_tokens", s.attention_replicas > 1 ? json(s.replica_batched_tokens) : json()},
           {"chunked_prefill", s.chunked_prefill},
           {"meets_slo", b.meets_slo},
           {"ttft_ms", servePercentilesJson(r.ttft, 1e3)},
@@ -143,6 +145,13 @@ std::string serveBenchmarkText(const ServeBenchmarkRun& b) {
           "KV pool {} tokens (page {}), {} tokens per step, {} running requests, {} batches, chunked prefill {}\n\n",
           s.kv_tokens, s.page_size, s.max_batched_tokens, s.max_running_requests,
           s.mixed_batches ? "mixed prefill+decode" : "separate prefill and decode", s.chunked_prefill ? "on" : "off");
+  if (s.attention_replicas > 1) {
+    out.pop_back();  // the blank line after the scheduler's goes after the replicas'
+    appendf(out,
+            "{} attention replicas, requests round robin, each prefilling up to {} tokens a step; a step takes its "
+            "busiest replica's time\n\n",
+            s.attention_replicas, s.replica_batched_tokens);
+  }
   appendf(out, "{:<34}{}\n{:<34}{:.2f}\n{:<34}{}\n{:<34}{}\n", "Successful requests:", r.completed,
           "Benchmark duration (s):", r.makespan_s, "Total input tokens:", r.total_input_tokens,
           "Total generated tokens:", r.total_output_tokens);

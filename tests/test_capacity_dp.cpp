@@ -176,6 +176,8 @@ TEST(DpAttention, ServeSimSchedulesEveryReplicasPool) {
       "--option dp_size=8 --rate 2 --requests 100 --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("\"kv_tokens\": " + std::to_string(setup.scheduler.kv_tokens)), std::string::npos);
+  EXPECT_NE(r.output.find("\"attention_replicas\": 8"), std::string::npos);
+  EXPECT_NE(r.output.find("\"replica_batched_tokens\": 1024"), std::string::npos);
 }
 
 // serve-sim's replicas with every step 1 ms, recording each step's tokens and its busiest replica's share.
