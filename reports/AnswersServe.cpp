@@ -70,13 +70,31 @@ json serveSpecJson(const std::optional<SpecDecodeConfig>& spec) {
           {"accept_length", spec->accept_length}};
 }
 
+// The engine's CPU work per step and how many steps it outlasted the GPU's.
+json serveHostJson(const HostStepCost& h, const ServeResult& r) {
+  return {{"fixed_us", h.fixed_us},
+          {"per_request_us", h.per_request_us},
+          {"per_token_us", h.per_token_us},
+          {"overlap", h.overlap},
+          {"host_bound_steps", r.host_bound_steps}};
+}
+
+// A token's path outside the engine: the front end's loop and window, the benchmark client's loop.
+json serveStreamJson(const SchedulerConfig& s, const SerialStage& client) {
+  return {{"frontend",
+           {{"per_request_us", s.frontend.per_request_us},
+            {"per_chunk_us", s.frontend.per_chunk_us},
+            {"tokenizer_window_us", s.tokenizer_window.wait_us},
+            {"tokenizer_window_requests", s.tokenizer_window.max_requests}}},
+          {"client", {{"per_request_us", client.per_request_us}, {"per_chunk_us", client.per_chunk_us}}}};
+}
+
 }  // namespace
 
 json serveBenchmarkJson(const ServeBenchmarkRun& b) {
   const ServeResult& r = b.run.result;
   const CapacityReport& c = b.run.setup.capacity;
   const SchedulerConfig& s = b.run.setup.scheduler;
-  const HostStepCost& h = b.run.setup.host;
   return {{"hardware", c.hardware->id},
           {"model", c.model->id},
           {"engine", c.engine},
@@ -112,19 +130,8 @@ json serveBenchmarkJson(const ServeBenchmarkRun& b) {
           {"preemptions", r.preemptions},
           {"rejected", r.rejected},
           {"step_model_evaluations", r.distinct_batches},
-          {"host",
-           {{"fixed_us", h.fixed_us},
-            {"per_request_us", h.per_request_us},
-            {"per_token_us", h.per_token_us},
-            {"overlap", h.overlap},
-            {"host_bound_steps", r.host_bound_steps}}},
-          {"stream",
-           {{"frontend",
-             {{"per_request_us", s.frontend.per_request_us},
-              {"per_chunk_us", s.frontend.per_chunk_us},
-              {"tokenizer_window_us", s.tokenizer_window.wait_us},
-              {"tokenizer_window_requests", s.tokenizer_window.max_requests}}},
-            {"client", {{"per_request_us", b.client.per_request_us}, {"per_chunk_us", b.client.per_chunk_us}}}}},
+          {"host", serveHostJson(b.run.setup.host, r)},
+          {"stream", serveStreamJson(s, b.client)},
           {"speculative", serveSpecJson(s.spec)},
           {"simulation_wall_s", b.wall_s},
           {"max_concurrency", b.max_concurrency > 0 ? json(b.max_concurrency) : json()},
