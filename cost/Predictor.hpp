@@ -38,8 +38,9 @@ struct PredictionInput {
   std::int64_t page_size = 16;
   int tp = 1;
   // Attention replicas (SGLang DP attention, ServingPolicy::attention_dp): the batch's requests are
-  // spread evenly over them unless it names its busiest replica's share (Workload::replica), attention and its projections run at tp / attention_dp ranks on one
-  // replica's share, the MLP/MoE over every replica's tokens at tp, joined by a gather and a scatter.
+  // spread evenly over them unless it names its busiest replica's share (Workload::replica);
+  // attention and its projections run at tp / attention_dp ranks on one replica's share, the MLP/MoE
+  // over every replica's tokens at tp, joined by a gather and a scatter.
   int attention_dp = 1;
 };
 
