@@ -199,6 +199,10 @@ class ServeEngine {
   double ratio_ = 0;                      // SGLang's new-token ratio
   bool preempted_ = false;                // this step's batch forming preempted a running request
   std::vector<std::int64_t> replica_left_;  // attention replicas: prefill tokens each may still take this step
+  struct ReplicaLoad {
+    std::int64_t count = 0, tokens = 0, context = 0;
+  };
+  mutable std::vector<ReplicaLoad> replica_loads_;  // replicaShare's scratch, kept between steps
   PrefixCache cache_;
 };
 

@@ -24,38 +24,38 @@ double ServeEngine::admissionReserve() const {
 // slowest, so the step is costed on each group's busiest replica (the MLP still sees every replica's
 // tokens: Predictor::gathered).
 void ServeEngine::replicaShare(Workload& w) const {
-  struct Load {
-    std::int64_t count = 0, tokens = 0, context = 0;
-  };
   const auto n = static_cast<std::size_t>(c_.attention_replicas);
-  std::vector<Load> prefill(n), decode(n);
+  // The member scratch keeps a step allocation-free: replicas [0, n) prefill, [n, 2n) decode.
+  replica_loads_.assign(2 * n, ReplicaLoad{});
+  const auto prefill = replica_loads_.begin();
+  const auto decode = prefill + static_cast<std::ptrdiff_t>(n);
   for (const Chunk& ch : prefills_) {
     const Live& l = running_[ch.live];
-    Load& r = prefill[replicaOf(l)];
+    ReplicaLoad& r = prefill[static_cast<std::ptrdiff_t>(replicaOf(l))];
     ++r.count;
     r.tokens += ch.tokens;
     r.context += l.cached + ch.tokens;
   }
   const std::int64_t q = decodeTokens();
   for (const std::size_t i : decodes_) {
-    Load& r = decode[replicaOf(running_[i])];
+    ReplicaLoad& r = decode[static_cast<std::ptrdiff_t>(replicaOf(running_[i]))];
     ++r.count;
     r.tokens += q;
     r.context += running_[i].cached + q;
   }
-  const auto busiest = [](const std::vector<Load>& loads) {
-    return *std::max_element(loads.begin(), loads.end(), [](const Load& a, const Load& b) {
+  const auto busiest = [](auto first, auto last) {
+    return *std::max_element(first, last, [](const ReplicaLoad& a, const ReplicaLoad& b) {
       return std::tie(a.tokens, a.context) < std::tie(b.tokens, b.context);
     });
   };
   w.replica.clear();
   if (!prefills_.empty()) {
-    const Load b = busiest(prefill);
+    const ReplicaLoad b = busiest(prefill, decode);
     w.replica.push_back(
         {b.count, std::max<std::int64_t>(1, b.tokens / b.count), std::max<std::int64_t>(1, b.context / b.count)});
   }
   if (!decodes_.empty()) {
-    const Load b = busiest(decode);
+    const ReplicaLoad b = busiest(decode, replica_loads_.end());
     w.replica.push_back({b.count, q, std::max(q, b.context / b.count), w.groups.back().tree_topk});
   }
 }

@@ -1,11 +1,9 @@
 // Capacity study specs (docs/CAPACITY.md, "Capacity studies") and the study's run.
 #include "study/CapacitySpec.hpp"
 
-#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
 
 #include "catalog/Catalog.hpp"
@@ -91,11 +89,6 @@ void readTraffic(const YamlReader& r, CapacitySpec& spec) {
   out.seed = static_cast<std::uint64_t>(a.findInt("seed", 0, std::int64_t{1} << 62).value_or(1));
   a.finish();
   spec.target_rate = r.findNumber("target_rate", 0, 1e9).value_or(0);
-}
-
-std::string now() {
-  const auto t = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
-  return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", t);
 }
 
 }  // namespace
@@ -221,7 +214,7 @@ std::int64_t runCapacityStudy(const Catalog& catalog, const CapacitySpec& spec, 
   head.spec_hash = fmt::format("{:016x}", stableHash(spec.text));
   head.catalog_hash = catalog.contentHash();
   head.program_version = options.program_version;
-  head.created = now();
+  head.created = utcTimestamp();
   head.slo = spec.slo;
   head.arrivals = spec.arrivals;
   head.target_rate = spec.target_rate;

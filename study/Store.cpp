@@ -1,8 +1,10 @@
 #include "study/Store.hpp"
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <optional>
 
@@ -257,6 +259,11 @@ std::vector<CalibrationRow> Store::latestCalibrations() const {
     out.push_back(std::move(c));
   }
   return out;
+}
+
+std::string utcTimestamp() {
+  const auto t = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+  return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", t);
 }
 
 }  // namespace attnsim

@@ -67,6 +67,9 @@ enum class StoreAccess { ReadWrite, ReadOnly };
 // writable to this process; the same UsageError as Store's ReadWrite open otherwise. Writes nothing.
 void requireWritableStore(const std::string& path);
 
+// When a sweep or capacity study is recorded: now, UTC, ISO 8601 to the second ("2026-11-28T10:15:00Z").
+std::string utcTimestamp();
+
 class Store {
  public:
   // ReadWrite: creates the schema when new, migrates an older one (docs/STORE.md), refuses a newer

@@ -1,24 +1,13 @@
 #include "study/SweepStore.hpp"
 
-#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 
 #include "core/Error.hpp"
 
 namespace attnsim {
-
-namespace {
-
-std::string now() {
-  const auto t = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
-  return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", t);
-}
-
-}  // namespace
 
 void writeSweepHeader(Store& store, std::int64_t sweep, const SweepSpec& spec, const std::string& catalog_hash,
                       const std::string& program_version, std::int64_t points) {
@@ -127,7 +116,7 @@ std::int64_t beginRun(Store& store, std::int64_t sweep, SweepShard shard, int jo
   s.bind(3, shard.count);
   s.bind(4, jobs);
   s.bind(5, version);
-  s.bind(6, now());
+  s.bind(6, utcTimestamp());
   s.run();
   const std::int64_t id = sqlite3_last_insert_rowid(store.handle());
   t.commit();
@@ -137,7 +126,7 @@ std::int64_t beginRun(Store& store, std::int64_t sweep, SweepShard shard, int jo
 void endRun(Store& store, std::int64_t run, std::int64_t points_written, const std::string& status) {
   WriteTransaction t(store.handle(), store.path());
   Statement s(store.handle(), "UPDATE sweep_runs SET finished = ?, points_written = ?, status = ? WHERE id = ?");
-  s.bind(1, now());
+  s.bind(1, utcTimestamp());
   s.bind(2, points_written);
   s.bind(3, status);
   s.bind(4, run);

@@ -185,8 +185,8 @@ std::vector<RankingProblem> rankingProblems(const Catalog& c, const std::vector<
                                             const std::vector<FamilyFit>& fits,
                                             const std::vector<RepeatSpread>& spreads) {
   const std::map<FitKey, double> bands = familyBands(points, fits);
-  using Entries = std::map<std::pair<std::string, std::string>, std::vector<const ScoredPoint*>>;
-  std::map<std::pair<std::string, std::string>, Entries> problems;
+  using PointsByImpl = std::map<std::pair<std::string, std::string>, std::vector<const ScoredPoint*>>;
+  std::map<std::pair<std::string, std::string>, PointsByImpl> problems;
   for (const auto& s : points) problems[{s.hardware, s.problem}][{s.impl, s.shape}].push_back(&s);
   std::vector<RankingProblem> out;
   for (const auto& [key, entries] : problems) {

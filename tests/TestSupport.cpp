@@ -1,5 +1,6 @@
 #include "tests/TestSupport.hpp"
 
+#include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -138,6 +139,17 @@ std::string readFile(const std::filesystem::path& p) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+void runSql(const std::filesystem::path& db, const std::string& text) {
+  sqlite3* h = nullptr;
+  const int opened = sqlite3_open(db.string().c_str(), &h);
+  char* error = nullptr;
+  const int ran = opened == SQLITE_OK ? sqlite3_exec(h, text.c_str(), nullptr, nullptr, &error) : opened;
+  const std::string message = error ? error : (h ? sqlite3_errmsg(h) : "out of memory");
+  sqlite3_free(error);
+  sqlite3_close(h);
+  if (ran != SQLITE_OK) throw std::runtime_error(db.string() + ": " + message);
 }
 
 ArrivalSpec exponentialLoad(double rate, std::int64_t requests) {

@@ -51,6 +51,8 @@ MarkdownTables parseMarkdownTables(const std::string& text);
 // Cells compare equal when they differ only in whitespace and bold markers.
 std::string normalizeCell(const std::string& cell);
 std::string readFile(const std::filesystem::path& p);
+// Runs SQL on the SQLite file `db` (a test's edit of a store); a failure throws with SQLite's message.
+void runSql(const std::filesystem::path& db, const std::string& text);
 
 // An attention layer of `heads` query and `kv_heads` K/V heads of head dim d, K and V both cached.
 AttentionShape headsShape(int heads, int kv_heads, int d);

@@ -127,13 +127,6 @@ long long count(const fs::path& db, const std::string& query) {
   return n;
 }
 
-void sql(const fs::path& db, const std::string& text) {
-  sqlite3* h = nullptr;
-  ASSERT_EQ(sqlite3_open(db.string().c_str(), &h), SQLITE_OK);
-  EXPECT_EQ(sqlite3_exec(h, text.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(h);
-  sqlite3_close(h);
-}
-
 fs::path sweptStore(const std::string& name) {
   const fs::path spec = memoryScratch() / "spec.yaml";
   if (!fs::exists(spec)) std::ofstream(spec) << kMemoryVerdictSpec;
@@ -177,7 +170,8 @@ TEST(StudyMemory, SweepStoresEachPredictionsVerdictForItsOwnBackend) {
 TEST(StudyMemory, AVersionSevenStoreGainsThePredictionColumnsAndKeepsItsRows) {
   const fs::path db = sweptStore("v7.db");
   const long long predictions = count(db, "SELECT count(*) FROM predictions");
-  sql(db,
+  test::runSql(
+      db,
       "ALTER TABLE predictions DROP COLUMN memory_fits; ALTER TABLE predictions DROP COLUMN memory_reason; "
       "ALTER TABLE predictions DROP COLUMN memory_need_mib; ALTER TABLE predictions DROP COLUMN memory_have_mib; "
       "UPDATE meta SET value = '7' WHERE key = 'schema_version';");
@@ -230,10 +224,10 @@ TEST(StudyMemory, WhatIfAndMatrixShowAnUndeployablePointApartFromARefusal) {
 
 TEST(StudyMemory, AVersionFiveStoreGainsTheColumnsAndItsOldPointsCountAsBefore) {
   const fs::path db = sweptStore("v5.db");
-  sql(db,
-      "ALTER TABLE points DROP COLUMN memory_fits; ALTER TABLE points DROP COLUMN memory_reason; "
-      "ALTER TABLE points DROP COLUMN memory_need_mib; ALTER TABLE points DROP COLUMN memory_have_mib; "
-      "UPDATE meta SET value = '5' WHERE key = 'schema_version';");
+  test::runSql(db,
+               "ALTER TABLE points DROP COLUMN memory_fits; ALTER TABLE points DROP COLUMN memory_reason; "
+               "ALTER TABLE points DROP COLUMN memory_need_mib; ALTER TABLE points DROP COLUMN memory_have_mib; "
+               "UPDATE meta SET value = '5' WHERE key = 'schema_version';");
   sweptStore("v5.db");  // a writer migrates it; every point is stored, so none is re-evaluated
   EXPECT_EQ(count(db, "SELECT value FROM meta WHERE key = 'schema_version'"), kStoreSchemaVersion);
   EXPECT_EQ(count(db, "SELECT count(*) FROM points WHERE memory_fits IS NULL"), 2);

@@ -3,7 +3,6 @@
 // headless Chromium.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 
 #include <algorithm>
 #include <array>
@@ -56,15 +55,6 @@ const fs::path& smallStudy() {
 test::CommandResult report(const std::string& kind, const fs::path& db, const fs::path& out,
                            const std::string& extra = "") {
   return runAttnsim("report " + kind + " --db " + db.string() + " --out " + out.string() + " " + extra);
-}
-
-void sql(const fs::path& db, const std::string& text) {
-  sqlite3* h = nullptr;
-  ASSERT_EQ(sqlite3_open(db.string().c_str(), &h), SQLITE_OK);
-  char* error = nullptr;
-  EXPECT_EQ(sqlite3_exec(h, text.c_str(), nullptr, nullptr, &error), SQLITE_OK) << (error ? error : "");
-  sqlite3_free(error);
-  sqlite3_close(h);
 }
 
 // What differs between machines and catalog versions but not between answers: the store's path,
@@ -393,7 +383,7 @@ void expectWellFormedTables(const std::string& markdown, const std::string& name
 TEST(StudyReports, HostileNamesFromTheStorePrintAsText) {
   const fs::path db = reportsScratch() / "hostile.db";
   fs::copy_file(smallStudy(), db, fs::copy_options::overwrite_existing);
-  sql(db, R"(
+  test::runSql(db, R"(
     UPDATE sweep_groups SET model = '<script>alert(1)</script>|m' WHERE model = 'llama-3.1-8b';
     UPDATE candidates SET backend = '<b>x</b>|`y`*_z_' WHERE backend = 'TRITON_ATTN';
     UPDATE candidates SET reason = '<img src=x onerror=alert(2)>|r' WHERE valid = 0;
@@ -443,7 +433,8 @@ TEST(StudyReports, BadRequestsExitTwo) {
 TEST(StudyReports, ASweepOfTheSameNameUnderAnotherCatalogLeavesTheRunningCatalogsSweepTheOneMeant) {
   const fs::path db = reportsScratch() / "two-catalogs.db";
   fs::copy_file(smallStudy(), db, fs::copy_options::overwrite_existing);
-  sql(db,
+  test::runSql(
+      db,
       "INSERT INTO sweeps (id, name, spec_text, spec_hash, catalog_hash, calibration, program_version, points) "
       "SELECT id + 1, name, spec_text, spec_hash, 'an-older-catalog', calibration, program_version, points "
       "FROM sweeps");
@@ -452,7 +443,7 @@ TEST(StudyReports, ASweepOfTheSameNameUnderAnotherCatalogLeavesTheRunningCatalog
   r = report("priorities", db, reportsScratch() / "two-catalogs", "--sweep reports-small");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   // Neither is the running catalog's: the user must say which.
-  sql(db, "UPDATE sweeps SET catalog_hash = 'another-catalog' WHERE catalog_hash <> 'an-older-catalog'");
+  test::runSql(db, "UPDATE sweeps SET catalog_hash = 'another-catalog' WHERE catalog_hash <> 'an-older-catalog'");
   r = report("priorities", db, reportsScratch() / "two-catalogs");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("2 sweeps in this store"), std::string::npos) << r.output;
