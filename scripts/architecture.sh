@@ -18,7 +18,7 @@ cat >"$tmp/build/CMakeGraphVizOptions.cmake" <<'OPTIONS'
 set(GRAPHVIZ_EXTERNAL_LIBS FALSE)
 set(GRAPHVIZ_GENERATE_PER_TARGET FALSE)
 set(GRAPHVIZ_GENERATE_DEPENDERS FALSE)
-set(GRAPHVIZ_IGNORE_TARGETS "attnsim_tests;attnsim_bench")
+set(GRAPHVIZ_IGNORE_TARGETS "attnsim_tests;attnsim_test_sources;attnsim_bench")
 OPTIONS
 (cd "$tmp" && cmake -S "$OLDPWD" -B "$tmp/build" -G Ninja --graphviz="$tmp/deps.dot" >/dev/null)
 

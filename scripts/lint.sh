@@ -58,7 +58,7 @@ tidy_one() {
   local relative=${1#"$PWD"/} checks=()
   # A unity batch includes our .cpp files by design.
   [[ $1 == */Unity/unity_*.cxx ]] && checks+=(-bugprone-suspicious-include)
-  if [[ $relative == tests/* || $1 == */tests/CMakeFiles/attnsim_tests.dir/Unity/* ]]; then
+  if [[ $relative == tests/* || $1 == */tests/CMakeFiles/attnsim_test_sources.dir/Unity/* ]]; then
     checks+=('-bugprone-*' '-performance-*')
   fi
   if ((${#checks[@]})); then
